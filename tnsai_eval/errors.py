@@ -1,0 +1,135 @@
+"""Every exception tnsai-eval raises, in one tree.
+
+::
+
+    TnsaiError
+    ├── ConfigError (also ValueError)      bad configuration or input; names the bad value
+    │   ├── ConditionError                 a CEL condition that does not parse or evaluate
+    │   ├── DatasetError                   a dataset file with bad lines (all of them listed)
+    │   └── LocalModelUnavailable          the `local` extra (llama-cpp-python) is missing
+    └── LLMError                           a model call failed; carries status, model, attempts
+        ├── LLMConnectionError             could not connect, or the connection dropped
+        ├── LLMTimeoutError                connect or read timeout
+        ├── RateLimitError                 HTTP 429 after all retries
+        ├── ServerError                    HTTP 408/409/5xx after all retries
+        ├── ClientRequestError             other HTTP 4xx (bad request, auth): not retried
+        ├── BadResponseError               the reply was not a usable chat completion
+        └── ReplayMissError                replay mode and the request was never recorded
+
+Input errors subclass `ValueError` so that code written against the standard
+library's conventions (``except ValueError``) keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadResponseError",
+    "ClientRequestError",
+    "ConditionError",
+    "ConfigError",
+    "DatasetError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMTimeoutError",
+    "LocalModelUnavailable",
+    "RateLimitError",
+    "ReplayMissError",
+    "ServerError",
+    "TnsaiError",
+]
+
+
+class TnsaiError(Exception):
+    """Root of every exception raised by tnsai-eval."""
+
+
+class ConfigError(TnsaiError, ValueError):
+    """A configuration value or an input is wrong; the message names it."""
+
+
+class ConditionError(ConfigError):
+    """A norm condition could not be compiled or evaluated.
+
+    Carries the condition text so that a report can show which norm was at fault.
+    """
+
+    def __init__(self, message: str, *, condition: str = "") -> None:
+        super().__init__(message)
+        self.condition = condition
+
+
+class DatasetError(ConfigError):
+    """A dataset file could not be loaded; ``problems`` lists every bad line."""
+
+    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class LocalModelUnavailable(ConfigError):
+    """The embedded model cannot run: the `local` extra is not installed."""
+
+
+class LLMError(TnsaiError):
+    """A call to a model failed.
+
+    Attributes:
+        status: the HTTP status, or ``None`` when there was no HTTP reply.
+        model: the model the request was for.
+        attempts: how many attempts were made before giving up (1 = no retry).
+        retryable: whether the failure is of a kind that is retried.
+        retry_after: seconds the server asked us to wait, when it said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        model: str = "",
+        attempts: int = 1,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.model = model
+        self.attempts = attempts
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        details = [f"model={self.model!r}"] if self.model else []
+        if self.status is not None:
+            details.append(f"status={self.status}")
+        details.append(f"attempts={self.attempts}")
+        return f"{base} ({', '.join(details)})"
+
+
+class LLMConnectionError(LLMError):
+    """The server could not be reached, or it dropped the connection."""
+
+
+class LLMTimeoutError(LLMError):
+    """The server did not connect or answer within the timeout."""
+
+
+class RateLimitError(LLMError):
+    """HTTP 429: the server is rate limiting us and retries ran out."""
+
+
+class ServerError(LLMError):
+    """HTTP 408, 409 or 5xx: the server failed and retries ran out."""
+
+
+class ClientRequestError(LLMError):
+    """HTTP 4xx other than 408/409/429: the request itself is wrong; not retried."""
+
+
+class BadResponseError(LLMError):
+    """The server answered 2xx but the body is not a usable chat completion."""
+
+
+class ReplayMissError(LLMError):
+    """Replay mode found no recorded response for a request."""

@@ -1,0 +1,150 @@
+"""The records and the protocol that every model client shares."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from tnsai_eval.errors import ConfigError
+
+__all__ = [
+    "AsyncLLMClient",
+    "Completion",
+    "LLMClient",
+    "Message",
+    "MessagesInput",
+    "Usage",
+    "acall",
+    "estimate_tokens",
+    "last_user_message",
+    "normalize_messages",
+]
+
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message. ``role`` is system, user, assistant or tool."""
+
+    role: str
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise ConfigError(
+                f"message role {self.role!r} is not one of {', '.join(sorted(_ROLES))}"
+            )
+        if not isinstance(self.content, str):
+            raise ConfigError(
+                f"message content must be a str, got {type(self.content).__name__}"
+            )
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one call, as the server reported them (or estimated)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The reply to one chat call.
+
+    ``raw`` keeps the server's decoded JSON body (or ``None``) for callers that
+    need fields we do not model, such as tool calls.
+    """
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    latency_s: float = 0.0
+    cached: bool = False
+    raw: Mapping[str, Any] | None = None
+
+
+MessagesInput: TypeAlias = str | Sequence[Message | Mapping[str, Any]]
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """Anything with ``chat(messages, **params) -> Completion`` is a model client."""
+
+    def chat(self, messages: MessagesInput, **params: Any) -> Completion: ...
+
+
+@runtime_checkable
+class AsyncLLMClient(LLMClient, Protocol):
+    """A client that also has a native ``achat``; used for concurrency."""
+
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion: ...
+
+
+def normalize_messages(messages: MessagesInput) -> list[Message]:
+    """Turn a str or a sequence of Message / ``{"role", "content"}`` into Messages.
+
+    Raises ConfigError naming the offending item when one is malformed.
+    """
+    if isinstance(messages, str):
+        return [Message("user", messages)]
+    out: list[Message] = []
+    for i, item in enumerate(messages):
+        if isinstance(item, Message):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            if "role" not in item or "content" not in item:
+                raise ConfigError(
+                    f"message {i} must have 'role' and 'content' keys, got {sorted(item)!r}"
+                )
+            content = item["content"]
+            out.append(Message(str(item["role"]), "" if content is None else str(content)))
+        else:
+            raise ConfigError(
+                f"message {i} must be a Message or a mapping, got {type(item).__name__}"
+            )
+    if not out:
+        raise ConfigError("messages must not be empty")
+    return out
+
+
+def last_user_message(messages: MessagesInput) -> str:
+    """The content of the last user message ('' when there is none)."""
+    for message in reversed(normalize_messages(messages)):
+        if message.role == "user":
+            return message.content
+    return ""
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about 4 characters a token) for clients that report none."""
+    return (len(text) + 3) // 4
+
+
+async def acall(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
+    """Call ``client`` without blocking the event loop.
+
+    Uses the client's own ``achat`` when it has one, else runs ``chat`` in a
+    worker thread, as API.md promises for clients that are sync only.
+    """
+    achat = getattr(client, "achat", None)
+    if achat is not None and asyncio.iscoroutinefunction(achat):
+        result: Completion = await achat(messages, **params)
+        return result
+    return await asyncio.to_thread(client.chat, messages, **params)
