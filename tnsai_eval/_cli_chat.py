@@ -1,0 +1,32 @@
+"""``tnsai-eval chat "..."``: one reply from the configured model."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tnsai_eval._cli_common import add_model_options, client_from_args
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "chat", help="print one reply from the model", description=__doc__
+    )
+    parser.add_argument("message", help="the user message")
+    parser.add_argument("--system", default="", help="an optional system prompt")
+    parser.add_argument("--max-tokens", type=int, default=256)
+    add_model_options(parser)
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    client = client_from_args(args)
+    messages: list[dict[str, str]] = []
+    if args.system:
+        messages.append({"role": "system", "content": args.system})
+    messages.append({"role": "user", "content": args.message})
+    completion = client.chat(messages, max_tokens=args.max_tokens)
+    print(completion.text.strip())
+    return 0

@@ -1,0 +1,28 @@
+"""Options shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+
+from tnsai_eval.llm import LLMClient
+
+__all__ = ["add_model_options", "client_from_args"]
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """``--base-url`` / ``--model``: an OpenAI-compatible server instead of the default."""
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--base-url",
+        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 "
+        "(default: $TNSAI_LLM_BASE_URL, else the embedded model)",
+    )
+    group.add_argument("--model", help="model name on that server (default: $TNSAI_LLM_MODEL)")
+
+
+def client_from_args(args: argparse.Namespace) -> LLMClient:
+    """The client the options name; API keys come from $TNSAI_LLM_API_KEY only."""
+    from tnsai_eval.llm import default_llm  # type: ignore[attr-defined]
+
+    client: LLMClient = default_llm(base_url=args.base_url, model=args.model)
+    return client

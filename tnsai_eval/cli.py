@@ -1,0 +1,51 @@
+"""The ``tnsai-eval`` command.
+
+Each subcommand lives in its own private module (``tnsai_eval/_cli_<name>.py``)
+exposing ``add_parser(subparsers)``, which registers the subcommand and sets
+``func`` (``args -> exit code``) as its default. This module only wires them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tnsai_eval import __version__
+from tnsai_eval.errors import TnsaiError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Imported here so that `import tnsai_eval` never pays for the CLI's imports.
+    from tnsai_eval import _cli_chat
+
+    parser = argparse.ArgumentParser(
+        prog="tnsai-eval",
+        description="Evaluate, refine and optimize LLM prompts.",
+    )
+    parser.add_argument("--version", action="version", version=f"tnsai-eval {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (_cli_chat,):
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except TnsaiError as exc:
+        # Our errors already name the bad value; a traceback would only bury it.
+        print(f"tnsai-eval {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
