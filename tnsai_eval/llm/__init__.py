@@ -4,6 +4,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
+from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._types import (
     AsyncLLMClient,
     Completion,
@@ -28,4 +29,5 @@ __all__ = [
     "estimate_tokens",
     "last_user_message",
     "normalize_messages",
+    "smollm2_gguf_path",
 ]
