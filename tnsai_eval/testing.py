@@ -113,7 +113,9 @@ class ScriptedLLM:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"ScriptedLLM(model={self.model!r}, queued={len(self._queue)}, calls={len(self.calls)})"
+        return (
+            f"ScriptedLLM(model={self.model!r}, queued={len(self._queue)}, calls={len(self.calls)})"
+        )
 
     @property
     def prompts(self) -> list[str]:
@@ -149,9 +151,7 @@ class ScriptedLLM:
             return reply
         return Completion(text=reply, usage=self._usage_for(normalized, reply), model=self.model)
 
-    def _pick(
-        self, messages: list[Message], prompt: str, params: dict[str, Any]
-    ) -> Reply:
+    def _pick(self, messages: list[Message], prompt: str, params: dict[str, Any]) -> Reply:
         if self._queue:
             return self._queue.popleft()
         for pattern, rule_reply in self._rules:
