@@ -38,9 +38,7 @@ class Message:
                 f"message role {self.role!r} is not one of {', '.join(sorted(_ROLES))}"
             )
         if not isinstance(self.content, str):
-            raise ConfigError(
-                f"message content must be a str, got {type(self.content).__name__}"
-            )
+            raise ConfigError(f"message content must be a str, got {type(self.content).__name__}")
 
     def to_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
