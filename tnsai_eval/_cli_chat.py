@@ -16,7 +16,9 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("message", help="the user message")
     parser.add_argument("--system", default="", help="an optional system prompt")
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument(
+        "--max-tokens", type=int, default=256, help="bound on the reply length (default: 256)"
+    )
     add_model_options(parser)
     parser.set_defaults(func=_run)
 
@@ -27,6 +29,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.system:
         messages.append({"role": "system", "content": args.system})
     messages.append({"role": "user", "content": args.message})
-    completion = client.chat(messages, max_tokens=args.max_tokens)
+    try:
+        completion = client.chat(messages, max_tokens=args.max_tokens)
+    finally:
+        # An HTTP client holds a connection pool; the embedded model has nothing to close.
+        close = getattr(client, "close", None)
+        if callable(close):
+            close()
     print(completion.text.strip())
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tnsai_eval.llm import LLMClient
+from tnsai_eval.llm import LLMClient, default_llm
 
 __all__ = ["add_model_options", "client_from_args"]
 
@@ -22,7 +22,4 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def client_from_args(args: argparse.Namespace) -> LLMClient:
     """The client the options name; API keys come from $TNSAI_LLM_API_KEY only."""
-    from tnsai_eval.llm import default_llm  # type: ignore[attr-defined]
-
-    client: LLMClient = default_llm(base_url=args.base_url, model=args.model)
-    return client
+    return default_llm(base_url=args.base_url, model=args.model)

@@ -4,7 +4,11 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
+from tnsai_eval.llm._cached import CachedLLM, RecordMode
+from tnsai_eval.llm._default import default_llm
+from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import (
     AsyncLLMClient,
     Completion,
@@ -20,12 +24,18 @@ from tnsai_eval.llm._types import (
 
 __all__ = [
     "AsyncLLMClient",
+    "CachedLLM",
     "Completion",
     "LLMClient",
+    "LocalLLM",
     "Message",
     "MessagesInput",
+    "RecordMode",
+    "ResponseStore",
+    "StoredRequest",
     "Usage",
     "acall",
+    "default_llm",
     "estimate_tokens",
     "last_user_message",
     "normalize_messages",

