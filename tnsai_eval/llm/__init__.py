@@ -8,6 +8,7 @@ from tnsai_eval.llm._cached import CachedLLM, RecordMode
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm._openai import OpenAIClient
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import (
     AsyncLLMClient,
@@ -30,6 +31,7 @@ __all__ = [
     "LocalLLM",
     "Message",
     "MessagesInput",
+    "OpenAIClient",
     "RecordMode",
     "ResponseStore",
     "StoredRequest",

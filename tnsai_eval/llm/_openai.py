@@ -1,0 +1,490 @@
+"""An OpenAI-compatible chat-completions client over httpx, sync and async.
+
+Works with anything that serves ``POST {base_url}/chat/completions``: OpenAI,
+vLLM, Ollama, the llama.cpp server, LM Studio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from tnsai_eval.errors import (
+    BadResponseError,
+    ClientRequestError,
+    ConfigError,
+    LLMConnectionError,
+    LLMError,
+    LLMTimeoutError,
+    RateLimitError,
+    ServerError,
+)
+from tnsai_eval.llm._retry import RetryPolicy, is_retryable_status, parse_retry_after
+from tnsai_eval.llm._types import Completion, Message, MessagesInput, Usage, normalize_messages
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIClient"]
+
+logger = logging.getLogger("tnsai_eval.llm")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_KEY_ENV = "TNSAI_LLM_API_KEY"
+_OPENAI_KEY_ENV = "OPENAI_API_KEY"
+# Spare pool slots above the concurrency bound: a request that holds a slot of
+# the semaphore must never queue for a connection (that wait would surface as a
+# confusing PoolTimeout), including while a just-finished one is being released.
+_POOL_HEADROOM = 4
+# How much of an error body goes into an exception message.
+_DETAIL_CHARS = 300
+_REDACTED = "***"
+
+
+class _Secret:
+    """Holds the API key so that no repr, ``vars()`` dump or log shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return _REDACTED
+
+
+@dataclass(slots=True)
+class _AsyncState:
+    """The async pool and bound of one event loop (neither may cross loops)."""
+
+    client: httpx.AsyncClient
+    slots: asyncio.Semaphore
+
+
+class OpenAIClient:
+    """Chat completions from an OpenAI-compatible server, over one pooled connection set.
+
+    >>> llm = OpenAIClient("smollm2", base_url="http://127.0.0.1:8080/v1")
+    >>> llm
+    OpenAIClient(model='smollm2', base_url='http://127.0.0.1:8080/v1', api_key=None)
+    >>> # reply = llm.chat("Say hi", temperature=0, max_tokens=8); reply.text, reply.usage
+    >>> llm.close()
+
+    Behaviour:
+
+    * ``chat(messages, **params)`` posts ``{"model", "messages", **params}``:
+      sampling parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``,
+      ``stop``, ``response_format``, ``tools``...) pass through unchanged;
+      ``None`` values are left out; ``model=`` overrides the client's model for
+      one call. ``async achat`` does the same without blocking the loop.
+    * Retries HTTP 408, 409, 429 and 5xx, connection failures and timeouts, up
+      to ``max_retries`` times, waiting by capped exponential backoff with
+      jitter, or as long as the server's ``retry-after-ms`` / ``retry-after``
+      says (capped at ``retry_after_max``). Other 4xx are not retried.
+    * Failures raise ``LLMError`` subclasses (``RateLimitError``,
+      ``ServerError``, ``LLMTimeoutError``, ``LLMConnectionError``,
+      ``ClientRequestError``, ``BadResponseError``) carrying ``status``,
+      ``model`` and ``attempts``.
+    * ``timeout`` bounds each read and write, ``connect_timeout`` each connect.
+      At most ``max_concurrency`` requests are in flight from threads (and,
+      separately, from each event loop); the pool keeps a few more connections.
+    * The key comes from ``api_key``, else ``TNSAI_LLM_API_KEY``, else
+      ``OPENAI_API_KEY`` when ``base_url`` is OpenAI's own (so that an OpenAI
+      key is never sent to another server). It is sent only in the
+      ``Authorization`` header and is scrubbed from errors, logs and reprs.
+    * ``Completion.raw`` is the decoded reply; ``latency_s`` is the time of the
+      attempt that succeeded (not queueing or backoff); a reply without
+      ``usage`` gets ``Usage()``.
+    * ``transport=`` replaces the network (for example ``httpx.MockTransport``).
+    * ``close()`` / ``aclose()`` or ``with`` / ``async with`` release the pools.
+      The async pool is created per event loop on first use, since httpx async
+      connections cannot move between loops; ``aclose()`` closes the running
+      loop's one.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 5.0,
+        max_retries: int = 2,
+        max_concurrency: int = 16,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        retry_after_max: float = 60.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"model must be a non-empty str, got {model!r}")
+        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if not isinstance(value, int | float) or not value > 0 or not math.isfinite(value):
+                raise ConfigError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        self._model = model
+        self._base_url = _check_base_url(base_url)
+        self._url = self._base_url + "/chat/completions"
+        self._policy = RetryPolicy(
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            retry_after_max=retry_after_max,
+        )
+        self._max_concurrency = max_concurrency
+        key = _resolve_key(api_key, self._base_url)
+        self._key = _Secret(key) if key else None
+        # The Authorization header is added only when a pool is built, inside
+        # httpx.Headers (whose repr masks it), so no attribute of ours holds it.
+        self._headers = {"User-Agent": "tnsai-eval", "Content-Type": "application/json"}
+        self._headers.update(headers or {})
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        pool = max_concurrency + _POOL_HEADROOM
+        self._limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
+        self._transport = transport
+        self._rng = random.Random()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._sync: httpx.Client | None = None
+        self._sync_slots = threading.BoundedSemaphore(max_concurrency)
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def max_concurrency(self) -> int:
+        return self._max_concurrency
+
+    def __repr__(self) -> str:
+        key = repr(_REDACTED) if self._key is not None else "None"
+        return f"OpenAIClient(model={self._model!r}, base_url={self._base_url!r}, api_key={key})"
+
+    # -- calls -------------------------------------------------------------------------
+
+    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """One chat completion; retries as documented on the class."""
+        model, content = self._encode(messages, params)
+        client = self._sync_client()
+        attempt = 0
+        outcome: Completion | LLMError
+        while True:
+            attempt += 1
+            with self._sync_slots:
+                started = time.perf_counter()
+                try:
+                    response = client.post(self._url, content=content)
+                except httpx.TransportError as exc:
+                    outcome = self._transport_failure(exc, model, attempt)
+                else:
+                    outcome = self._outcome(response, model, attempt, started)
+            if isinstance(outcome, Completion):
+                return outcome
+            time.sleep(self._wait_or_raise(outcome))
+
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """Like ``chat`` but on the running event loop."""
+        model, content = self._encode(messages, params)
+        state = self._async_state()
+        attempt = 0
+        outcome: Completion | LLMError
+        while True:
+            attempt += 1
+            async with state.slots:
+                started = time.perf_counter()
+                try:
+                    response = await state.client.post(self._url, content=content)
+                except httpx.TransportError as exc:
+                    outcome = self._transport_failure(exc, model, attempt)
+                else:
+                    outcome = self._outcome(response, model, attempt, started)
+            if isinstance(outcome, Completion):
+                return outcome
+            await asyncio.sleep(self._wait_or_raise(outcome))
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the sync pool. Calls after ``close()`` raise ``RuntimeError``."""
+        with self._lock:
+            self._closed = True
+            client, self._sync = self._sync, None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close the sync pool and the running loop's async pool."""
+        self.close()
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            state = self._async.pop(loop, None)
+            # Pools of other loops cannot be closed from this one; dropping them
+            # lets their sockets go when those loops are collected.
+            self._async.clear()
+        if state is not None:
+            await state.client.aclose()
+
+    def __enter__(self) -> OpenAIClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> OpenAIClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _sync_client(self) -> httpx.Client:
+        self._check_open()
+        client = self._sync
+        if client is not None:
+            return client
+        transport = self._transport
+        if transport is not None and not isinstance(transport, httpx.BaseTransport):
+            raise ConfigError(
+                f"transport {type(transport).__name__} is async only; use achat() "
+                "or pass a transport that also implements httpx.BaseTransport"
+            )
+        with self._lock:
+            self._check_open()
+            if self._sync is None:
+                self._sync = httpx.Client(
+                    headers=self._pool_headers(),
+                    timeout=self._timeout,
+                    limits=self._limits,
+                    transport=transport,
+                )
+            return self._sync
+
+    def _async_state(self) -> _AsyncState:
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        state = self._async.get(loop)
+        if state is not None:
+            return state
+        transport = self._transport
+        if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
+            raise ConfigError(
+                f"transport {type(transport).__name__} is sync only; use chat() "
+                "or pass a transport that also implements httpx.AsyncBaseTransport"
+            )
+        with self._lock:
+            self._check_open()
+            state = self._async.get(loop)
+            if state is None:
+                client = httpx.AsyncClient(
+                    headers=self._pool_headers(),
+                    timeout=self._timeout,
+                    limits=self._limits,
+                    transport=transport,
+                )
+                state = _AsyncState(client, asyncio.Semaphore(self._max_concurrency))
+                self._async[loop] = state
+            return state
+
+    def _pool_headers(self) -> httpx.Headers:
+        headers = httpx.Headers(self._headers)
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        return headers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed; create a new client")
+
+    def _encode(self, messages: MessagesInput, params: Mapping[str, Any]) -> tuple[str, bytes]:
+        """The request's model and JSON body; bad input raises ConfigError before any I/O."""
+        if params.get("stream"):
+            raise ConfigError("stream=True is not supported: OpenAIClient returns whole replies")
+        # Validates every message (names the bad one); the wire form keeps mapping
+        # items whole so that fields we do not model (tool_calls, name) go through.
+        normalize_messages(messages)
+        wire: list[Mapping[str, Any]]
+        if isinstance(messages, str):
+            wire = [{"role": "user", "content": messages}]
+        else:
+            wire = [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
+        body: dict[str, Any] = {"model": self._model}
+        body.update((k, v) for k, v in params.items() if v is not None)
+        body["messages"] = wire
+        model = body["model"]
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model must be a non-empty str, got {model!r}")
+        try:
+            content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"request parameters are not JSON-serializable: {exc}") from exc
+        return model, content
+
+    def _outcome(
+        self, response: httpx.Response, model: str, attempt: int, started: float
+    ) -> Completion | LLMError:
+        status = response.status_code
+        if 200 <= status < 300:
+            return self._parse(response, model, attempt, time.perf_counter() - started)
+        retryable = is_retryable_status(status)
+        cls: type[LLMError]
+        if status == 429:
+            cls = RateLimitError
+        elif retryable:
+            cls = ServerError
+        elif 400 <= status < 500:
+            cls = ClientRequestError
+        else:
+            cls = BadResponseError
+        return cls(
+            f"{self._url} answered HTTP {status}: {self._detail(response)}",
+            status=status,
+            model=model,
+            attempts=attempt,
+            retryable=retryable,
+            retry_after=parse_retry_after(response.headers) if retryable else None,
+        )
+
+    def _parse(
+        self, response: httpx.Response, model: str, attempt: int, latency: float
+    ) -> Completion | LLMError:
+        def bad(what: str) -> BadResponseError:
+            return BadResponseError(
+                f"{self._url} answered HTTP {response.status_code} but {what}",
+                status=response.status_code,
+                model=model,
+                attempts=attempt,
+            )
+
+        try:
+            data = json.loads(response.content)
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError
+            return bad(f"the body is not JSON: {self._snippet(response.text)!r}")
+        if not isinstance(data, dict):
+            return bad(f"the body is a JSON {type(data).__name__}, not an object")
+        choices = data.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            if "error" in data:
+                return bad(f"the body is an error: {self._snippet(_error_text(data))}")
+            return bad(f"the body has no choices[0].message: {self._snippet(response.text)!r}")
+        text = message.get("content")
+        if text is None:  # a tool-call-only reply: the calls are in .raw
+            text = ""
+        elif not isinstance(text, str):
+            return bad(f"choices[0].message.content is a {type(text).__name__}, not a str")
+        reply_model = data.get("model")
+        return Completion(
+            text=text,
+            usage=_usage(data.get("usage")),
+            model=reply_model if isinstance(reply_model, str) and reply_model else model,
+            latency_s=latency,
+            raw=data,
+        )
+
+    def _transport_failure(self, exc: httpx.TransportError, model: str, attempt: int) -> LLMError:
+        cls: type[LLMError] = (
+            LLMTimeoutError if isinstance(exc, httpx.TimeoutException) else LLMConnectionError
+        )
+        what = type(exc).__name__
+        detail = self._snippet(str(exc)) or "no detail"
+        error = cls(
+            f"POST {self._url} failed: {what}: {detail}",
+            model=model,
+            attempts=attempt,
+            retryable=True,
+        )
+        error.__cause__ = exc
+        return error
+
+    def _wait_or_raise(self, error: LLMError) -> float:
+        """Seconds to wait before the next attempt, or raise ``error`` if there is none."""
+        if not error.retryable or error.attempts >= self._policy.max_attempts:
+            raise error
+        delay = self._policy.delay(error.attempts, retry_after=error.retry_after, rng=self._rng)
+        logger.info(
+            "retrying in %.3f s after attempt %d of %d failed: %s",
+            delay,
+            error.attempts,
+            self._policy.max_attempts,
+            error,
+        )
+        return delay
+
+    def _detail(self, response: httpx.Response) -> str:
+        try:
+            data = json.loads(response.content)
+        except ValueError:
+            return self._snippet(response.text) or "(empty body)"
+        return self._snippet(_error_text(data) if isinstance(data, dict) else response.text)
+
+    def _snippet(self, text: str) -> str:
+        """Shortened and with the API key scrubbed: servers sometimes echo it back."""
+        if self._key is not None:
+            text = text.replace(self._key.reveal(), _REDACTED)
+        text = " ".join(text.split())
+        return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
+
+
+def _check_base_url(base_url: str) -> str:
+    try:
+        url = httpx.URL(base_url)
+    except (TypeError, httpx.InvalidURL) as exc:
+        raise ConfigError(f"base_url {base_url!r} is not a URL: {exc}") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError(
+            f"base_url must be an http(s) URL such as 'http://127.0.0.1:8080/v1', got {base_url!r}"
+        )
+    if url.query or url.fragment:
+        raise ConfigError(f"base_url must not have a query or fragment, got {base_url!r}")
+    return str(url).rstrip("/")
+
+
+def _resolve_key(api_key: str | None, base_url: str) -> str | None:
+    if api_key is not None:
+        return api_key or None
+    key = os.environ.get(_KEY_ENV)
+    if not key and base_url == DEFAULT_BASE_URL:
+        key = os.environ.get(_OPENAI_KEY_ENV)
+    return key or None
+
+
+def _error_text(data: Mapping[str, Any]) -> str:
+    """The human part of an error body: OpenAI's ``{"error": {"message"}}`` and kin."""
+    error = data.get("error", data.get("detail"))
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    return str(error) if error is not None else json.dumps(data)
+
+
+def _usage(value: object) -> Usage:
+    if not isinstance(value, dict):
+        return Usage()
+    return Usage(_count(value.get("prompt_tokens")), _count(value.get("completion_tokens")))
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
