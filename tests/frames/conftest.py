@@ -1,0 +1,78 @@
+"""Hand-built frames with the documented columns, so tests need no model and no core."""
+
+from __future__ import annotations
+
+import matplotlib
+import pandas as pd
+import pytest
+
+# No display in tests; Figure objects never need one, but a stray pyplot call would.
+matplotlib.use("Agg")
+
+
+def _case_rows() -> list[dict[str, object]]:
+    """Round 0: the initial prompt; round 1: two variants; round 2: one variant (cached)."""
+    inputs = [("2+2?", "4"), ("3+3?", "6")]
+    plan = [
+        # round, variant, strategy, scores per case, cached
+        (0, "Answer.", None, [0.0, 0.5], False),
+        (1, "Think step by step. Answer.", "CHAIN_OF_THOUGHT", [1.0, 0.5], False),
+        (1, "Answer briefly.", "CONCISE", [0.25, 0.25], False),
+        (2, "Think step by step. Answer briefly.", "CONCISE", [1.0, 1.0], True),
+    ]
+    rows: list[dict[str, object]] = []
+    for rnd, variant, strategy, scores, cached in plan:
+        for case, ((question, expected), score) in enumerate(zip(inputs, scores, strict=True)):
+            rows.append(
+                {
+                    "round": rnd,
+                    "variant": variant,
+                    "strategy": strategy,
+                    "case": case,
+                    "input": question,
+                    "expected": expected,
+                    "output": expected if score == 1.0 else "?",
+                    "score": score,
+                    "tokens": 10 + case,
+                    "latency": 0.01,
+                    "cached": cached,
+                }
+            )
+    return rows
+
+
+@pytest.fixture
+def cases_frame() -> pd.DataFrame:
+    return pd.DataFrame(_case_rows())
+
+
+class FakeOptimization:
+    """Duck-typed stand-in for OptimizationResult (its two frame methods)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self.best_prompt = "Think step by step. Answer briefly."
+        self.score = 1.0
+
+    def to_dataframe(self) -> pd.DataFrame:
+        return self._frame.copy()
+
+    def rounds_dataframe(self) -> pd.DataFrame:
+        return pd.DataFrame({"round": [0, 1, 2], "best_score": [0.25, 0.75, 1.0]})
+
+
+@pytest.fixture
+def optimization(cases_frame: pd.DataFrame) -> FakeOptimization:
+    return FakeOptimization(cases_frame)
+
+
+@pytest.fixture
+def checks_frame() -> pd.DataFrame:
+    """Three iterations of two checks; valid_json passes from iteration 2, contains at 3."""
+    passed = {"valid_json": [False, True, True], "must_contain(name)": [False, False, True]}
+    rows = [
+        {"iteration": i + 1, "check": check, "passed": ok, "message": "" if ok else "failed"}
+        for check, oks in passed.items()
+        for i, ok in enumerate(oks)
+    ]
+    return pd.DataFrame(rows)

@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from tnsai_eval import frames
+from tnsai_eval.errors import ConfigError
+
+from .conftest import FakeOptimization
+
+
+def test_optimizer_cases_delegates_and_checks_columns(optimization: FakeOptimization) -> None:
+    out = frames.optimizer_cases(optimization)
+    assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
+    assert len(out) == 8
+    with pytest.raises(ConfigError, match="'score'"):
+        frames.optimizer_cases(out.drop(columns="score"))
+    with pytest.raises(ConfigError, match="OptimizationResult"):
+        frames.optimizer_cases(object())
+
+
+def test_optimizer_rounds_delegates(optimization: FakeOptimization) -> None:
+    assert list(frames.optimizer_rounds(optimization)["best_score"]) == [0.25, 0.75, 1.0]
+
+
+def test_variant_scores_means_costs_and_best(optimization: FakeOptimization) -> None:
+    out = frames.variant_scores(optimization)
+    assert tuple(out.columns) == frames.VARIANT_COLUMNS
+    assert list(out["round"]) == [0, 1, 1, 2]
+    assert list(out["score"]) == [0.25, 0.75, 0.25, 1.0]
+    assert list(out["cases"]) == [2, 2, 2, 2]
+    # Round 2 came from the cache: no calls, no tokens.
+    assert list(out["calls"]) == [2, 2, 2, 0]
+    assert list(out["tokens"]) == [21, 21, 21, 0]
+    assert list(out["best"]) == [True, True, False, True]
+
+
+def test_variant_scores_ignores_failed_cases(cases_frame: pd.DataFrame) -> None:
+    cases_frame.loc[0, "score"] = float("nan")  # the first case of round 0 failed
+    out = frames.variant_scores(cases_frame)
+    assert out.loc[0, "score"] == 0.5
+    assert out.loc[0, "cases"] == 1
+
+
+def test_score_progressions_from_sequences_results_and_optimizations(
+    optimization: FakeOptimization,
+) -> None:
+    refinement = SimpleNamespace(metrics=SimpleNamespace(score_progression=[0.5, 1.0]))
+    out = frames.score_progressions({"opt": optimization, "ref": refinement, "raw": (0.1,)})
+    assert tuple(out.columns) == frames.PROGRESSION_COLUMNS
+    assert out[out["run"] == "opt"]["score"].tolist() == [0.25, 0.75, 1.0]
+    assert out[out["run"] == "ref"]["step"].tolist() == [0, 1]
+    assert out[out["run"] == "raw"]["score"].tolist() == [0.1]
+    single = frames.score_progressions([0.3, 0.6])
+    assert single["run"].unique().tolist() == ["run"]
+    with pytest.raises(ConfigError, match="int"):
+        frames.score_progressions(3)
+
+
+def test_refinement_frames_delegate_and_validate(checks_frame: pd.DataFrame) -> None:
+    result = SimpleNamespace(
+        to_dataframe=lambda: pd.DataFrame({"iteration": [1, 2], "score": [0.0, 1.0]}),
+        checks_dataframe=lambda: checks_frame,
+    )
+    assert frames.refinement_iterations(result)["score"].tolist() == [0.0, 1.0]
+    assert frames.refinement_checks(result) is checks_frame
+    with pytest.raises(ConfigError, match="'passed'"):
+        frames.refinement_checks(checks_frame.drop(columns="passed"))
+
+
+def test_learning_frame_lists_every_item_by_kind() -> None:
+    result = SimpleNamespace(
+        prompt_adjustments=["Be brief."],
+        preferences=["Use metric units.", "Answer in English."],
+        good_examples=[],
+        feedback_analyzed=5,
+    )
+    out = frames.learning_frame(result)
+    assert tuple(out.columns) == frames.LEARNING_COLUMNS
+    assert out.values.tolist() == [
+        ["rule", 0, "Be brief."],
+        ["preference", 0, "Use metric units."],
+        ["preference", 1, "Answer in English."],
+    ]
+    assert out.attrs["feedback_analyzed"] == 5
+    with pytest.raises(ConfigError, match="LearningResult"):
+        frames.learning_frame(object())
+
+
+def test_feedback_frame_reads_a_store_or_items() -> None:
+    kind = SimpleNamespace(name="CORRECTION")
+    item = SimpleNamespace(id="x1", type=kind, content="Say kg", session_id=None, timestamp=None)
+    store = SimpleNamespace(get_all=lambda: [item])
+    for source in (store, [item]):
+        out = frames.feedback_frame(source)
+        assert tuple(out.columns) == frames.FEEDBACK_COLUMNS
+        assert out.loc[0, ["id", "type", "content"]].tolist() == ["x1", "correction", "Say kg"]
+
+
+def test_norm_checks_one_row_per_violation_and_per_allowed_action() -> None:
+    norm = SimpleNamespace(
+        type=SimpleNamespace(name="PROHIBITION"),
+        action="delete_data",
+        condition="hasConsent == false",
+        description="No deletion without consent",
+        priority=5,
+    )
+    denied = SimpleNamespace(violations=[SimpleNamespace(norm=norm, reason="No deletion ...")])
+    allowed = SimpleNamespace(violations=[])
+    out = frames.norm_checks({"delete_data": denied, "read_data": allowed})
+    assert tuple(out.columns) == frames.NORM_CHECK_COLUMNS
+    assert out["action"].tolist() == ["delete_data", "read_data"]
+    assert out["allowed"].tolist() == [False, True]
+    assert out.loc[0, "norm_type"] == "prohibition"
+    assert out.loc[0, "priority"] == 5
+    assert pd.isna(out.loc[1, "norm_type"])
+    pairs = frames.norm_checks([("a", allowed), ("a", denied)])
+    assert pairs["allowed"].tolist() == [True, False]
+
+
+def _report(tmp_path: Path, name: str, scores: dict[str, float]) -> Path:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(scores))
+    return path
+
+
+@pytest.fixture
+def fake_load_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    def load(path: str | Path) -> pd.DataFrame:
+        data = json.loads(Path(path).read_text())
+        return pd.DataFrame({"test": list(data), "score": list(data.values())})
+
+    monkeypatch.setattr(frames, "load_report", load)
+
+
+@pytest.mark.usefixtures("fake_load_report")
+def test_load_reports_adds_a_leading_run_column(tmp_path: Path) -> None:
+    a = _report(tmp_path, "abc123", {"t1": 0.5, "t2": 1.0})
+    b = _report(tmp_path, "def456", {"t1": 0.7})
+    out = frames.load_reports([a, b])
+    assert out.columns[0] == "run"
+    assert out["run"].tolist() == ["abc123", "abc123", "def456"]
+    named = frames.load_reports({"v1": a, "v2": b})
+    assert named["run"].unique().tolist() == ["v1", "v2"]
+    labelled = frames.load_reports([a, b], runs=["old", "new"])
+    assert labelled.groupby("run", sort=False)["score"].mean().tolist() == [0.75, 0.7]
+    with pytest.raises(ConfigError, match="1 names for 2"):
+        frames.load_reports([a, b], runs=["x"])
+    with pytest.raises(ConfigError, match="at least one"):
+        frames.load_reports([])
+
+
+def test_compare_reports_classifies_and_orders() -> None:
+    baseline = pd.DataFrame(
+        {"test": ["steady", "drop", "gone", "rise", "small"], "score": [0.5, 0.9, 1, 0.2, 0.8]}
+    )
+    current = pd.DataFrame(
+        {"test": ["steady", "drop", "rise", "small", "fresh"], "score": [0.5, 0.4, 0.6, 0.78, 1]}
+    )
+    out = frames.compare_reports(baseline, current, tolerance=0.05)
+    assert tuple(out.columns) == frames.COMPARISON_COLUMNS
+    status = dict(zip(out["test"], out["status"], strict=True))
+    assert status == {
+        "drop": "regressed",
+        "fresh": "new",
+        "gone": "vanished",
+        "rise": "improved",
+        "steady": "unchanged",
+        "small": "unchanged",
+    }
+    assert out.loc[0, "test"] == "drop"
+    assert out.loc[0, "delta"] == pytest.approx(-0.5)
+    strict = frames.compare_reports(baseline, current)
+    assert "small" in strict[strict["status"] == "regressed"]["test"].tolist()
+    with pytest.raises(ConfigError, match="tolerance"):
+        frames.compare_reports(baseline, current, tolerance=-1)

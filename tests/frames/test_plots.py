@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from tnsai_eval import frames, plots
+from tnsai_eval.errors import ConfigError
+
+from .conftest import FakeOptimization
+
+
+def test_score_progression_draws_one_line_per_run() -> None:
+    fig = plots.plot_score_progression({"a": [0.2, 0.5, 0.9], "b": [0.4, 0.4]}, title="T")
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == ["a", "b"]
+    assert list(lines[0].get_ydata()) == [0.2, 0.5, 0.9]
+    assert list(lines[1].get_xdata()) == [0, 1]
+    assert ax.get_title() == "T"
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("iteration", "score")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+
+
+def test_score_progression_of_one_run_has_no_legend() -> None:
+    fig = plots.plot_score_progression([0.1, 0.3])
+    assert fig.axes[0].get_legend() is None
+
+
+def test_optimizer_rounds_points_per_strategy_and_best_line(
+    optimization: FakeOptimization,
+) -> None:
+    fig = plots.plot_optimizer_rounds(optimization)
+    ax = fig.axes[0]
+    points = {c.get_label(): c.get_offsets().tolist() for c in ax.collections}
+    assert points == {
+        "initial / rewrite": [[0.0, 0.25]],
+        "CHAIN_OF_THOUGHT": [[1.0, 0.75]],
+        "CONCISE": [[1.0, 0.25], [2.0, 1.0]],
+    }
+    (best,) = [line for line in ax.get_lines() if line.get_label() == "best so far"]
+    assert list(best.get_ydata()) == [0.25, 0.75, 1.0]
+    assert ax.get_xlabel() == "round"
+
+
+def test_variant_case_heatmap_values_and_labels(optimization: FakeOptimization) -> None:
+    fig = plots.plot_variant_case_heatmap(optimization)
+    ax = fig.axes[0]
+    image = ax.get_images()[0].get_array()
+    assert np.asarray(image).tolist() == [[0.0, 0.5], [1.0, 0.5], [0.25, 0.25], [1.0, 1.0]]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows == ["r0 initial", "r1 CHAIN_OF_THOUGHT", "r1 CONCISE", "r2 CONCISE"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2+2?", "3+3?"]
+    assert "0.50" in [t.get_text() for t in ax.texts]
+    # The colour bar is its own axes.
+    assert fig.axes[1].get_ylabel() == "score"
+
+
+def test_variant_case_heatmap_filters_rounds(cases_frame: pd.DataFrame) -> None:
+    fig = plots.plot_variant_case_heatmap(cases_frame, rounds=[1])
+    assert np.asarray(fig.axes[0].get_images()[0].get_array()).shape == (2, 2)
+    with pytest.raises(ConfigError, match="rounds=\\[9\\]"):
+        plots.plot_variant_case_heatmap(cases_frame, rounds=[9])
+
+
+def test_check_matrix_pass_fail_grid(checks_frame: pd.DataFrame) -> None:
+    fig = plots.plot_check_matrix(checks_frame)
+    ax = fig.axes[0]
+    grid = np.asarray(ax.get_images()[0].get_array())
+    assert grid.tolist() == [[0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["valid_json", "must_contain(name)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3"]
+    assert [t.get_text() for t in ax.texts].count("pass") == 3
+    assert ax.get_xlabel() == "iteration"
+
+
+def test_check_matrix_leaves_unrun_checks_blank(checks_frame: pd.DataFrame) -> None:
+    partial = checks_frame[
+        ~((checks_frame["check"] == "valid_json") & (checks_frame["iteration"] == 3))
+    ]
+    grid = np.ma.getdata(plots.plot_check_matrix(partial).axes[0].get_images()[0].get_array())
+    assert np.isnan(grid[0, 2])
+    with pytest.raises(ConfigError, match="no checked iterations"):
+        plots.plot_check_matrix(checks_frame.iloc[0:0])
+
+
+def test_report_comparison_highlights_regressions() -> None:
+    baseline = pd.DataFrame({"test": ["t_ok", "t_bad"], "score": [0.8, 0.9]})
+    current = pd.DataFrame({"test": ["t_ok", "t_bad"], "score": [0.85, 0.3]})
+    comparison = frames.compare_reports(baseline, current, tolerance=0.1)
+    fig = plots.plot_report_comparison(comparison)
+    ax = fig.axes[0]
+    bars = ax.patches
+    assert [b.get_width() for b in bars] == pytest.approx([0.9, 0.8, 0.3, 0.85])
+    # Current bars: the regression is red, the other is not.
+    assert bars[2].get_facecolor() != bars[3].get_facecolor()
+    labels = ax.get_yticklabels()
+    assert [t.get_text() for t in labels] == ["t_bad", "t_ok"]
+    assert labels[0].get_color() == plots.REGRESSION_COLOR
+    assert ax.get_title().endswith("(1 regressed)")
+    with pytest.raises(ConfigError, match="'status'"):
+        plots.plot_report_comparison(comparison.drop(columns="status"))
+
+
+def test_cost_per_round_bars(optimization: FakeOptimization) -> None:
+    fig = plots.plot_cost_per_round(optimization)
+    calls_ax, tokens_ax = fig.axes
+    assert [b.get_height() for b in calls_ax.patches] == [2, 4, 0]
+    assert [b.get_height() for b in tokens_ax.patches] == [21, 42, 0]
+    assert (calls_ax.get_ylabel(), tokens_ax.get_ylabel()) == ("calls", "tokens")
+    assert "6 calls, 63 tokens" in fig.get_suptitle()
+    direct = plots.plot_cost_per_round(
+        pd.DataFrame({"round": [1, 1, 2], "calls": [1, 2, 3], "tokens": [5, 5, 7]})
+    )
+    assert [b.get_height() for b in direct.axes[0].patches] == [3, 3]
+
+
+def test_to_png_is_a_png() -> None:
+    assert plots.to_png(plots.plot_score_progression([0.5])).startswith(b"\x89PNG")

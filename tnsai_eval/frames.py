@@ -1,0 +1,413 @@
+"""Results as tidy pandas DataFrames: one row per observation, documented columns.
+
+Every view a notebook, a widget or a report shows is built from these frames,
+so anything a user sees can also be had as a plain DataFrame.
+
+=====================  ==========================================================
+function               one row per ... (columns)
+=====================  ==========================================================
+optimizer_cases        (round, variant, case): ``OPTIMIZER_CASE_COLUMNS``
+optimizer_rounds       round, as ``OptimizationResult.rounds_dataframe()`` gives it
+variant_scores         (round, variant): ``VARIANT_COLUMNS``
+refinement_iterations  iteration, as ``RefinementResult.to_dataframe()`` gives it
+refinement_checks      (iteration, check), as ``RefinementResult.checks_dataframe()``
+score_progressions     (run, step): ``PROGRESSION_COLUMNS``
+learning_frame         learned item: ``LEARNING_COLUMNS``
+feedback_frame         feedback item: ``FEEDBACK_COLUMNS``
+norm_checks            (action, violation): ``NORM_CHECK_COLUMNS``
+load_reports           (run, test row of ``load_report``): ``run`` + the report's
+compare_reports        test: ``COMPARISON_COLUMNS``
+=====================  ==========================================================
+
+>>> import pandas as pd
+>>> score_progressions({"a": [0.2, 0.5], "b": [0.4]})
+  run  step  score
+0   a     0    0.2
+1   a     1    0.5
+2   b     0    0.4
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import pandas as pd
+
+from tnsai_eval.errors import ConfigError
+
+__all__ = [
+    "COMPARISON_COLUMNS",
+    "FEEDBACK_COLUMNS",
+    "LEARNING_COLUMNS",
+    "NORM_CHECK_COLUMNS",
+    "OPTIMIZER_CASE_COLUMNS",
+    "PROGRESSION_COLUMNS",
+    "VARIANT_COLUMNS",
+    "compare_reports",
+    "feedback_frame",
+    "learning_frame",
+    "load_reports",
+    "norm_checks",
+    "optimizer_cases",
+    "optimizer_rounds",
+    "refinement_checks",
+    "refinement_iterations",
+    "require_columns",
+    "score_progressions",
+    "variant_scores",
+]
+
+#: ``optimizer_cases``: one row per (round, variant, case). ``round`` 0 scores the
+#: initial prompt; ``score`` is the evaluator's score in [0, 1] (NaN when the
+#: call failed); ``tokens`` the call's total tokens; ``latency`` seconds;
+#: ``cached`` whether the reply came from a cache or response store.
+OPTIMIZER_CASE_COLUMNS = (
+    "round",
+    "variant",
+    "strategy",
+    "case",
+    "input",
+    "expected",
+    "output",
+    "score",
+    "tokens",
+    "latency",
+    "cached",
+)
+
+#: ``variant_scores``: one row per (round, variant). ``score`` is the mean over
+#: the cases scored; ``cases`` how many were scored; ``calls`` how many replies
+#: were not cached; ``tokens`` their sum; ``best`` whether the variant holds the
+#: highest score seen so far (ties go to the earlier one, as in the optimizer).
+VARIANT_COLUMNS = ("round", "variant", "strategy", "score", "cases", "calls", "tokens", "best")
+
+#: ``score_progressions``: one row per (run, step); ``step`` counts from 0.
+PROGRESSION_COLUMNS = ("run", "step", "score")
+
+#: ``learning_frame``: ``kind`` is ``rule`` (a prompt adjustment), ``preference``
+#: or ``example``; ``position`` is the item's index within its kind.
+LEARNING_COLUMNS = ("kind", "position", "text")
+
+#: ``feedback_frame``: ``type`` is the FeedbackType's lowercase name.
+FEEDBACK_COLUMNS = ("id", "type", "content", "session_id", "timestamp")
+
+#: ``norm_checks``: one row per violation, and one row with ``allowed=True`` and
+#: empty norm fields for an action that violated nothing.
+NORM_CHECK_COLUMNS = (
+    "action",
+    "allowed",
+    "norm_type",
+    "norm_action",
+    "condition",
+    "description",
+    "priority",
+    "reason",
+)
+
+#: ``compare_reports``: ``status`` is ``regressed`` (dropped by more than the
+#: tolerance), ``improved`` (rose by more), ``unchanged``, ``new`` (no baseline)
+#: or ``vanished`` (no current value); ``delta`` is current - baseline.
+COMPARISON_COLUMNS = ("test", "baseline", "current", "delta", "status")
+
+
+@runtime_checkable
+class _FrameSource(Protocol):
+    def to_dataframe(self) -> pd.DataFrame: ...
+
+
+PathLike: TypeAlias = str | os.PathLike[str]
+
+
+def require_columns(frame: pd.DataFrame, columns: Iterable[str], *, what: str) -> None:
+    """Raise ConfigError naming the columns ``frame`` lacks (``what`` names the frame)."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ConfigError(
+            f"{what} lacks column(s) {', '.join(map(repr, missing))}; "
+            f"it has {', '.join(map(repr, map(str, frame.columns)))}"
+        )
+
+
+def _call_frame(result: object, method: str, *, what: str) -> pd.DataFrame:
+    fn = getattr(result, method, None)
+    if not callable(fn):
+        raise ConfigError(
+            f"expected {what} (an object with {method}()), got {type(result).__name__}"
+        )
+    frame = fn()
+    if not isinstance(frame, pd.DataFrame):
+        raise ConfigError(f"{type(result).__name__}.{method}() returned {type(frame).__name__}")
+    return frame
+
+
+# -- optimizer -------------------------------------------------------------------------
+
+
+def optimizer_cases(result: object) -> pd.DataFrame:
+    """One row per (round, variant, case) of an optimization (``OPTIMIZER_CASE_COLUMNS``).
+
+    Accepts an ``OptimizationResult`` (delegates to its ``to_dataframe()``) or a
+    frame that already has those columns.
+    """
+    frame = (
+        result
+        if isinstance(result, pd.DataFrame)
+        else _call_frame(result, "to_dataframe", what="an OptimizationResult")
+    )
+    require_columns(frame, OPTIMIZER_CASE_COLUMNS, what="optimizer case frame")
+    return frame
+
+
+def optimizer_rounds(result: object) -> pd.DataFrame:
+    """One row per optimizer round: ``OptimizationResult.rounds_dataframe()``."""
+    if isinstance(result, pd.DataFrame):
+        require_columns(result, ("round",), what="optimizer rounds frame")
+        return result
+    return _call_frame(result, "rounds_dataframe", what="an OptimizationResult")
+
+
+def variant_scores(result: object) -> pd.DataFrame:
+    """One row per (round, variant) with its mean score and cost (``VARIANT_COLUMNS``).
+
+    Built from ``optimizer_cases``; rows are in the order the variants were scored.
+    """
+    cases = optimizer_cases(result)
+    # Only live calls cost anything: a cached reply is free.
+    live = ~cases["cached"].astype(bool)
+    work = cases.assign(
+        _calls=live.astype(int),
+        _tokens=cases["tokens"].fillna(0).where(live, 0),
+    )
+    grouped = work.groupby(["round", "variant"], sort=False, dropna=False)
+    out = grouped.agg(
+        strategy=("strategy", "first"),
+        score=("score", "mean"),
+        cases=("score", "count"),
+        calls=("_calls", "sum"),
+        tokens=("_tokens", "sum"),
+    ).reset_index()
+    out["tokens"] = out["tokens"].astype(int)
+    best: list[bool] = []
+    top = float("-inf")
+    for score in out["score"]:
+        is_best = bool(pd.notna(score)) and float(score) > top
+        top = float(score) if is_best else top
+        best.append(is_best)
+    out["best"] = best
+    return out.loc[:, list(VARIANT_COLUMNS)]
+
+
+# -- refinement ------------------------------------------------------------------------
+
+
+def refinement_iterations(result: object) -> pd.DataFrame:
+    """One row per checked iteration: ``RefinementResult.to_dataframe()``."""
+    if isinstance(result, pd.DataFrame):
+        require_columns(result, ("iteration",), what="refinement iteration frame")
+        return result
+    return _call_frame(result, "to_dataframe", what="a RefinementResult")
+
+
+def refinement_checks(result: object) -> pd.DataFrame:
+    """One row per (iteration, check): ``RefinementResult.checks_dataframe()``."""
+    if isinstance(result, pd.DataFrame):
+        require_columns(result, ("iteration", "check", "passed"), what="refinement check frame")
+        return result
+    return _call_frame(result, "checks_dataframe", what="a RefinementResult")
+
+
+# -- progressions ----------------------------------------------------------------------
+
+
+def _progression(run: object) -> list[float]:
+    metrics = getattr(run, "metrics", None)
+    if metrics is not None and hasattr(metrics, "score_progression"):
+        return [float(s) for s in metrics.score_progression]
+    if hasattr(run, "score_progression"):
+        return [float(s) for s in run.score_progression]
+    if hasattr(run, "to_dataframe") and hasattr(run, "rounds_dataframe"):
+        # An optimization: the best score so far after each round (round 0 = initial).
+        per_round = variant_scores(run).groupby("round", sort=True)["score"].max()
+        return [float(s) for s in per_round.cummax()]
+    if isinstance(run, Sequence) and not isinstance(run, str):
+        return [float(s) for s in run]
+    raise ConfigError(
+        "expected a score sequence, a RefinementResult or an OptimizationResult, "
+        f"got {type(run).__name__}"
+    )
+
+
+def score_progressions(runs: object) -> pd.DataFrame:
+    """Score progressions in long form (``PROGRESSION_COLUMNS``), for overlaying runs.
+
+    ``runs`` is one run or a mapping of run name to run, where a run is a sequence
+    of scores, a ``RefinementResult`` (its ``metrics.score_progression``) or an
+    ``OptimizationResult`` (best score so far per round, round 0 = initial). A
+    frame with the columns already is returned as is.
+    """
+    if isinstance(runs, pd.DataFrame):
+        require_columns(runs, PROGRESSION_COLUMNS, what="score progression frame")
+        return runs
+    named: Mapping[str, object] = runs if isinstance(runs, Mapping) else {"run": runs}
+    rows = [
+        (str(name), step, score)
+        for name, run in named.items()
+        for step, score in enumerate(_progression(run))
+    ]
+    frame = pd.DataFrame(rows, columns=list(PROGRESSION_COLUMNS))
+    return frame.astype({"run": object, "step": int, "score": float})
+
+
+# -- feedback and norms ----------------------------------------------------------------
+
+
+def learning_frame(result: object) -> pd.DataFrame:
+    """What a ``LearningResult`` learned, one row per item (``LEARNING_COLUMNS``).
+
+    The result's ``feedback_analyzed`` count is kept in ``frame.attrs``.
+    """
+    kinds = (
+        ("rule", "prompt_adjustments"),
+        ("preference", "preferences"),
+        ("example", "good_examples"),
+    )
+    if not all(hasattr(result, attr) for _, attr in kinds):
+        raise ConfigError(f"expected a LearningResult, got {type(result).__name__}")
+    rows = [
+        (kind, position, str(text))
+        for kind, attr in kinds
+        for position, text in enumerate(getattr(result, attr))
+    ]
+    frame = pd.DataFrame(rows, columns=list(LEARNING_COLUMNS)).astype(
+        {"kind": object, "position": int, "text": object}
+    )
+    frame.attrs["feedback_analyzed"] = int(getattr(result, "feedback_analyzed", 0))
+    return frame
+
+
+def feedback_frame(items: object) -> pd.DataFrame:
+    """Feedback items, one row each (``FEEDBACK_COLUMNS``), oldest first.
+
+    ``items`` is a ``FeedbackStore`` (its ``get_all()``) or an iterable of ``Feedback``.
+    """
+    get_all = getattr(items, "get_all", None)
+    feedback: Iterable[Any] = get_all() if callable(get_all) else items  # type: ignore[assignment]
+    rows = []
+    for fb in feedback:
+        kind = getattr(fb.type, "name", str(fb.type)).lower()
+        rows.append((fb.id, kind, fb.content, fb.session_id, fb.timestamp))
+    return pd.DataFrame(rows, columns=list(FEEDBACK_COLUMNS))
+
+
+def norm_checks(checks: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> pd.DataFrame:
+    """Norm check results as rows (``NORM_CHECK_COLUMNS``).
+
+    ``checks`` maps each action checked to its ``CheckResult`` (or is a sequence
+    of ``(action, CheckResult)`` pairs, for an action checked more than once).
+    """
+    pairs = checks.items() if isinstance(checks, Mapping) else checks
+    rows: list[tuple[Any, ...]] = []
+    for action, result in pairs:
+        violations = list(getattr(result, "violations", ()))
+        if not violations:
+            rows.append((action, True, None, None, None, None, None, None))
+        for v in violations:
+            norm = v.norm
+            kind = getattr(norm.type, "name", str(norm.type)).lower()
+            rows.append(
+                (
+                    action,
+                    False,
+                    kind,
+                    norm.action,
+                    norm.condition,
+                    norm.description,
+                    norm.priority,
+                    v.reason,
+                )
+            )
+    return pd.DataFrame(rows, columns=list(NORM_CHECK_COLUMNS))
+
+
+# -- pytest reports --------------------------------------------------------------------
+
+
+def load_reports(
+    paths: Iterable[PathLike] | Mapping[str, PathLike], *, runs: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Several pytest JSON reports in one frame, with a leading ``run`` column.
+
+    Each report is read with ``load_report``; ``run`` is the mapping's key, the
+    matching item of ``runs``, or else the file's stem (e.g. the commit it was
+    written for), so that trends across commits are one ``groupby("run")`` away.
+    """
+    if isinstance(paths, Mapping):
+        named = [(str(k), Path(v)) for k, v in paths.items()]
+    else:
+        files = [Path(p) for p in paths]
+        if runs is None:
+            names = [f.stem for f in files]
+        elif len(runs) != len(files):
+            raise ConfigError(f"runs has {len(runs)} names for {len(files)} report paths")
+        else:
+            names = [str(r) for r in runs]
+        named = list(zip(names, files, strict=True))
+    if not named:
+        raise ConfigError("load_reports needs at least one report path")
+    frames = [load_report(path).assign(run=name) for name, path in named]
+    out = pd.concat(frames, ignore_index=True)
+    return out.loc[:, ["run", *[c for c in out.columns if c != "run"]]]
+
+
+def compare_reports(
+    baseline: pd.DataFrame,
+    current: pd.DataFrame,
+    *,
+    metric: str = "score",
+    key: str = "test",
+    tolerance: float = 0.0,
+) -> pd.DataFrame:
+    """Per test, ``metric`` in ``baseline`` vs ``current`` (``COMPARISON_COLUMNS``).
+
+    Both frames need ``key`` and ``metric`` columns (as ``load_report`` gives);
+    a test with several rows is averaged. Regressions come first, worst first.
+    """
+    if tolerance < 0:
+        raise ConfigError(f"tolerance must be >= 0, got {tolerance!r}")
+    for name, frame in (("baseline", baseline), ("current", current)):
+        require_columns(frame, (key, metric), what=f"{name} report frame")
+    before = baseline.groupby(key, sort=False)[metric].mean().rename("baseline")
+    after = current.groupby(key, sort=False)[metric].mean().rename("current")
+    out = pd.concat([before, after], axis=1).reset_index(names="test")
+    out["delta"] = out["current"] - out["baseline"]
+
+    def status(row: pd.Series) -> str:
+        if pd.isna(row["baseline"]):
+            return "new"
+        if pd.isna(row["current"]):
+            return "vanished"
+        if row["delta"] < -tolerance:
+            return "regressed"
+        if row["delta"] > tolerance:
+            return "improved"
+        return "unchanged"
+
+    out["status"] = out.apply(status, axis=1).astype(object)
+    order = {"regressed": 0, "new": 1, "vanished": 2, "improved": 3, "unchanged": 4}
+    out = out.assign(_o=out["status"].map(order)).sort_values(
+        ["_o", "delta"], kind="stable", na_position="last"
+    )
+    return out.drop(columns="_o").reset_index(drop=True).loc[:, list(COMPARISON_COLUMNS)]
+
+
+def load_report(path: PathLike) -> pd.DataFrame:
+    """One pytest JSON report (``--tnsai-report``) as a frame: see ``tnsai_eval.reports``."""
+    # Imported by name until tnsai_eval.reports lands (issue 6 builds it).
+    import importlib
+
+    reports = importlib.import_module("tnsai_eval.reports")
+    frame: pd.DataFrame = reports.load_report(path)
+    return frame
