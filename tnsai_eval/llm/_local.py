@@ -153,6 +153,12 @@ class LocalLLM:
         with self._loaded.lock:
             # Timed inside the lock: the model's own time, not time spent queueing.
             started = time.perf_counter()
+            # llama-cpp-python reuses the KV cache of the previous prompt's
+            # common prefix; the reused and the freshly computed logits differ
+            # in the last bits, enough to change a sampled (even, at a near
+            # tie, a greedy) token. Starting from an empty context makes a
+            # reply depend on the request alone, which replay keys assume.
+            self._loaded.llama.reset()
             try:
                 response = self._loaded.llama.create_chat_completion(**request)
             except ValueError as exc:
