@@ -12,15 +12,31 @@ __all__ = ["add_parser"]
 
 def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "chat", help="print one reply from the model", description=__doc__
+        "chat",
+        help="print one reply from the model",
+        description="Print one reply from the model: the embedded SmolLM2 model unless "
+        "--base-url/--model or $TNSAI_LLM_BASE_URL/$TNSAI_LLM_MODEL name a server.",
     )
     parser.add_argument("message", help="the user message")
     parser.add_argument("--system", default="", help="an optional system prompt")
     parser.add_argument(
-        "--max-tokens", type=int, default=256, help="bound on the reply length (default: 256)"
+        "--max-tokens",
+        type=_positive_int,
+        default=256,
+        help="bound on the reply length (default: 256)",
     )
     add_model_options(parser)
     parser.set_defaults(func=_run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:
