@@ -1,0 +1,233 @@
+"""Check records and the in-process checks (string, regex, JSON, counts, custom).
+
+A ``Check`` is a named function from an output to a ``Verdict``; the criteria
+wrap each run into a frozen ``CheckOutcome`` with its timing. Command checks
+live in ``_commands.py`` and model-judged checks in ``_judge.py``; they return
+the same ``Check`` so the criteria treat every kind alike.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tnsai_eval.errors import ConfigError
+
+__all__ = [
+    "Check",
+    "CheckKind",
+    "CheckOutcome",
+    "Verdict",
+    "custom",
+    "matches_pattern",
+    "min_lines",
+    "must_contain",
+    "must_not_contain",
+    "valid_json",
+    "word_count",
+]
+
+
+class CheckKind(enum.Enum):
+    """What a check costs to run; checks run in this order (cheapest first).
+
+    ``DETERMINISTIC``: string, regex, JSON and count checks (microseconds).
+    ``CUSTOM``: a user predicate (in process, cost unknown).
+    ``COMMAND``: an external command (compiler, tests, linter): a process.
+    ``LLM``: a judge model call: the slowest and the only one that costs tokens.
+    """
+
+    DETERMINISTIC = "deterministic"
+    CUSTOM = "custom"
+    COMMAND = "command"
+    LLM = "llm"
+
+    @property
+    def cost_rank(self) -> int:
+        return _COST_RANK[self]
+
+
+_COST_RANK = {
+    CheckKind.DETERMINISTIC: 0,
+    CheckKind.CUSTOM: 1,
+    CheckKind.COMMAND: 2,
+    CheckKind.LLM: 3,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a check function returns: pass/fail, why, and for judges a score."""
+
+    passed: bool
+    message: str = ""
+    score: float | None = None
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """The result of running one check on one output.
+
+    Attributes:
+        name: the check's unique name within its criteria, e.g. ``must_contain('id')``.
+        passed: whether the output passed.
+        message: why it failed (for commands: the tail of their output); on a
+            pass, a short confirmation or ''.
+        score: the judge's score in [0, 1] for ``llm_check``; ``None`` otherwise.
+        kind: ``CheckKind`` (deterministic, custom, command, llm).
+        source: the builder method that made the check (``"compiler_check"``...).
+        duration_s: wall time of the check in seconds.
+        skipped: an ``llm_check`` that did not run because a cheaper check failed
+            (it counts as failed).
+        tokens: tokens the check spent (judge calls only).
+    """
+
+    name: str
+    passed: bool
+    message: str
+    kind: CheckKind
+    source: str
+    duration_s: float = 0.0
+    score: float | None = None
+    skipped: bool = False
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One named check. ``run(output)`` never raises for a bad output."""
+
+    name: str
+    kind: CheckKind
+    source: str
+    run: Callable[[str], Verdict]
+
+
+def _quoted(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def must_contain(text: str) -> Check:
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f"must_contain expects non-empty strings, got {text!r}")
+
+    def run(output: str) -> Verdict:
+        if text in output:
+            return Verdict(True)
+        return Verdict(False, f"the output does not contain {_quoted(text)}")
+
+    return Check(f"must_contain({_quoted(text)})", CheckKind.DETERMINISTIC, "must_contain", run)
+
+
+def must_not_contain(text: str) -> Check:
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f"must_not_contain expects non-empty strings, got {text!r}")
+
+    def run(output: str) -> Verdict:
+        count = output.count(text)
+        if count == 0:
+            return Verdict(True)
+        return Verdict(False, f"the output contains {_quoted(text)} ({count} time(s)); remove it")
+
+    return Check(
+        f"must_not_contain({_quoted(text)})", CheckKind.DETERMINISTIC, "must_not_contain", run
+    )
+
+
+def matches_pattern(pattern: str | re.Pattern[str]) -> Check:
+    if isinstance(pattern, re.Pattern):
+        compiled = pattern
+    elif isinstance(pattern, str):
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"matches_pattern: {pattern!r} is not a valid regex: {exc}") from exc
+    else:
+        raise ConfigError(f"matches_pattern expects a regex string, got {pattern!r}")
+
+    def run(output: str) -> Verdict:
+        # search, not fullmatch: the pattern says what must appear somewhere;
+        # anchor it with ^...$ to constrain the whole output.
+        if compiled.search(output):
+            return Verdict(True)
+        return Verdict(False, f"no match for the regular expression /{compiled.pattern}/")
+
+    shown = compiled.pattern if len(compiled.pattern) <= 60 else compiled.pattern[:60] + "..."
+    return Check(
+        f"matches_pattern(/{shown}/)",
+        CheckKind.DETERMINISTIC,
+        "matches_pattern",
+        run,
+    )
+
+
+def word_count(min_words: int = 0, max_words: int | None = None) -> Check:
+    if not isinstance(min_words, int) or min_words < 0:
+        raise ConfigError(f"word_count: min must be an int >= 0, got {min_words!r}")
+    if max_words is not None and (not isinstance(max_words, int) or max_words < min_words):
+        raise ConfigError(
+            f"word_count: max must be an int >= min ({min_words}) or None, got {max_words!r}"
+        )
+    bounds = f"{min_words}..{'' if max_words is None else max_words}"
+
+    def run(output: str) -> Verdict:
+        # Whitespace-separated words, the usual meaning of a word limit.
+        words = len(output.split())
+        if words < min_words:
+            return Verdict(False, f"{words} words; at least {min_words} are required")
+        if max_words is not None and words > max_words:
+            return Verdict(False, f"{words} words; at most {max_words} are allowed")
+        return Verdict(True, f"{words} words")
+
+    return Check(f"word_count({bounds})", CheckKind.DETERMINISTIC, "word_count", run)
+
+
+def min_lines(count: int) -> Check:
+    if not isinstance(count, int) or count < 1:
+        raise ConfigError(f"min_lines expects an int >= 1, got {count!r}")
+
+    def run(output: str) -> Verdict:
+        lines = len(output.splitlines())
+        if lines >= count:
+            return Verdict(True, f"{lines} lines")
+        return Verdict(False, f"{lines} line(s); at least {count} are required")
+
+    return Check(f"min_lines({count})", CheckKind.DETERMINISTIC, "min_lines", run)
+
+
+def valid_json() -> Check:
+    def run(output: str) -> Verdict:
+        try:
+            json.loads(output)
+        except json.JSONDecodeError as exc:
+            return Verdict(
+                False,
+                f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+                "the output must be a JSON document and nothing else",
+            )
+        return Verdict(True)
+
+    return Check("valid_json", CheckKind.DETERMINISTIC, "valid_json", run)
+
+
+def custom(name: str, predicate: Callable[[str], bool], fail_message: str | None) -> Check:
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"custom_check needs a non-empty name, got {name!r}")
+    if not callable(predicate):
+        raise ConfigError(f"custom_check {name!r}: predicate must be callable, got {predicate!r}")
+    message = fail_message or f"custom check {name!r} failed"
+
+    def run(output: str) -> Verdict:
+        # A predicate that raises is the user's bug, but it must not end the
+        # loop: it fails this check and says why.
+        try:
+            ok = predicate(output)
+        except Exception as exc:
+            return Verdict(False, f"{message} (the predicate raised {type(exc).__name__}: {exc})")
+        return Verdict(True) if ok else Verdict(False, message)
+
+    return Check(name, CheckKind.CUSTOM, "custom_check", run)

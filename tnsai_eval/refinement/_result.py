@@ -1,0 +1,208 @@
+"""What a refinement run returns: status, per-iteration records, metrics."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from tnsai_eval.refinement._checks import CheckOutcome
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["IterationRecord", "RefinementMetrics", "RefinementResult", "RefinementStatus"]
+
+
+class RefinementStatus(enum.Enum):
+    """How a refinement run ended."""
+
+    SUCCESS = "success"  # every check passed
+    MAX_ITERATIONS = "max_iterations"  # max_iterations outputs checked, none passed
+    TIMEOUT = "timeout"  # the time budget ran out before the next check
+    STOPPED = "stopped"  # the stop hook ended the run
+    ERROR = "error"  # the revision call raised
+
+
+@dataclass(frozen=True, slots=True)
+class IterationRecord:
+    """One checked output and the revision call made from it (if any).
+
+    Attributes:
+        iteration: 1-based; iteration 1 checks the draft.
+        output: the output that was checked.
+        checks: each check's outcome, in declaration order.
+        score: share of checks passed.
+        improved: beat every earlier score and is not a repeat (False for the draft).
+        repeated: identical to an earlier checked output.
+        tokens: tokens spent in this iteration: judge checks plus the revision call.
+        tokens_estimated: some of ``tokens`` were estimated (the client reported none).
+        latency_s: wall time of the revision call (0.0 when none was made).
+        checks_duration_s: wall time of running the checks.
+        revision: the reply of the revision call, fences stripped (None if no call
+            succeeded); it is the next iteration's ``output``.
+    """
+
+    iteration: int
+    output: str
+    checks: tuple[CheckOutcome, ...]
+    score: float
+    improved: bool
+    repeated: bool
+    tokens: int = 0
+    tokens_estimated: bool = False
+    latency_s: float = 0.0
+    checks_duration_s: float = 0.0
+    revision: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Every check passed."""
+        return all(check.passed for check in self.checks)
+
+    @property
+    def failed_checks(self) -> tuple[CheckOutcome, ...]:
+        return tuple(check for check in self.checks if not check.passed)
+
+    @property
+    def passed_checks(self) -> tuple[CheckOutcome, ...]:
+        return tuple(check for check in self.checks if check.passed)
+
+
+@dataclass(frozen=True, slots=True)
+class RefinementMetrics:
+    """Totals of a run. ``score_progression`` has one score per checked output."""
+
+    total_iterations: int
+    total_duration_ms: float
+    total_tokens: int
+    score_progression: tuple[float, ...]
+    final_score: float
+    tokens_estimated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RefinementResult:
+    """The outcome of ``RefinementLoop.execute``.
+
+    ``final_output`` is the last checked output, except for ``MAX_ITERATIONS``
+    (the reply to the last revision call, returned unchecked as in the
+    original) and ``TIMEOUT`` (the latest output, which the time budget left
+    unchecked when it came from a revision). ``final_score`` is the score of the
+    last *checked* output. ``best_output`` / ``best_score`` are the
+    highest-scoring checked output (the earliest on ties).
+
+    >>> result.status, result.final_score            # doctest: +SKIP
+    (<RefinementStatus.SUCCESS: 'success'>, 1.0)
+    >>> result.to_dataframe()[["iteration", "score"]]  # doctest: +SKIP
+    """
+
+    final_output: str
+    iteration_count: int
+    status: RefinementStatus
+    total_duration: timedelta
+    metrics: RefinementMetrics
+    iterations: tuple[IterationRecord, ...] = ()
+    reason: str = ""
+    error: BaseException | None = None
+
+    @property
+    def is_success(self) -> bool:
+        return self.status is RefinementStatus.SUCCESS
+
+    @property
+    def final_score(self) -> float:
+        return self.metrics.final_score
+
+    @property
+    def best_output(self) -> str:
+        best = self._best()
+        return self.final_output if best is None else best.output
+
+    @property
+    def best_score(self) -> float:
+        best = self._best()
+        return 0.0 if best is None else best.score
+
+    def _best(self) -> IterationRecord | None:
+        best: IterationRecord | None = None
+        for record in self.iterations:
+            if best is None or record.score > best.score:
+                best = record
+        return best
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per checked iteration."""
+        import pandas as pd
+
+        rows = [
+            {
+                "iteration": r.iteration,
+                "score": r.score,
+                "passed": r.passed,
+                "checks": len(r.checks),
+                "failed": len(r.failed_checks),
+                "failed_checks": ", ".join(c.name for c in r.failed_checks),
+                "improved": r.improved,
+                "repeated": r.repeated,
+                "tokens": r.tokens,
+                "tokens_estimated": r.tokens_estimated,
+                "latency_s": r.latency_s,
+                "checks_duration_s": r.checks_duration_s,
+                "output": r.output,
+            }
+            for r in self.iterations
+        ]
+        return pd.DataFrame(rows, columns=_ITERATION_COLUMNS)
+
+    def checks_dataframe(self) -> pd.DataFrame:
+        """One row per (iteration, check)."""
+        import pandas as pd
+
+        rows = [
+            {
+                "iteration": r.iteration,
+                "check": c.name,
+                "kind": c.kind.value,
+                "source": c.source,
+                "passed": c.passed,
+                "skipped": c.skipped,
+                "score": c.score,
+                "message": c.message,
+                "duration_s": c.duration_s,
+                "tokens": c.tokens,
+            }
+            for r in self.iterations
+            for c in r.checks
+        ]
+        return pd.DataFrame(rows, columns=_CHECK_COLUMNS)
+
+
+_ITERATION_COLUMNS = [
+    "iteration",
+    "score",
+    "passed",
+    "checks",
+    "failed",
+    "failed_checks",
+    "improved",
+    "repeated",
+    "tokens",
+    "tokens_estimated",
+    "latency_s",
+    "checks_duration_s",
+    "output",
+]
+_CHECK_COLUMNS = [
+    "iteration",
+    "check",
+    "kind",
+    "source",
+    "passed",
+    "skipped",
+    "score",
+    "message",
+    "duration_s",
+    "tokens",
+]
