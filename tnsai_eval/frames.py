@@ -16,7 +16,7 @@ learning_frame         learned item: ``LEARNING_COLUMNS``
 feedback_frame         feedback item: ``FEEDBACK_COLUMNS``
 norm_checks            (action, violation): ``NORM_CHECK_COLUMNS``
 load_reports           (run, test row of ``load_report``): ``run`` + the report's
-compare_reports        test: ``COMPARISON_COLUMNS``
+comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
 =====================  ==========================================================
 
 >>> import pandas as pd
@@ -46,7 +46,9 @@ __all__ = [
     "OPTIMIZER_CASE_COLUMNS",
     "PROGRESSION_COLUMNS",
     "VARIANT_COLUMNS",
+    "best_so_far",
     "compare_reports",
+    "comparison_frame",
     "feedback_frame",
     "learning_frame",
     "load_reports",
@@ -107,10 +109,20 @@ NORM_CHECK_COLUMNS = (
     "reason",
 )
 
-#: ``compare_reports``: ``status`` is ``regressed`` (dropped by more than the
-#: tolerance), ``improved`` (rose by more), ``unchanged``, ``new`` (no baseline)
-#: or ``vanished`` (no current value); ``delta`` is current - baseline.
-COMPARISON_COLUMNS = ("test", "baseline", "current", "delta", "status")
+#: ``comparison_frame``: one row per (test, gated metric). ``baseline`` is the
+#: baseline's mean, ``current`` this run's mean with its 95% interval
+#: (``current_low``, ``current_high``), ``delta`` = current - baseline. ``kind``
+#: is ``regressed``, ``improved``, ``unchanged``, ``new`` or ``vanished``.
+COMPARISON_COLUMNS = (
+    "nodeid",
+    "metric",
+    "baseline",
+    "current",
+    "current_low",
+    "current_high",
+    "delta",
+    "kind",
+)
 
 
 @runtime_checkable
@@ -175,6 +187,9 @@ def variant_scores(result: object) -> pd.DataFrame:
     Built from ``optimizer_cases``; rows are in the order the variants were scored.
     """
     cases = optimizer_cases(result)
+    if "split" in cases.columns:
+        # Validation rows report on the winner; they never compete in a round.
+        cases = cases[cases["split"].fillna("train") == "train"]
     # Only live calls cost anything: a cached reply is free.
     live = ~cases["cached"].astype(bool)
     work = cases.assign(
@@ -198,6 +213,22 @@ def variant_scores(result: object) -> pd.DataFrame:
         best.append(is_best)
     out["best"] = best
     return out.loc[:, list(VARIANT_COLUMNS)]
+
+
+def best_so_far(result: object) -> pd.Series:
+    """The best score after each round (indexed by round; round 0 = the initial prompt).
+
+    Taken from ``rounds_dataframe()["best_score"]`` when the result has it (that
+    is the optimizer's own judgement, racing included), else the running
+    maximum of ``variant_scores``.
+    """
+    if not isinstance(result, pd.DataFrame) and hasattr(result, "rounds_dataframe"):
+        rounds = optimizer_rounds(result)
+        if "best_score" in rounds.columns and not rounds.empty:
+            series = rounds.set_index("round")["best_score"].astype(float)
+            return series.sort_index().rename("best_score")
+    per_round = variant_scores(result).groupby("round", sort=True)["score"].max()
+    return per_round.cummax().rename("best_score")
 
 
 # -- refinement ------------------------------------------------------------------------
@@ -229,9 +260,7 @@ def _progression(run: object) -> list[float]:
     if hasattr(run, "score_progression"):
         return [float(s) for s in run.score_progression]
     if hasattr(run, "to_dataframe") and hasattr(run, "rounds_dataframe"):
-        # An optimization: the best score so far after each round (round 0 = initial).
-        per_round = variant_scores(run).groupby("round", sort=True)["score"].max()
-        return [float(s) for s in per_round.cummax()]
+        return [float(s) for s in best_so_far(run)]
     if isinstance(run, Sequence) and not isinstance(run, str):
         return [float(s) for s in run]
     raise ConfigError(
@@ -362,45 +391,52 @@ def load_reports(
     return out.loc[:, ["run", *[c for c in out.columns if c != "run"]]]
 
 
-def compare_reports(
-    baseline: pd.DataFrame,
-    current: pd.DataFrame,
-    *,
-    metric: str = "score",
-    key: str = "test",
-    tolerance: float = 0.0,
-) -> pd.DataFrame:
-    """Per test, ``metric`` in ``baseline`` vs ``current`` (``COMPARISON_COLUMNS``).
+def comparison_frame(comparison: object) -> pd.DataFrame:
+    """A ``reports.Comparison`` as one row per (test, metric) (``COMPARISON_COLUMNS``).
 
-    Both frames need ``key`` and ``metric`` columns (as ``load_report`` gives);
-    a test with several rows is averaged. Regressions come first, worst first.
+    Gated metrics present in both runs keep the comparison's ``kind``
+    (``regressed``, ``improved``, ``unchanged``); tests and metrics that
+    appeared or vanished get ``kind`` ``new`` or ``vanished`` and NaN values.
+    Regressions come first, worst first. A frame that already has the columns
+    is returned as is.
     """
-    if tolerance < 0:
-        raise ConfigError(f"tolerance must be >= 0, got {tolerance!r}")
-    for name, frame in (("baseline", baseline), ("current", current)):
-        require_columns(frame, (key, metric), what=f"{name} report frame")
-    before = baseline.groupby(key, sort=False)[metric].mean().rename("baseline")
-    after = current.groupby(key, sort=False)[metric].mean().rename("current")
-    out = pd.concat([before, after], axis=1).reset_index(names="test")
-    out["delta"] = out["current"] - out["baseline"]
-
-    def status(row: pd.Series) -> str:
-        if pd.isna(row["baseline"]):
-            return "new"
-        if pd.isna(row["current"]):
-            return "vanished"
-        if row["delta"] < -tolerance:
-            return "regressed"
-        if row["delta"] > tolerance:
-            return "improved"
-        return "unchanged"
-
-    out["status"] = out.apply(status, axis=1).astype(object)
+    if isinstance(comparison, pd.DataFrame):
+        require_columns(comparison, COMPARISON_COLUMNS, what="comparison frame")
+        return comparison
+    changes = _call_frame(comparison, "to_dataframe", what="a reports.Comparison")
+    listed = [
+        (*_split_test_metric(name), kind)
+        for kind in ("new", "vanished")
+        for name in getattr(comparison, kind, ())
+    ]
+    extra = pd.DataFrame(listed, columns=["nodeid", "metric", "kind"])
+    parts = [frame for frame in (changes, extra) if not frame.empty]
+    out = pd.concat(parts, ignore_index=True) if parts else changes
     order = {"regressed": 0, "new": 1, "vanished": 2, "improved": 3, "unchanged": 4}
-    out = out.assign(_o=out["status"].map(order)).sort_values(
-        ["_o", "delta"], kind="stable", na_position="last"
+    out = out.assign(_order=out["kind"].map(order)).sort_values(
+        ["_order", "delta"], kind="stable", na_position="last"
     )
-    return out.drop(columns="_o").reset_index(drop=True).loc[:, list(COMPARISON_COLUMNS)]
+    return (
+        out.drop(columns="_order").reset_index(drop=True).reindex(columns=list(COMPARISON_COLUMNS))
+    )
+
+
+def _split_test_metric(name: str) -> tuple[str, str | None]:
+    # reports.Comparison names a metric added to or dropped from a test that is
+    # in both runs as "nodeid :: metric"; a whole test is just its nodeid.
+    nodeid, sep, metric = name.rpartition(" :: ")
+    return (nodeid, metric) if sep else (name, None)
+
+
+def compare_reports(current: object, baseline: object, *, tolerance: float = 0.05) -> pd.DataFrame:
+    """Compare two reports (paths or ``Report`` objects) as the CI gate does.
+
+    Runs ``tnsai_eval.reports.compare`` (same tolerance and interval rules as
+    ``--tnsai-baseline``) and returns its ``comparison_frame``.
+    """
+    from tnsai_eval import reports
+
+    return comparison_frame(reports.compare(current, baseline, tolerance=tolerance))  # type: ignore[arg-type]
 
 
 def load_report(path: PathLike) -> pd.DataFrame:

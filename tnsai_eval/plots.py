@@ -33,6 +33,7 @@ __all__ = [
     "plot_cost_per_round",
     "plot_optimizer_rounds",
     "plot_report_comparison",
+    "plot_report_trend",
     "plot_score_progression",
     "plot_variant_case_heatmap",
     "to_png",
@@ -43,6 +44,8 @@ REGRESSION_COLOR = "#d62728"
 _PASS_COLOR = "#2ca02c"
 _BASE_COLOR = "#9e9e9e"
 _CURRENT_COLOR = "#1f77b4"
+# The check matrix's value for a skipped check: between fail (0) and pass (1).
+_SKIPPED = 0.5
 
 
 def to_png(fig: Figure, *, dpi: int = 100) -> bytes:
@@ -98,9 +101,9 @@ def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") ->
     fig = Figure(figsize=(6.4, 3.8), layout="constrained")
     ax = fig.add_subplot()
     for strategy, group in scores.groupby("strategy", sort=False, dropna=False):
-        label = "initial / rewrite" if pd.isna(strategy) else str(strategy)
+        label = "initial" if pd.isna(strategy) else str(strategy)
         ax.scatter(group["round"], group["score"], label=label, alpha=0.8, zorder=3)
-    best = scores.groupby("round", sort=True)["score"].max().cummax()
+    best = frames.best_so_far(result)
     ax.plot(
         best.index.to_numpy(),
         best.to_numpy(float),
@@ -117,10 +120,9 @@ def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") ->
     return fig
 
 
-def _variant_label(row: pd.Series) -> str:
-    strategy = row["strategy"]
-    name = "initial" if pd.isna(strategy) or not str(strategy) else str(strategy)
-    return f"r{row['round']} {_short(name, 28)}"
+def _variant_label(round_: object, variant: object, strategy: object) -> str:
+    name = "initial" if pd.isna(strategy) or not str(strategy) else str(strategy)  # type: ignore[call-overload]
+    return f"r{round_} v{variant} {_short(name, 24)}"
 
 
 def plot_variant_case_heatmap(
@@ -128,22 +130,27 @@ def plot_variant_case_heatmap(
 ) -> Figure:
     """A variant (rows) x case (columns) heatmap of scores, values written in cells.
 
-    ``rounds`` keeps only those rounds. Rows are labelled ``r<round> <strategy>``,
-    columns by the case's input (shortened). Unscored cells are blank.
+    ``rounds`` keeps only those rounds. Rows are labelled ``r<round> v<variant>
+    <strategy>``, columns by the case's input (shortened). Cells of failed calls
+    are blank. Validation rows, when present, are left out.
     """
     cases = frames.optimizer_cases(result)
+    if "split" in cases.columns:
+        cases = cases[cases["split"].fillna("train") == "train"]
     if rounds is not None:
         cases = cases[cases["round"].isin(rounds)]
     if cases.empty:
         raise ConfigError(f"no optimizer rows to plot for rounds={rounds!r}")
-    variants = cases.drop_duplicates(["round", "variant"]).reset_index(drop=True)
-    variants["label"] = variants.apply(_variant_label, axis=1)
+    variants = cases.drop_duplicates(["round", "variant"])
     inputs = cases.drop_duplicates("case").set_index("case")["input"]
-    keyed = cases.merge(variants[["round", "variant", "label"]], on=["round", "variant"])
-    matrix = keyed.pivot_table(
-        index="label", columns="case", values="score", aggfunc="mean", sort=False
-    ).reindex(index=variants["label"], columns=inputs.index)
+    matrix = cases.pivot_table(
+        index=["round", "variant"], columns="case", values="score", aggfunc="mean", sort=False
+    ).reindex(index=pd.MultiIndex.from_frame(variants[["round", "variant"]]), columns=inputs.index)
     values = matrix.to_numpy(dtype=float)
+    labels = [
+        _variant_label(r, v, st)
+        for r, v, st in variants[["round", "variant", "strategy"]].itertuples(index=False)
+    ]
 
     # Room for the row labels (up to ~32 characters) plus one column per case.
     fig = Figure(figsize=(4.0 + 0.9 * values.shape[1], 1.6 + 0.45 * values.shape[0]))
@@ -152,7 +159,7 @@ def plot_variant_case_heatmap(
     image = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(values.shape[1]), [_short(i, 18) for i in inputs.values])
     ax.tick_params(axis="x", labelrotation=45)
-    ax.set_yticks(range(values.shape[0]), list(matrix.index))
+    ax.set_yticks(range(values.shape[0]), labels)
     for (row, col), value in np.ndenumerate(values):
         if not np.isnan(value):
             ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=8,
@@ -165,15 +172,21 @@ def plot_variant_case_heatmap(
 
 
 def plot_check_matrix(result: object, *, title: str = "Checks by iteration") -> Figure:
-    """Checks (rows) x iterations (columns): green passed, red failed, blank not run.
+    """Checks (rows) x iterations (columns): green passed, red failed, grey skipped.
 
-    ``result`` is a ``RefinementResult`` or its ``checks_dataframe()`` frame.
+    ``result`` is a ``RefinementResult`` or its ``checks_dataframe()`` frame. A
+    check the loop skipped (an ``llm_check`` while a cheaper check fails; counted
+    as failed) is grey when the frame has a ``skipped`` column; a check that was
+    not run at an iteration is blank.
     """
     checks = frames.refinement_checks(result)
     if checks.empty:
         raise ConfigError("the refinement result has no checked iterations to plot")
-    matrix = checks.pivot_table(
-        index="check", columns="iteration", values="passed", aggfunc="min", sort=False
+    state = checks["passed"].astype(float)
+    if "skipped" in checks.columns:
+        state = state.mask(checks["skipped"].fillna(False).astype(bool), _SKIPPED)
+    matrix = checks.assign(_state=state).pivot_table(
+        index="check", columns="iteration", values="_state", aggfunc="min", sort=False
     )
     iterations = sorted(checks["iteration"].unique())
     matrix = matrix.reindex(columns=iterations)
@@ -182,12 +195,13 @@ def plot_check_matrix(result: object, *, title: str = "Checks by iteration") -> 
     fig = Figure(figsize=(1.8 + 0.6 * len(iterations), 1.0 + 0.45 * len(matrix)))
     fig.set_layout_engine("constrained")
     ax = fig.add_subplot()
-    cmap = ListedColormap([REGRESSION_COLOR, _PASS_COLOR])
+    cmap = ListedColormap([REGRESSION_COLOR, _BASE_COLOR, _PASS_COLOR])
     ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+    marks = {0.0: "fail", _SKIPPED: "skip", 1.0: "pass"}
     for (row, col), value in np.ndenumerate(values):
         if not np.isnan(value):
-            mark = "pass" if value >= 0.5 else "fail"
-            ax.text(col, row, mark, ha="center", va="center", color="white", fontsize=8)
+            ax.text(col, row, marks[float(value)], ha="center", va="center", color="white",
+                    fontsize=8)  # fmt: skip
     ax.set_xticks(range(len(iterations)), [str(i) for i in iterations])
     ax.set_yticks(range(len(matrix)), [_short(c, 40) for c in matrix.index])
     ax.set_xlabel("iteration")
@@ -195,39 +209,57 @@ def plot_check_matrix(result: object, *, title: str = "Checks by iteration") -> 
     return fig
 
 
-def plot_report_comparison(
-    comparison: pd.DataFrame, *, title: str = "Baseline vs current", max_tests: int = 40
-) -> Figure:
-    """Baseline and current value per test as paired bars; regressions in red.
+def _test_label(nodeid: object, metric: object, *, show_metric: bool) -> str:
+    # Node ids are long paths; their end (file::test[param]) is what tells tests apart.
+    text = str(nodeid)
+    text = text if len(text) <= 48 else "…" + text[-47:]
+    return f"{text} · {metric}" if show_metric and isinstance(metric, str) else text
 
-    ``comparison`` is a ``frames.compare_reports`` frame (``COMPARISON_COLUMNS``).
-    The first ``max_tests`` rows are drawn (that function puts regressions first).
+
+def plot_report_comparison(
+    comparison: object, *, title: str = "Baseline vs current", max_tests: int = 40
+) -> Figure:
+    """Baseline and current mean per (test, metric) as paired bars; regressions in red.
+
+    ``comparison`` is a ``reports.Comparison`` or its ``frames.comparison_frame``.
+    The current bar carries its 95% interval as an error bar when it has one.
+    The first ``max_tests`` rows are drawn (regressions come first).
     """
-    frames.require_columns(comparison, frames.COMPARISON_COLUMNS, what="comparison frame")
+    data = frames.comparison_frame(comparison)
     if max_tests < 1:
         raise ConfigError(f"max_tests must be >= 1, got {max_tests!r}")
-    data = comparison.head(max_tests).reset_index(drop=True)
+    data = data.head(max_tests).reset_index(drop=True)
     n = len(data)
+    show_metric = data["metric"].dropna().nunique() > 1
     fig = Figure(figsize=(8.0, 1.4 + 0.4 * max(n, 1)), layout="constrained")
     ax = fig.add_subplot()
     ys = np.arange(n)
     height = 0.38
-    ax.barh(ys - height / 2, data["baseline"].fillna(0.0), height, color=_BASE_COLOR,
-            label="baseline")  # fmt: skip
-    colors = [
-        REGRESSION_COLOR if status == "regressed" else _CURRENT_COLOR for status in data["status"]
+    current = data["current"].to_numpy(float)
+    baseline = data["baseline"].to_numpy(float)
+    ax.barh(ys - height / 2, np.nan_to_num(baseline), height, color=_BASE_COLOR)
+    colors = [REGRESSION_COLOR if kind == "regressed" else _CURRENT_COLOR for kind in data["kind"]]
+    low = data["current_low"].to_numpy(float)
+    high = data["current_high"].to_numpy(float)
+    errors = np.nan_to_num(np.vstack([current - low, high - current]))
+    ax.barh(ys + height / 2, np.nan_to_num(current), height, color=colors,
+            xerr=errors if errors.any() else None, capsize=2)  # fmt: skip
+    labels = [
+        _test_label(nodeid, metric, show_metric=show_metric)
+        for nodeid, metric in zip(data["nodeid"], data["metric"], strict=True)
     ]
-    ax.barh(ys + height / 2, data["current"].fillna(0.0), height, color=colors, label="current")
-    ax.set_yticks(ys, [_short(t, 50) for t in data["test"]])
-    for tick, status in zip(ax.get_yticklabels(), data["status"], strict=True):
-        if status == "regressed":
+    ax.set_yticks(ys, labels)
+    for tick, kind in zip(ax.get_yticklabels(), data["kind"], strict=True):
+        if kind == "regressed":
             tick.set_color(REGRESSION_COLOR)
             tick.set_fontweight("bold")
+        elif kind in ("new", "vanished"):
+            tick.set_fontstyle("italic")
     ax.invert_yaxis()  # first row (worst regression) on top
-    ax.set_xlabel("score")
-    ax.set_xlim(0, max(1.0, float(np.nanmax(data[["baseline", "current"]].to_numpy(float)))
-                       if n else 1.0))  # fmt: skip
-    regressed = int((data["status"] == "regressed").sum())
+    ax.set_xlabel("mean")
+    top = np.nanmax(np.concatenate([baseline, high, [1.0]]))
+    ax.set_xlim(0, float(top) * 1.02)
+    regressed = int((data["kind"] == "regressed").sum())
     ax.set_title(f"{title} ({regressed} regressed)")
     # Explicit handles: the first current bar may be red, and must not define the key.
     handles = [
@@ -237,6 +269,35 @@ def plot_report_comparison(
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+def plot_report_trend(
+    reports: pd.DataFrame, *, metric: str = "score", title: str = "Trend across runs"
+) -> Figure:
+    """One line per test: ``metric`` (y) in each run (x, in the frame's order).
+
+    ``reports`` is a ``frames.load_reports`` frame (``run``, ``nodeid`` and the
+    metric column). A test missing from a run leaves a gap in its line.
+    """
+    frames.require_columns(reports, ("run", "nodeid", metric), what="reports frame")
+    runs = list(dict.fromkeys(reports["run"]))
+    table = reports.pivot_table(
+        index="run", columns="nodeid", values=metric, aggfunc="mean", sort=False
+    ).reindex(index=runs)
+    fig = Figure(figsize=(7.0, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    xs = np.arange(len(runs))
+    for nodeid in table.columns:
+        ax.plot(xs, table[nodeid].to_numpy(float), marker="o",
+                label=_test_label(nodeid, None, show_metric=False))  # fmt: skip
+    ax.set_xticks(xs, [_short(r, 16) for r in runs])
+    ax.set_xlabel("run")
+    ax.set_ylabel(metric)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if len(table.columns) <= 12:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
 
 

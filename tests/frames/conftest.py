@@ -14,11 +14,11 @@ def _case_rows() -> list[dict[str, object]]:
     """Round 0: the initial prompt; round 1: two variants; round 2: one variant (cached)."""
     inputs = [("2+2?", "4"), ("3+3?", "6")]
     plan = [
-        # round, variant, strategy, scores per case, cached
-        (0, "Answer.", None, [0.0, 0.5], False),
-        (1, "Think step by step. Answer.", "CHAIN_OF_THOUGHT", [1.0, 0.5], False),
-        (1, "Answer briefly.", "CONCISE", [0.25, 0.25], False),
-        (2, "Think step by step. Answer briefly.", "CONCISE", [1.0, 1.0], True),
+        # round, variant id, strategy, scores per case, cached
+        (0, 0, "initial", [0.0, 0.5], False),
+        (1, 1, "chain_of_thought", [1.0, 0.5], False),
+        (1, 2, "concise", [0.25, 0.25], False),
+        (2, 3, "concise", [1.0, 1.0], True),
     ]
     rows: list[dict[str, object]] = []
     for rnd, variant, strategy, scores, cached in plan:
@@ -36,8 +36,12 @@ def _case_rows() -> list[dict[str, object]]:
                     "tokens": 10 + case,
                     "latency": 0.01,
                     "cached": cached,
+                    "error": None,
+                    "split": "train",
                 }
             )
+    # A validation row: it reports on the winner and must never count in a round.
+    rows.append({**rows[-1], "case": 0, "input": "9+9?", "score": 0.0, "split": "validation"})
     return rows
 
 

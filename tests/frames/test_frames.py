@@ -15,8 +15,8 @@ from .conftest import FakeOptimization
 
 def test_optimizer_cases_delegates_and_checks_columns(optimization: FakeOptimization) -> None:
     out = frames.optimizer_cases(optimization)
-    assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
-    assert len(out) == 8
+    assert tuple(out.columns[:11]) == frames.OPTIMIZER_CASE_COLUMNS
+    assert len(out) == 9
     with pytest.raises(ConfigError, match="'score'"):
         frames.optimizer_cases(out.drop(columns="score"))
     with pytest.raises(ConfigError, match="OptimizationResult"):
@@ -154,27 +154,44 @@ def test_load_reports_adds_a_leading_run_column(tmp_path: Path) -> None:
         frames.load_reports([])
 
 
-def test_compare_reports_classifies_and_orders() -> None:
-    baseline = pd.DataFrame(
-        {"test": ["steady", "drop", "gone", "rise", "small"], "score": [0.5, 0.9, 1, 0.2, 0.8]}
-    )
-    current = pd.DataFrame(
-        {"test": ["steady", "drop", "rise", "small", "fresh"], "score": [0.5, 0.4, 0.6, 0.78, 1]}
-    )
-    out = frames.compare_reports(baseline, current, tolerance=0.05)
+class FakeComparison:
+    """Duck-typed reports.Comparison: changes as a frame, new and vanished as names."""
+
+    new = ("t.py::test_new", "t.py::test_ok :: latency")
+    vanished = ("t.py::test_gone",)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        rows = [
+            ("t.py::test_ok", "score", 0.8, 0.8, 0.8, 0.8, 0.0, "unchanged"),
+            ("t.py::test_small", "score", 0.9, 0.7, 0.7, 0.7, -0.2, "regressed"),
+            ("t.py::test_big", "score", 0.9, 0.1, 0.0, 0.2, -0.8, "regressed"),
+        ]
+        return pd.DataFrame(rows, columns=list(frames.COMPARISON_COLUMNS))
+
+
+def test_comparison_frame_lists_changes_then_new_and_vanished() -> None:
+    out = frames.comparison_frame(FakeComparison())
     assert tuple(out.columns) == frames.COMPARISON_COLUMNS
-    status = dict(zip(out["test"], out["status"], strict=True))
-    assert status == {
-        "drop": "regressed",
-        "fresh": "new",
-        "gone": "vanished",
-        "rise": "improved",
-        "steady": "unchanged",
-        "small": "unchanged",
-    }
-    assert out.loc[0, "test"] == "drop"
-    assert out.loc[0, "delta"] == pytest.approx(-0.5)
-    strict = frames.compare_reports(baseline, current)
-    assert "small" in strict[strict["status"] == "regressed"]["test"].tolist()
-    with pytest.raises(ConfigError, match="tolerance"):
-        frames.compare_reports(baseline, current, tolerance=-1)
+    assert out["nodeid"].tolist() == [
+        "t.py::test_big",
+        "t.py::test_small",
+        "t.py::test_new",
+        "t.py::test_ok",
+        "t.py::test_gone",
+        "t.py::test_ok",
+    ]
+    assert out["kind"].tolist() == [
+        "regressed",
+        "regressed",
+        "new",
+        "new",
+        "vanished",
+        "unchanged",
+    ]
+    # "nodeid :: metric" names a metric new to a test that is in both runs.
+    assert out.loc[3, "metric"] == "latency"
+    assert pd.isna(out.loc[2, "metric"])
+    assert pd.isna(out.loc[2, "baseline"])
+    assert frames.comparison_frame(out) is out
+    with pytest.raises(ConfigError, match="Comparison"):
+        frames.comparison_frame(object())

@@ -3,6 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.colors import to_hex
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
 from tnsai_eval import frames, plots
@@ -36,9 +38,9 @@ def test_optimizer_rounds_points_per_strategy_and_best_line(
     ax = fig.axes[0]
     points = {c.get_label(): c.get_offsets().tolist() for c in ax.collections}
     assert points == {
-        "initial / rewrite": [[0.0, 0.25]],
-        "CHAIN_OF_THOUGHT": [[1.0, 0.75]],
-        "CONCISE": [[1.0, 0.25], [2.0, 1.0]],
+        "initial": [[0.0, 0.25]],
+        "chain_of_thought": [[1.0, 0.75]],
+        "concise": [[1.0, 0.25], [2.0, 1.0]],
     }
     (best,) = [line for line in ax.get_lines() if line.get_label() == "best so far"]
     assert list(best.get_ydata()) == [0.25, 0.75, 1.0]
@@ -51,7 +53,7 @@ def test_variant_case_heatmap_values_and_labels(optimization: FakeOptimization) 
     image = ax.get_images()[0].get_array()
     assert np.asarray(image).tolist() == [[0.0, 0.5], [1.0, 0.5], [0.25, 0.25], [1.0, 1.0]]
     rows = [t.get_text() for t in ax.get_yticklabels()]
-    assert rows == ["r0 initial", "r1 CHAIN_OF_THOUGHT", "r1 CONCISE", "r2 CONCISE"]
+    assert rows == ["r0 v0 initial", "r1 v1 chain_of_thought", "r1 v2 concise", "r2 v3 concise"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2+2?", "3+3?"]
     assert "0.50" in [t.get_text() for t in ax.texts]
     # The colour bar is its own axes.
@@ -70,6 +72,9 @@ def test_check_matrix_pass_fail_grid(checks_frame: pd.DataFrame) -> None:
     ax = fig.axes[0]
     grid = np.asarray(ax.get_images()[0].get_array())
     assert grid.tolist() == [[0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]
+    skipped = checks_frame.assign(skipped=checks_frame["iteration"] == 1)
+    grid = np.asarray(plots.plot_check_matrix(skipped).axes[0].get_images()[0].get_array())
+    assert grid[:, 0].tolist() == [0.5, 0.5]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["valid_json", "must_contain(name)"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3"]
     assert [t.get_text() for t in ax.texts].count("pass") == 3
@@ -86,22 +91,50 @@ def test_check_matrix_leaves_unrun_checks_blank(checks_frame: pd.DataFrame) -> N
         plots.plot_check_matrix(checks_frame.iloc[0:0])
 
 
+def _comparison() -> pd.DataFrame:
+    rows = [
+        ("t.py::test_bad", "score", 0.9, 0.3, 0.2, 0.4, -0.6, "regressed"),
+        ("t.py::test_new", None, None, None, None, None, None, "new"),
+        ("t.py::test_ok", "score", 0.8, 0.85, 0.85, 0.85, 0.05, "unchanged"),
+    ]
+    return pd.DataFrame(rows, columns=list(frames.COMPARISON_COLUMNS))
+
+
 def test_report_comparison_highlights_regressions() -> None:
-    baseline = pd.DataFrame({"test": ["t_ok", "t_bad"], "score": [0.8, 0.9]})
-    current = pd.DataFrame({"test": ["t_ok", "t_bad"], "score": [0.85, 0.3]})
-    comparison = frames.compare_reports(baseline, current, tolerance=0.1)
-    fig = plots.plot_report_comparison(comparison)
+    fig = plots.plot_report_comparison(_comparison())
     ax = fig.axes[0]
     bars = ax.patches
-    assert [b.get_width() for b in bars] == pytest.approx([0.9, 0.8, 0.3, 0.85])
-    # Current bars: the regression is red, the other is not.
-    assert bars[2].get_facecolor() != bars[3].get_facecolor()
+    # Baseline bars for the three rows, then current bars (missing values drawn as 0).
+    assert [b.get_width() for b in bars] == pytest.approx([0.9, 0.0, 0.8, 0.3, 0.0, 0.85])
+    red = plots.REGRESSION_COLOR
+    assert [to_hex(b.get_facecolor()) for b in bars[3:]] == [red, "#1f77b4", "#1f77b4"]
     labels = ax.get_yticklabels()
-    assert [t.get_text() for t in labels] == ["t_bad", "t_ok"]
-    assert labels[0].get_color() == plots.REGRESSION_COLOR
+    assert [t.get_text() for t in labels] == ["t.py::test_bad", "t.py::test_new", "t.py::test_ok"]
+    assert labels[0].get_color() == red
+    assert labels[1].get_fontstyle() == "italic"
     assert ax.get_title().endswith("(1 regressed)")
-    with pytest.raises(ConfigError, match="'status'"):
-        plots.plot_report_comparison(comparison.drop(columns="status"))
+    # The current bars carry their 95% intervals as error bars.
+    (current_bars,) = [c for c in ax.containers if isinstance(c, BarContainer) and c.errorbar]
+    (segments,) = current_bars.errorbar.lines[2]
+    assert segments.get_segments()[0][:, 0].tolist() == pytest.approx([0.2, 0.4])
+    with pytest.raises(ConfigError, match="'kind'"):
+        plots.plot_report_comparison(_comparison().drop(columns="kind"))
+
+
+def test_report_trend_one_line_per_test_with_gaps() -> None:
+    reports = pd.DataFrame(
+        {
+            "run": ["c1", "c1", "c2", "c3", "c3"],
+            "nodeid": ["a", "b", "a", "a", "b"],
+            "score": [0.5, 0.9, 0.6, 0.7, 0.8],
+        }
+    )
+    ax = plots.plot_report_trend(reports).axes[0]
+    lines = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
+    assert list(lines["a"]) == [0.5, 0.6, 0.7]
+    assert np.isnan(lines["b"][1])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["c1", "c2", "c3"]
+    assert ax.get_ylabel() == "score"
 
 
 def test_cost_per_round_bars(optimization: FakeOptimization) -> None:
