@@ -177,20 +177,15 @@ class ConditionEvaluator:
 
     def evaluate(self, condition: str, state: Mapping[str, object]) -> bool:
         """Whether ``condition`` holds for ``state``; blank conditions hold."""
-        if not isinstance(condition, str):
-            raise ConditionError(
-                f"a condition must be a str, got {type(condition).__name__} {condition!r}",
-                condition=str(condition),
-            )
+        compiled = self._prepare(condition)
         if not isinstance(state, Mapping):
             raise ConditionError(
                 f"state for condition {_quote(condition)} must be a mapping of names to "
                 f"values, got {type(state).__name__}",
                 condition=condition,
             )
-        if not condition.strip():
+        if compiled is None:
             return True
-        compiled = self._compile(condition)
         activation = self._activation(condition, compiled, state)
         result = self._execute(condition, compiled, activation, state)
         if not isinstance(result, bool):
@@ -207,30 +202,36 @@ class ConditionEvaluator:
         Useful to validate norms when they are declared rather than when they
         are first evaluated. A blank condition is valid.
         """
-        if not isinstance(condition, str):
-            raise ConditionError(
-                f"a condition must be a str, got {type(condition).__name__} {condition!r}",
-                condition=str(condition),
-            )
-        if condition.strip():
-            self._compile(condition)
+        self._prepare(condition)
 
     def names(self, condition: str) -> frozenset[str]:
         """The state names ``condition`` refers to (empty for a blank condition)."""
-        self.check(condition)
-        return self._compile(condition).names if condition.strip() else frozenset()
+        compiled = self._prepare(condition)
+        return frozenset() if compiled is None else compiled.names
 
     def cache_info(self) -> functools._CacheInfo:
         """Hits, misses and size of this evaluator's compiled-condition cache."""
         return self._compile.cache_info()
 
-    def _compile_uncached(self, condition: str) -> _Compiled:
+    def _prepare(self, condition: str) -> _Compiled | None:
+        """The compiled condition, or None for a blank one."""
+        if not isinstance(condition, str):
+            raise ConditionError(
+                f"a condition must be a str, got {type(condition).__name__} {condition!r}",
+                condition=str(condition),
+            )
+        # Before anything else, even the blank test: a huge input costs nothing more.
         if len(condition) > self.max_length:
             raise ConditionError(
                 f"condition {_quote(condition)} is longer than the limit of "
                 f"{self.max_length} characters",
                 condition=condition,
             )
+        if not condition.strip():
+            return None
+        return self._compile(condition)
+
+    def _compile_uncached(self, condition: str) -> _Compiled:
         depth = _nesting_depth(condition)
         if depth > self.max_depth:
             raise ConditionError(
