@@ -1,3 +1,89 @@
-"""The tnsai-eval pytest plugin (registered through the ``pytest11`` entry point)."""
+"""The tnsai-eval pytest plugin (registered through the ``pytest11`` entry point).
 
-__all__: list[str] = []
+Fixtures: ``llm``, ``evaluate_prompt``, ``refine``, ``agent``, ``norm_actions``,
+``norm_engine``, ``feedback_store``, ``prompt_optimizer``, ``tnsai_record``.
+Markers: ``norm_check`` and ``refine_until``, also importable from here as
+decorators::
+
+    from pytest_plugin import norm_check, refine_until
+
+    @refine_until(task="Return the order as JSON", valid_json=True, must_contain='"id"')
+    def test_order_json(refine):
+        refine('id: 7')
+
+The hooks below are thin: the state of a run lives in a ``PluginSession``
+kept in ``config.stash``; see docs/pytest-plugin.md for the options.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_plugin._evaluate import CaseScore, PromptEvaluation
+from pytest_plugin._fixtures import (
+    NormActions,
+    agent,
+    evaluate_prompt,
+    feedback_store,
+    llm,
+    norm_actions,
+    norm_engine,
+    prompt_optimizer,
+    refine,
+    tnsai_record,
+)
+from pytest_plugin._markers import MARKER_LINES, norm_check, refine_until
+from pytest_plugin._options import PluginOptions, add_options
+from pytest_plugin._session import SESSION_KEY, PluginSession
+
+__all__ = [
+    "CaseScore",
+    "NormActions",
+    "PluginSession",
+    "PromptEvaluation",
+    "norm_check",
+    "refine_until",
+]
+
+# The fixtures are module attributes so that pytest finds them on the plugin.
+_FIXTURES = (
+    agent,
+    evaluate_prompt,
+    feedback_store,
+    llm,
+    norm_actions,
+    norm_engine,
+    prompt_optimizer,
+    refine,
+    tnsai_record,
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKER_LINES:
+        config.addinivalue_line("markers", line)
+    # Imported here: the hooks module pulls in the report code, which a run
+    # that only lists options (pytest --help) does not need.
+    from pytest_plugin import _xdist
+    from pytest_plugin._hooks import RepeatHooks, TnsaiHooks
+    from tnsai_eval.errors import ConfigError
+    from tnsai_eval.reports import read_report
+
+    options = PluginOptions.from_config(config)
+    session = PluginSession(options)
+    config.stash[SESSION_KEY] = session
+    baseline = None
+    if options.baseline is not None and not _xdist.is_worker(config):
+        try:
+            baseline = read_report(options.baseline)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"--tnsai-baseline: {exc}") from None
+    config.pluginmanager.register(TnsaiHooks(config, session, baseline), "tnsai-session")
+    if options.repeat > 1:
+        config.pluginmanager.register(RepeatHooks(session), "tnsai-repeat")
+    if config.pluginmanager.hasplugin("xdist") and not _xdist.is_worker(config):
+        config.pluginmanager.register(_xdist.XdistHooks(session), "tnsai-xdist")

@@ -1,0 +1,329 @@
+"""The plugin's fixtures.
+
+Heavy imports (the norms, refinement and optimizer packages, pandas) happen
+inside the fixtures, so a test suite that never uses them does not pay for
+them at collection time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+from pytest_plugin._client import build_client, describe_model
+from pytest_plugin._evaluate import CasesInput, PromptEvaluation, evaluate
+from pytest_plugin._markers import MarkerError, NormSpec, RefineSpec
+from pytest_plugin._session import PluginSession, get_session
+from tnsai_eval.llm import LLMClient
+
+if TYPE_CHECKING:
+    from tnsai_eval.feedback import Agent, FeedbackStore
+    from tnsai_eval.norms import NormEngine
+    from tnsai_eval.optimizer import PromptEvaluator, PromptOptimizer
+    from tnsai_eval.refinement import RefinementResult
+
+__all__ = [
+    "NORM_KEY",
+    "REFINE_KEY",
+    "NormActions",
+    "RefineRun",
+    "agent",
+    "evaluate_prompt",
+    "feedback_store",
+    "llm",
+    "norm_actions",
+    "norm_engine",
+    "prompt_optimizer",
+    "refine",
+    "tnsai_record",
+]
+
+NORM_KEY = pytest.StashKey[NormSpec]()
+REFINE_KEY = pytest.StashKey[RefineSpec]()
+ACTIONS_KEY = pytest.StashKey["NormActions"]()
+REFINE_RUN_KEY = pytest.StashKey["RefineRun"]()
+
+
+@pytest.fixture(scope="session")
+def llm(pytestconfig: pytest.Config) -> LLMClient:
+    """The model configured by --llm-base-url/--llm-model (else the embedded one),
+    behind the response store in the --llm-record mode. Calls are counted per test."""
+    session = get_session(pytestconfig)
+    base_url, model = describe_model(session.options)
+    session.llm_description = {"model": model, "base_url": base_url}
+    return session.meter(build_client(session.options))
+
+
+def _session(request: pytest.FixtureRequest) -> PluginSession:
+    return get_session(request.config)
+
+
+class RecordMetric(Protocol):
+    def __call__(
+        self, name: str, value: float, *, gate: bool = ..., higher_is_better: bool = ...
+    ) -> None: ...
+
+
+@pytest.fixture
+def tnsai_record(request: pytest.FixtureRequest) -> RecordMetric:
+    """``tnsai_record(name, value, gate=True, higher_is_better=True)``: track a metric.
+
+    Gated metrics are compared with --tnsai-baseline; a metric named ``score``
+    is the test's headline score in the summary.
+    """
+    return _session(request).record_metric
+
+
+@pytest.fixture
+def feedback_store() -> FeedbackStore:
+    """A fresh in-memory ``FeedbackStore`` for each test."""
+    from tnsai_eval.feedback import FeedbackStore
+
+    return FeedbackStore.in_memory()
+
+
+@pytest.fixture
+def norm_engine(request: pytest.FixtureRequest) -> NormEngine:
+    """The ``NormEngine`` of the test's ``@norm_check`` mark (empty without one)."""
+    from tnsai_eval.norms import NormEngine
+
+    spec = request.node.stash.get(NORM_KEY, None)
+    return NormEngine() if spec is None else spec.engine
+
+
+@dataclass
+class NormActions:
+    """What a ``@norm_check`` test did: agents it made, actions it recorded, the state.
+
+    ``record(*actions)`` adds actions performed outside an ``Agent``;
+    ``watch(obj)`` adds any object with an ``actions`` list; ``state`` starts
+    as the mark's ``state=`` and may be updated by the test before it ends.
+    """
+
+    state: dict[str, object] = field(default_factory=dict)
+    agents: list[Any] = field(default_factory=list)
+    recorded: list[str] = field(default_factory=list)
+    used: bool = False
+
+    def record(self, *actions: str) -> None:
+        for action in actions:
+            if not isinstance(action, str) or not action:
+                raise TypeError(f"norm_actions.record() takes action names, got {action!r}")
+        self.used = True
+        self.recorded.extend(actions)
+
+    def watch(self, agent: Any) -> Any:
+        if not hasattr(agent, "actions"):
+            raise TypeError(
+                f"norm_actions.watch() needs an object with an `actions` list, got {agent!r}"
+            )
+        self.used = True
+        self.agents.append(agent)
+        return agent
+
+    @property
+    def actions(self) -> list[str]:
+        """Every action, agents' first (in creation order), then recorded ones."""
+        performed = [str(a) for agent in self.agents for a in agent.actions]
+        return performed + self.recorded
+
+
+def _actions_for(request: pytest.FixtureRequest) -> NormActions:
+    stash: pytest.Stash = request.node.stash
+    actions = stash.get(ACTIONS_KEY, None)
+    if actions is None:
+        spec = stash.get(NORM_KEY, None)
+        actions = NormActions(state=dict(spec.state) if spec is not None else {})
+        stash[ACTIONS_KEY] = actions
+    return actions
+
+
+@pytest.fixture
+def norm_actions(request: pytest.FixtureRequest) -> NormActions:
+    """Record actions (or watch agents) for the ``@norm_check`` of this test."""
+    return _actions_for(request)
+
+
+class AgentFactory(Protocol):
+    def __call__(
+        self, system_prompt: str = ..., tools: Any = ..., *, cls: type | None = ..., **kwargs: Any
+    ) -> Agent: ...
+
+
+@pytest.fixture
+def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
+    """``agent(system_prompt="", tools=None, cls=None, **kwargs)``: a new Agent on ``llm``.
+
+    ``cls`` defaults to the ``@norm_check`` agent class when it is an ``Agent``
+    subclass. Every agent made here is checked by ``@norm_check``.
+    """
+    from tnsai_eval.feedback import Agent
+
+    session = _session(request)
+    actions = _actions_for(request)
+    spec = request.node.stash.get(NORM_KEY, None)
+    default_cls: type = Agent
+    if spec is not None and spec.agent_class is not None and issubclass(spec.agent_class, Agent):
+        default_cls = spec.agent_class
+
+    def make(
+        system_prompt: str = "", tools: Any = None, *, cls: type | None = None, **kwargs: Any
+    ) -> Agent:
+        made: Agent = (cls or default_cls)(session.meter(llm), system_prompt, tools, **kwargs)
+        actions.watch(made)
+        return made
+
+    return make
+
+
+@dataclass
+class RefineRun:
+    """The ``refine`` calls of one test (checked at its end under ``@refine_until``)."""
+
+    results: list[RefinementResult] = field(default_factory=list)
+
+
+@pytest.fixture
+def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., RefinementResult]:
+    """``refine(draft, check=True, **overrides)`` -> ``RefinementResult``.
+
+    Runs a ``RefinementLoop`` with the ``@refine_until`` criteria (``overrides``
+    take the mark's keywords) on the ``llm`` fixture. With ``check=True`` a
+    run that does not succeed fails the test with each iteration's failed
+    checks and the score progression.
+    """
+    from tnsai_eval.refinement import RefinementLoop
+
+    session = _session(request)
+    client = session.meter(llm)
+    run = RefineRun()
+    request.node.stash[REFINE_RUN_KEY] = run
+    mark_spec = request.node.stash.get(REFINE_KEY, None)
+
+    def do_refine(draft: str, *, check: bool = True, **overrides: Any) -> RefinementResult:
+        spec = _spec_with(mark_spec, overrides)
+        loop = RefinementLoop(
+            spec.task,
+            spec.criteria(client),
+            max_iterations=spec.max_iterations,
+            timeout=spec.timeout,
+            stop_hook=spec.options.get("stop"),
+        )
+        result = loop.execute(client, draft)
+        run.results.append(result)
+        session.record_iterations(result.iteration_count)
+        session.record_metric(_free_name(session, "refine_score"), result.final_score)
+        if check and not result.is_success:
+            pytest.fail(refinement_failure(result), pytrace=False)
+        return result
+
+    return do_refine
+
+
+def _free_name(session: PluginSession, base: str) -> str:
+    # A second call in the same test gets its own metric rather than replacing the first.
+    name, k = base, 1
+    while session.has_metric(name):
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def _spec_with(mark_spec: RefineSpec | None, overrides: Mapping[str, Any]) -> RefineSpec:
+    from pytest_plugin._markers import refine_spec
+
+    if mark_spec is None and not overrides:
+        raise pytest.UsageError(
+            "refine() needs completion criteria: mark the test with @refine_until(...) "
+            "or pass them as keywords, e.g. refine(draft, task=..., must_contain=...)"
+        )
+    kwargs: dict[str, Any] = {}
+    if mark_spec is not None:
+        kwargs.update(
+            task=mark_spec.task,
+            max_iterations=mark_spec.max_iterations,
+            timeout=mark_spec.timeout,
+            **mark_spec.options,
+        )
+    kwargs.update(overrides)
+    try:
+        return refine_spec(pytest.mark.refine_until.with_args(**kwargs).mark)
+    except MarkerError as exc:
+        raise pytest.UsageError(str(exc).replace("@refine_until", "refine()")) from None
+
+
+def refinement_failure(result: RefinementResult) -> str:
+    """The failure report of an unsuccessful refinement: each iteration and its failed checks."""
+    progression = " -> ".join(f"{s:.2f}" for s in result.metrics.score_progression)
+    lines = [
+        f"refinement did not succeed: {result.status.name} after "
+        f"{result.iteration_count} iteration(s); score progression {progression or '-'}"
+    ]
+    if result.reason:
+        lines.append(f"reason: {result.reason}")
+    for record in result.iterations:
+        failed = record.failed_checks
+        lines.append(f"  iteration {record.iteration}: score {record.score:.2f}")
+        for check in failed:
+            message = " ".join(check.message.split())[:160]
+            lines.append(f"    x {check.name}: {message}")
+    final = " ".join(result.final_output.split())
+    lines.append(f"final output: {final[:200]!r}")
+    return "\n".join(lines)
+
+
+class EvaluatePrompt(Protocol):
+    def __call__(
+        self,
+        prompt: str,
+        cases: CasesInput,
+        *,
+        evaluator: PromptEvaluator | None = ...,
+        min_score: float | None = ...,
+        name: str | None = ...,
+        **kwargs: Any,
+    ) -> PromptEvaluation: ...
+
+
+@pytest.fixture
+def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluatePrompt:
+    """``evaluate_prompt(prompt, cases_or_dataset, evaluator=None, min_score=None, name=None)``.
+
+    Scores ``prompt`` on the cases (TestCases, (input, expected) pairs, a
+    dataset name or a JSONL path) and records the mean as a tracked metric
+    (``score``, or ``name``). Below ``min_score`` the test fails listing its
+    worst cases; a case whose call failed always fails the test, after every
+    other case has been scored.
+    """
+    session = _session(request)
+    client = session.meter(llm)
+
+    def run(
+        prompt: str,
+        cases: CasesInput,
+        *,
+        evaluator: PromptEvaluator | None = None,
+        min_score: float | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> PromptEvaluation:
+        result = evaluate(client, prompt, cases, evaluator=evaluator, **kwargs)
+        session.record_metric(name or _free_name(session, "score"), result.mean_score)
+        if result.errors:
+            pytest.fail(result.error_message(), pytrace=False)
+        if min_score is not None and result.mean_score < min_score:
+            pytest.fail(result.failure_message(min_score), pytrace=False)
+        return result
+
+    return run
+
+
+@pytest.fixture
+def prompt_optimizer(request: pytest.FixtureRequest, llm: LLMClient) -> PromptOptimizer:
+    """A ``PromptOptimizer`` on the ``llm`` fixture, with its default settings."""
+    from tnsai_eval.optimizer import PromptOptimizer
+
+    return PromptOptimizer(_session(request).meter(llm))

@@ -1,0 +1,171 @@
+"""The hooks of one configured run, as methods over its ``PluginSession``."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from pytest_plugin import _xdist
+from pytest_plugin._fixtures import (
+    ACTIONS_KEY,
+    NORM_KEY,
+    REFINE_KEY,
+    REFINE_RUN_KEY,
+    NormActions,
+)
+from pytest_plugin._markers import MarkerError, norm_spec, refine_spec
+from pytest_plugin._repeat import run_samples
+from pytest_plugin._report import write_summary
+from pytest_plugin._session import PluginSession
+from tnsai_eval.reports import Comparison, Report, compare
+
+__all__ = ["TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
+
+#: Requesting any of these makes a test tracked (it gets a row in the summary).
+TRACKING_FIXTURES = frozenset(
+    {
+        "llm",
+        "tnsai_record",
+        "evaluate_prompt",
+        "refine",
+        "prompt_optimizer",
+        "agent",
+        "norm_actions",
+        "norm_engine",
+        "feedback_store",
+    }
+)
+_MARKERS = ("norm_check", "refine_until")
+
+
+def is_tracked(item: pytest.Item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    if not TRACKING_FIXTURES.isdisjoint(names):
+        return True
+    return any(item.get_closest_marker(name) is not None for name in _MARKERS)
+
+
+class TnsaiHooks:
+    def __init__(self, config: pytest.Config, session: PluginSession, baseline: Report | None):
+        self.config = config
+        self.session = session
+        self.baseline = baseline
+        self.comparison: Comparison | None = None
+        self.report_path_written: str | None = None
+
+    # -- per test ----------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        tracked = is_tracked(item)
+        if tracked:
+            self.session.track(item.nodeid)
+        self.session.current = item.nodeid
+        try:
+            return (yield)
+        finally:
+            self.session.current = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        try:
+            norm = item.get_closest_marker("norm_check")
+            if norm is not None:
+                item.stash[NORM_KEY] = norm_spec(norm)
+            refine = item.get_closest_marker("refine_until")
+            if refine is not None:
+                item.stash[REFINE_KEY] = refine_spec(refine)
+                if "refine" not in getattr(item, "fixturenames", ()):
+                    raise MarkerError(
+                        "@refine_until: the test must take the `refine` fixture and call "
+                        "refine(draft)"
+                    )
+        except MarkerError as exc:
+            pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        result = yield
+        # Reached only when the test body passed: its verdict stands otherwise.
+        if NORM_KEY in item.stash:
+            self._check_norms(item)
+        if REFINE_KEY in item.stash:
+            run = item.stash.get(REFINE_RUN_KEY, None)
+            if run is None or not run.results:
+                pytest.fail(
+                    "@refine_until: the test never called refine(draft), so nothing was "
+                    "refined or checked",
+                    pytrace=False,
+                )
+        return result
+
+    def _check_norms(self, item: pytest.Item) -> None:
+        spec = item.stash[NORM_KEY]
+        actions: NormActions | None = item.stash.get(ACTIONS_KEY, None)
+        if actions is None or not actions.used:
+            pytest.fail(
+                "@norm_check: the test made no agent with the `agent` fixture and recorded "
+                "no actions with `norm_actions`, so there was nothing to check",
+                pytrace=False,
+            )
+        performed = actions.actions
+        result = spec.engine.check_agent(_Performed(performed), state=actions.state)
+        if result.is_violation:
+            pytest.fail(
+                f"{result}\nactions performed: {performed}\nstate: {actions.state}",
+                pytrace=False,
+            )
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.session.on_report(report)
+
+    # -- the end -------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if _xdist.is_worker(self.config):
+            _xdist.ship(self.config, self.session)
+            return
+        report = self.session.report()
+        options = self.session.options
+        if options.report is not None:
+            report.save(options.report)
+            self.report_path_written = str(options.report)
+        if self.baseline is not None:
+            self.comparison = compare(report, self.baseline, tolerance=options.tolerance)
+            if not self.comparison.passed and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if _xdist.is_worker(self.config):
+            return
+        write_summary(
+            terminalreporter,
+            self.session.report(),
+            comparison=self.comparison,
+            report_path=self.report_path_written,
+        )
+
+
+class _Performed:
+    """An ``actions`` holder for ``NormEngine.check_agent``."""
+
+    def __init__(self, actions: list[str]) -> None:
+        self.actions = actions
+
+
+class RepeatHooks:
+    """Registered only with --tnsai-repeat N > 1."""
+
+    def __init__(self, session: PluginSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        if not is_tracked(item):
+            return None
+        run_samples(item, nextitem, self.session, self.session.options.repeat)
+        return True

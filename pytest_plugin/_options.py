@@ -1,0 +1,187 @@
+"""The plugin's command-line options, their ini twins, and how they resolve.
+
+Every option has an ini key of the same name with ``-`` turned into ``_`` and
+a ``tnsai_`` prefix where the flag has none (``--llm-record`` <->
+``tnsai_llm_record``). A value given on the command line wins over the ini
+file, which wins over the environment-derived default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["DEFAULT_STORE", "ENV_API_KEY", "PluginOptions", "add_options"]
+
+ENV_API_KEY = "TNSAI_LLM_API_KEY"
+#: The response store used when neither --llm-store nor tnsai_llm_store is set,
+#: relative to pytest's rootdir.
+DEFAULT_STORE = "tests/llm-responses"
+_RECORD_MODES = ("off", "replay", "record", "refresh")
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    flag: str
+    ini: str
+    help: str
+    metavar: str
+
+
+_SPECS = (
+    _Spec(
+        "--llm-base-url",
+        "tnsai_llm_base_url",
+        "OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1); the API key is read "
+        f"from ${ENV_API_KEY} only. Default: $TNSAI_LLM_BASE_URL, else the embedded model.",
+        "URL",
+    ),
+    _Spec("--llm-model", "tnsai_llm_model", "model name on that server.", "NAME"),
+    _Spec(
+        "--llm-record",
+        "tnsai_llm_record",
+        "how the `llm` fixture uses the response store: off, replay (store only; a miss "
+        "fails), record (reuse recorded replies, record new ones), refresh (re-record "
+        "everything). Default: record, or replay when the environment has CI=true.",
+        "MODE",
+    ),
+    _Spec(
+        "--llm-store",
+        "tnsai_llm_store",
+        f"response store directory (default: <rootdir>/{DEFAULT_STORE}).",
+        "PATH",
+    ),
+    _Spec("--tnsai-report", "tnsai_report", "write a versioned JSON report here.", "PATH"),
+    _Spec(
+        "--tnsai-baseline",
+        "tnsai_baseline",
+        "compare tracked scores with this earlier report; a regression beyond the "
+        "tolerance fails the session.",
+        "PATH",
+    ),
+    _Spec(
+        "--tnsai-tolerance",
+        "tnsai_tolerance",
+        "largest allowed absolute drop of a tracked score against the baseline (default 0.05).",
+        "FLOAT",
+    ),
+    _Spec(
+        "--tnsai-repeat",
+        "tnsai_repeat",
+        "run each tracked test N times; scores are reported as mean with a 95%% interval "
+        "and the pass rate (default 1).",
+        "N",
+    ),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tnsai", "tnsai-eval: LLM prompt regression tests")
+    for spec in _SPECS:
+        dest = spec.ini
+        group.addoption(spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help)
+        # The ini help has no %-formatting; undo the argparse escape.
+        parser.addini(spec.ini, help=spec.help.replace("%%", "%"), default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOptions:
+    """The resolved settings of one pytest run."""
+
+    base_url: str | None = None
+    model: str | None = None
+    record_mode: str = "record"
+    record_mode_source: str = "default"
+    store: Path = Path(DEFAULT_STORE)
+    report: Path | None = None
+    baseline: Path | None = None
+    tolerance: float = 0.05
+    repeat: int = 1
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> PluginOptions:
+        """Resolve CLI > ini > default; a bad value is a ``pytest.UsageError`` naming it."""
+        values: dict[str, tuple[str, str]] = {}
+        for spec in _SPECS:
+            cli = config.getoption(spec.ini)
+            if cli is not None:
+                values[spec.ini] = (str(cli), spec.flag)
+                continue
+            ini = config.getini(spec.ini)
+            if ini not in (None, "", []):
+                values[spec.ini] = (str(ini).strip(), f"ini {spec.ini}")
+
+        def get(key: str) -> str | None:
+            found = values.get(key)
+            return None if found is None else found[0]
+
+        root = config.rootpath
+        mode, source = _record_mode(values.get("tnsai_llm_record"))
+        store = get("tnsai_llm_store")
+        report = get("tnsai_report")
+        baseline = get("tnsai_baseline")
+        return cls(
+            base_url=get("tnsai_llm_base_url") or None,
+            model=get("tnsai_llm_model") or None,
+            record_mode=mode,
+            record_mode_source=source,
+            store=root / (store or DEFAULT_STORE),
+            report=None if not report else root / report,
+            baseline=None if not baseline else root / baseline,
+            tolerance=_number(values.get("tnsai_tolerance"), 0.05, float, "--tnsai-tolerance"),
+            repeat=int(_number(values.get("tnsai_repeat"), 1, int, "--tnsai-repeat", minimum=1)),
+        )
+
+    def describe(self) -> dict[str, object]:
+        """The configuration written into the report."""
+        return {
+            "base_url": self.base_url,
+            "model": self.model,
+            "record_mode": self.record_mode,
+            "record_mode_source": self.record_mode_source,
+            "store": str(self.store),
+            "repeat": self.repeat,
+            "tolerance": self.tolerance,
+            "baseline": None if self.baseline is None else str(self.baseline),
+        }
+
+
+def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:
+    if given is None:
+        # CI replays what developers recorded: a run there must neither call a
+        # model nor silently grow the store.
+        if os.environ.get("CI", "").strip().lower() == "true":
+            return "replay", "CI=true"
+        return "record", "default"
+    value, origin = given
+    mode = value.strip().lower()
+    if mode not in _RECORD_MODES:
+        raise pytest.UsageError(
+            f"{origin}: record mode {value!r} is not one of {', '.join(_RECORD_MODES)}"
+        )
+    return mode, origin
+
+
+def _number(
+    given: tuple[str, str] | None,
+    default: float,
+    kind: type[int] | type[float],
+    name: str,
+    *,
+    minimum: float = 0,
+) -> float:
+    if given is None:
+        return default
+    value, origin = given
+    try:
+        number = kind(value)
+    except ValueError:
+        raise pytest.UsageError(
+            f"{origin}: {value!r} is not a valid {kind.__name__} for {name}"
+        ) from None
+    if number < minimum:
+        raise pytest.UsageError(f"{origin}: {name} must be >= {minimum:g}, got {value!r}")
+    return number

@@ -1,0 +1,40 @@
+"""The terminal summary section: one row per tracked test, totals, the gate's verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from tnsai_eval.reports import Comparison, Report, format_summary
+
+__all__ = ["write_summary"]
+
+
+def write_summary(
+    terminal: pytest.TerminalReporter,
+    report: Report,
+    *,
+    comparison: Comparison | None,
+    report_path: str | None,
+) -> None:
+    if not report.tests and comparison is None and report_path is None:
+        return  # a run that never touched the plugin gets no section
+    terminal.write_sep("=", "tnsai-eval")
+    config = report.config
+    terminal.write_line(
+        f"model: {config.get('model') or '-'}   record mode: {config.get('record_mode')} "
+        f"({config.get('record_mode_source')})   store: {config.get('store')}"
+    )
+    if report.tests:
+        for line in format_summary(report).splitlines():
+            terminal.write_line(line)
+    if report_path is not None:
+        terminal.write_line(f"report written to {report_path}")
+    if comparison is not None:
+        terminal.write_line(f"baseline {config.get('baseline')}:")
+        red = not comparison.passed
+        for line in comparison.format().splitlines():
+            terminal.write_line(line, red=red, bold=red)
+        if red:
+            terminal.write_line(
+                "tnsai-eval: regressions beyond tolerance fail this session", red=True, bold=True
+            )

@@ -1,0 +1,268 @@
+"""The plugin's state for one pytest run, kept in ``config.stash``.
+
+Hooks and fixtures are thin: they tell this object what happened (a test
+started, a metric was recorded, a model call returned, a report came in) and
+it turns that into a ``tnsai_eval.reports.Report`` at the end. Under
+pytest-xdist every worker has one; workers ship their finished records to the
+controller, whose object merges them (see ``_xdist``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_plugin._options import PluginOptions
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.llm import Completion, LLMClient, MessagesInput
+from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
+
+__all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "MeteredLLM", "PluginSession", "get_session"]
+
+#: user_properties key carrying (passed, total) samples on a --tnsai-repeat call report.
+SAMPLES_PROPERTY = "tnsai_samples"
+
+
+@dataclass(slots=True)
+class _MetricSeries:
+    gate: bool
+    higher_is_better: bool
+    by_sample: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one test has done so far (mutable while it runs)."""
+
+    nodeid: str
+    metrics: dict[str, _MetricSeries] = field(default_factory=dict)
+    status: TestStatus = TestStatus.PASSED
+    samples: int = 0
+    passed_samples: int = 0
+    calls: int = 0
+    tokens: int = 0
+    cache_hits: int = 0
+    iterations: int | None = None
+    duration_s: float = 0.0
+    message: str = ""
+
+    def finish(self) -> TrackedTest:
+        return TrackedTest(
+            nodeid=self.nodeid,
+            status=self.status,
+            metrics={
+                name: MetricStats(
+                    name,
+                    tuple(series.by_sample[i] for i in sorted(series.by_sample)),
+                    gate=series.gate,
+                    higher_is_better=series.higher_is_better,
+                )
+                for name, series in self.metrics.items()
+                if series.by_sample
+            },
+            samples=max(self.samples, 1),
+            passed_samples=self.passed_samples,
+            calls=self.calls,
+            tokens=self.tokens,
+            cache_hits=self.cache_hits,
+            iterations=self.iterations,
+            duration_s=self.duration_s,
+            message=self.message,
+        )
+
+
+class PluginSession:
+    """Collects what tracked tests measured during one run.
+
+    A test becomes *tracked* the first time it touches the plugin: it requests
+    one of its fixtures, carries one of its markers, or records a metric.
+    Untracked tests cost a dictionary lookup per report and never appear.
+    """
+
+    def __init__(self, options: PluginOptions) -> None:
+        self.options = options
+        self.runs: dict[str, _Run] = {}
+        # Records that arrived finished from xdist workers.
+        self.merged: list[TrackedTest] = []
+        self.current: str | None = None
+        self.sample = 0
+        self._lock = threading.Lock()
+        self.started = time.time()
+        self.llm_description: dict[str, object] = {}
+
+    # -- what the running test does -------------------------------------
+    def track(self, nodeid: str) -> _Run:
+        with self._lock:
+            run = self.runs.get(nodeid)
+            if run is None:
+                run = self.runs[nodeid] = _Run(nodeid)
+            return run
+
+    def _current_run(self) -> _Run | None:
+        return None if self.current is None else self.track(self.current)
+
+    def record_metric(
+        self,
+        name: str,
+        value: float,
+        *,
+        gate: bool = True,
+        higher_is_better: bool = True,
+    ) -> None:
+        """Record ``value`` for the running test; recording a name again replaces it."""
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"metric name must be a non-blank str, got {name!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(
+                f"metric {name!r}: value must be an int or float, got {type(value).__name__} "
+                f"{value!r}"
+            )
+        run = self._current_run()
+        if run is None:
+            raise ConfigError(f"metric {name!r} recorded outside a running test")
+        with self._lock:
+            series = run.metrics.get(name)
+            if series is None:
+                series = run.metrics[name] = _MetricSeries(gate, higher_is_better)
+            series.by_sample[self.sample] = float(value)
+
+    def has_metric(self, name: str) -> bool:
+        """Whether the running test already recorded ``name`` in this sample."""
+        run = self._current_run()
+        series = None if run is None else run.metrics.get(name)
+        return series is not None and self.sample in series.by_sample
+
+    def record_iterations(self, count: int) -> None:
+        run = self._current_run()
+        if run is not None:
+            with self._lock:
+                run.iterations = (run.iterations or 0) + count
+
+    def record_call(self, completion: Completion) -> None:
+        run = self._current_run()
+        if run is None:
+            return
+        with self._lock:
+            run.calls += 1
+            run.tokens += completion.usage.total_tokens
+            run.cache_hits += int(completion.cached)
+
+    def meter(self, client: LLMClient) -> MeteredLLM:
+        """``client`` wrapped so that its calls count towards the running test."""
+        if isinstance(client, MeteredLLM) and client.session is self:
+            return client
+        if "model" not in self.llm_description:
+            # A conftest may override `llm`; the report still says what answered.
+            self.llm_description["model"] = str(
+                getattr(client, "model", "") or type(client).__name__
+            )
+        return MeteredLLM(client, self)
+
+    # -- what pytest reports --------------------------------------------
+    def on_report(self, report: pytest.TestReport) -> None:
+        run = self.runs.get(report.nodeid)
+        if run is None:
+            return
+        with self._lock:
+            run.duration_s += report.duration
+            if report.when == "call":
+                samples: Any = dict(report.user_properties).get(SAMPLES_PROPERTY)
+                if samples is not None:  # (passed, total); a list once xdist has carried it
+                    run.passed_samples, run.samples = int(samples[0]), int(samples[1])
+                else:
+                    run.samples += 1
+                    run.passed_samples += int(report.passed)
+            if report.failed:
+                run.status = TestStatus.FAILED if report.when == "call" else TestStatus.ERROR
+                if not run.message:
+                    run.message = _first_line(report)
+            elif report.skipped and run.status is TestStatus.PASSED:
+                run.status = TestStatus.SKIPPED
+
+    # -- the end ---------------------------------------------------------
+    def merge(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Add finished records shipped by an xdist worker."""
+        self.merged.extend(TrackedTest.from_dict(r) for r in records)
+
+    def finished(self) -> list[TrackedTest]:
+        return [run.finish() for run in self.runs.values()]
+
+    def report(self) -> Report:
+        tests = sorted([*self.merged, *self.finished()], key=lambda t: t.nodeid)
+        config = self.options.describe()
+        config.update(self.llm_description)
+        return Report(tests=tuple(tests), config=config)
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    text = report.longreprtext.strip()
+    for line in reversed(text.splitlines()):
+        # pytest's short form puts "E   <message>" lines last-but-location.
+        if line.startswith("E "):
+            return line[1:].strip()[:200]
+    return text.splitlines()[-1][:200] if text else ""
+
+
+class MeteredLLM:
+    """Forwards to ``inner`` and counts every reply towards the running test.
+
+    Also threads the repeat sample index through to a ``CachedLLM`` (its
+    ``sample=`` keyword), so that with ``--tnsai-repeat`` each sample is a
+    distinct recording rather than N replays of the first.
+    """
+
+    def __init__(self, inner: LLMClient, session: PluginSession) -> None:
+        self.inner = inner
+        self.session = session
+        self._takes_sample = _accepts_sample(inner)
+
+    @property
+    def model(self) -> str:
+        return str(getattr(self.inner, "model", "") or "")
+
+    def __repr__(self) -> str:
+        return f"MeteredLLM({self.inner!r})"
+
+    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self._takes_sample and "sample" not in params:
+            params["sample"] = self.session.sample
+        return params
+
+    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        completion = self.inner.chat(messages, **self._params(params))
+        self.session.record_call(completion)
+        return completion
+
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        from tnsai_eval.llm import acall
+
+        completion = await acall(self.inner, messages, **self._params(params))
+        self.session.record_call(completion)
+        return completion
+
+
+def _accepts_sample(client: object) -> bool:
+    # Only CachedLLM understands `sample`; passed to a plain client it would be
+    # sent to the model as a sampling parameter.
+    try:
+        from tnsai_eval.llm import CachedLLM  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return False
+    return isinstance(client, CachedLLM)
+
+
+SESSION_KEY = pytest.StashKey[PluginSession]()
+
+
+def get_session(config: pytest.Config) -> PluginSession:
+    try:
+        return config.stash[SESSION_KEY]
+    except KeyError:
+        raise pytest.UsageError(
+            "the tnsai plugin is not configured in this run (was it disabled with -p no:tnsai?)"
+        ) from None

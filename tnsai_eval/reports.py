@@ -1,0 +1,634 @@
+"""Versioned run reports and the baseline comparison behind the CI gate.
+
+A report is what one test run measured: for every tracked test its status, the
+metrics it recorded (each with all its samples), and what it cost (model calls,
+tokens, cache hits). The pytest plugin writes it with ``--tnsai-report``; it is
+plain JSON meant to be committed as a baseline and diffed in review.
+
+>>> score = MetricStats("score", (0.8, 0.9, 0.85))
+>>> round(score.mean, 2), score.n
+(0.85, 3)
+>>> old = Report(tests=(TrackedTest("t.py::test_a", TestStatus.PASSED, {"score": score}),))
+>>> new = Report(tests=(TrackedTest("t.py::test_a", TestStatus.PASSED,
+...                                 {"score": MetricStats("score", (0.5,))}),))
+>>> result = compare(new, old, tolerance=0.05)
+>>> result.passed, [c.metric for c in result.regressions]
+(False, ['score'])
+
+Nothing here imports pytest: the CLI (``tnsai-eval report``) and notebooks use
+the same code as the plugin's gate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from tnsai_eval.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ChangeKind",
+    "Comparison",
+    "MetricChange",
+    "MetricStats",
+    "Report",
+    "TestStatus",
+    "TrackedTest",
+    "compare",
+    "format_summary",
+    "format_table",
+    "load_report",
+    "read_report",
+    "report_dataframe",
+]
+
+#: Bumped whenever a field changes meaning or disappears; adding fields does not bump it.
+SCHEMA_VERSION = 1
+
+ReportSource: TypeAlias = "Report | str | os.PathLike[str]"
+
+# Two-sided 95% critical values of Student's t for 1..30 degrees of freedom.
+# A table rather than scipy: it is the only statistic we need.
+_T95 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+_EPSILON = 1e-9
+
+
+def _t95(dof: int) -> float:
+    return _T95[dof - 1] if dof <= len(_T95) else 1.96
+
+
+class TestStatus(StrEnum):
+    """The outcome pytest gave a test."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricStats:
+    """One tracked metric of one test: every sample it took, and their summary.
+
+    With ``--tnsai-repeat N`` a metric has N samples; ``ci_low``/``ci_high`` are
+    the 95% confidence interval of the mean (Student's t), which is what the
+    baseline gate compares. With one sample the interval is the value itself.
+
+    >>> MetricStats("score", (1.0, 0.0)).ci_high > 1.0
+    True
+    """
+
+    name: str
+    samples: tuple[float, ...]
+    gate: bool = True
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.samples:
+            raise ConfigError(f"metric {self.name!r} has no samples")
+        for value in self.samples:
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise ConfigError(f"metric {self.name!r}: sample {value!r} is not a number")
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    @property
+    def mean(self) -> float:
+        return math.fsum(self.samples) / len(self.samples)
+
+    @property
+    def stdev(self) -> float:
+        if self.n < 2:
+            return 0.0
+        mean = self.mean
+        return math.sqrt(math.fsum((x - mean) ** 2 for x in self.samples) / (self.n - 1))
+
+    @property
+    def half_width(self) -> float:
+        if self.n < 2:
+            return 0.0
+        return _t95(self.n - 1) * self.stdev / math.sqrt(self.n)
+
+    @property
+    def ci_low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def ci_high(self) -> float:
+        return self.mean + self.half_width
+
+    def to_dict(self) -> dict[str, Any]:
+        # The summary is derived, but written out so that a reviewer reading the
+        # committed JSON does not have to compute it.
+        return {
+            "mean": self.mean,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "samples": list(self.samples),
+            "gate": self.gate,
+            "higher_is_better": self.higher_is_better,
+        }
+
+    @classmethod
+    def from_dict(cls, name: str, data: Mapping[str, Any]) -> MetricStats:
+        samples = data.get("samples")
+        if not isinstance(samples, list):
+            raise ConfigError(f"metric {name!r}: 'samples' must be a list, got {samples!r}")
+        return cls(
+            name,
+            tuple(float(x) for x in samples),
+            gate=bool(data.get("gate", True)),
+            higher_is_better=bool(data.get("higher_is_better", True)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedTest:
+    """What one test measured and cost in one run."""
+
+    nodeid: str
+    status: TestStatus
+    metrics: Mapping[str, MetricStats] = field(default_factory=dict)
+    samples: int = 1
+    passed_samples: int = 0
+    calls: int = 0
+    tokens: int = 0
+    cache_hits: int = 0
+    iterations: int | None = None
+    duration_s: float = 0.0
+    message: str = ""
+
+    @property
+    def score(self) -> MetricStats | None:
+        """The test's headline score: the metric named ``score``, else its first gated one."""
+        if "score" in self.metrics:
+            return self.metrics["score"]
+        return next((m for m in self.metrics.values() if m.gate), None)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed_samples / self.samples if self.samples else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodeid": self.nodeid,
+            "status": self.status.value,
+            "samples": self.samples,
+            "passed_samples": self.passed_samples,
+            "pass_rate": self.pass_rate,
+            "calls": self.calls,
+            "tokens": self.tokens,
+            "cache_hits": self.cache_hits,
+            "iterations": self.iterations,
+            "duration_s": self.duration_s,
+            "message": self.message,
+            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrackedTest:
+        try:
+            nodeid = str(data["nodeid"])
+            status = TestStatus(data["status"])
+        except KeyError as exc:
+            raise ConfigError(f"report test entry lacks {exc.args[0]!r}: {dict(data)!r}") from exc
+        except ValueError as exc:
+            raise ConfigError(
+                f"report test {data.get('nodeid')!r}: status {data['status']!r} is not one of "
+                f"{', '.join(s.value for s in TestStatus)}"
+            ) from exc
+        metrics_data = data.get("metrics", {})
+        if not isinstance(metrics_data, Mapping):
+            raise ConfigError(f"report test {nodeid!r}: 'metrics' must be an object")
+        iterations = data.get("iterations")
+        return cls(
+            nodeid=nodeid,
+            status=status,
+            metrics={k: MetricStats.from_dict(k, v) for k, v in metrics_data.items()},
+            samples=int(data.get("samples", 1)),
+            passed_samples=int(data.get("passed_samples", 0)),
+            calls=int(data.get("calls", 0)),
+            tokens=int(data.get("tokens", 0)),
+            cache_hits=int(data.get("cache_hits", 0)),
+            iterations=None if iterations is None else int(iterations),
+            duration_s=float(data.get("duration_s", 0.0)),
+            message=str(data.get("message", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One run: its configuration and every tracked test.
+
+    ``config`` records what produced the numbers (model, record mode, repeat),
+    so that two reports can be judged comparable.
+    """
+
+    tests: tuple[TrackedTest, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    schema_version: int = SCHEMA_VERSION
+
+    def get(self, nodeid: str) -> TrackedTest | None:
+        return next((t for t in self.tests if t.nodeid == nodeid), None)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {
+            "tests": len(self.tests),
+            "failed": sum(t.status in (TestStatus.FAILED, TestStatus.ERROR) for t in self.tests),
+            "calls": sum(t.calls for t in self.tests),
+            "tokens": sum(t.tokens for t in self.tests),
+            "cache_hits": sum(t.cache_hits for t in self.tests),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "created": self.created,
+            "config": dict(self.config),
+            "totals": self.totals,
+            "tests": [t.to_dict() for t in self.tests],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the report as JSON (atomically: a crash never leaves half a file)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(target)
+        return target
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        version = data.get("schema_version")
+        if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
+            raise ConfigError(
+                f"report schema_version {version!r} is not supported "
+                f"(expected an integer from 1 to {SCHEMA_VERSION})"
+            )
+        tests = data.get("tests", [])
+        if not isinstance(tests, list):
+            raise ConfigError(f"report 'tests' must be a list, got {type(tests).__name__}")
+        return cls(
+            tests=tuple(TrackedTest.from_dict(t) for t in tests),
+            config=dict(data.get("config", {})),
+            created=str(data.get("created", "")),
+            schema_version=version,
+        )
+
+    def to_dataframe(self, *, long: bool = False) -> pd.DataFrame:
+        return report_dataframe(self, long=long)
+
+
+def read_report(source: ReportSource) -> Report:
+    """A ``Report`` from a JSON file written by ``--tnsai-report`` (or a Report, as is)."""
+    if isinstance(source, Report):
+        return source
+    path = Path(source)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"report file {str(path)!r} does not exist") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"report file {str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"report file {str(path)!r} must hold a JSON object")
+    try:
+        return Report.from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"report file {str(path)!r}: {exc}") from exc
+
+
+def load_report(source: ReportSource, *, long: bool = False) -> pd.DataFrame:
+    """Read a report into a DataFrame (see ``report_dataframe`` for the columns)."""
+    return report_dataframe(read_report(source), long=long)
+
+
+def report_dataframe(source: ReportSource, *, long: bool = False) -> pd.DataFrame:
+    """A report as a DataFrame.
+
+    Wide (default): one row per test with ``nodeid, status, score, score_low,
+    score_high, pass_rate, samples, iterations, calls, tokens, cache_hits,
+    duration_s`` and one ``metric.<name>`` column (the mean) per metric.
+    Long: one row per (test, metric) with ``mean, ci_low, ci_high, n, gate``.
+    ``df.attrs`` carries ``schema_version`` and ``config``.
+    """
+    import pandas as pd
+
+    report = read_report(source)
+    rows: list[dict[str, Any]] = []
+    for test in report.tests:
+        if long:
+            rows.extend(
+                {
+                    "nodeid": test.nodeid,
+                    "metric": m.name,
+                    "mean": m.mean,
+                    "ci_low": m.ci_low,
+                    "ci_high": m.ci_high,
+                    "n": m.n,
+                    "gate": m.gate,
+                    "higher_is_better": m.higher_is_better,
+                }
+                for m in test.metrics.values()
+            )
+            continue
+        score = test.score
+        row: dict[str, Any] = {
+            "nodeid": test.nodeid,
+            "status": test.status.value,
+            "score": None if score is None else score.mean,
+            "score_low": None if score is None else score.ci_low,
+            "score_high": None if score is None else score.ci_high,
+            "pass_rate": test.pass_rate,
+            "samples": test.samples,
+            "iterations": test.iterations,
+            "calls": test.calls,
+            "tokens": test.tokens,
+            "cache_hits": test.cache_hits,
+            "duration_s": test.duration_s,
+        }
+        row.update({f"metric.{m.name}": m.mean for m in test.metrics.values()})
+        rows.append(row)
+    columns = (
+        ["nodeid", "metric", "mean", "ci_low", "ci_high", "n", "gate", "higher_is_better"]
+        if long
+        else None
+    )
+    frame = pd.DataFrame(rows, columns=columns) if columns or rows else pd.DataFrame()
+    frame.attrs["schema_version"] = report.schema_version
+    frame.attrs["config"] = dict(report.config)
+    return frame
+
+
+class ChangeKind(StrEnum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricChange:
+    """A gated metric present in both runs, and how it moved."""
+
+    nodeid: str
+    metric: str
+    baseline: float
+    current: float
+    current_low: float
+    current_high: float
+    kind: ChangeKind
+
+    @property
+    def delta(self) -> float:
+        return self.current - self.baseline
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The result of ``compare``: what regressed, improved, appeared and vanished.
+
+    ``new`` and ``vanished`` name tests (or ``nodeid :: metric`` for a metric
+    added to or dropped from a test that exists in both runs); they are listed,
+    never failed.
+    """
+
+    regressions: tuple[MetricChange, ...]
+    improved: tuple[MetricChange, ...]
+    unchanged: tuple[MetricChange, ...]
+    new: tuple[str, ...]
+    vanished: tuple[str, ...]
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        return not self.regressions
+
+    def to_dataframe(self) -> pd.DataFrame:
+        import pandas as pd
+
+        changes = [*self.regressions, *self.improved, *self.unchanged]
+        return pd.DataFrame(
+            [
+                {
+                    "nodeid": c.nodeid,
+                    "metric": c.metric,
+                    "baseline": c.baseline,
+                    "current": c.current,
+                    "current_low": c.current_low,
+                    "current_high": c.current_high,
+                    "delta": c.delta,
+                    "kind": c.kind.value,
+                }
+                for c in changes
+            ],
+            columns=[
+                "nodeid",
+                "metric",
+                "baseline",
+                "current",
+                "current_low",
+                "current_high",
+                "delta",
+                "kind",
+            ],
+        )
+
+    def format(self) -> str:
+        """The human-readable summary printed by the plugin and ``tnsai-eval report``."""
+        lines: list[str] = []
+        if self.regressions:
+            lines.append(
+                f"{len(self.regressions)} regression(s) beyond tolerance {self.tolerance:g}:"
+            )
+            lines.append(_changes_table(self.regressions))
+        else:
+            lines.append(f"no regressions beyond tolerance {self.tolerance:g}")
+        if self.improved:
+            lines.append(f"{len(self.improved)} improvement(s):")
+            lines.append(_changes_table(self.improved))
+        for title, names in (("new (not in baseline)", self.new), ("vanished", self.vanished)):
+            if names:
+                lines.append(f"{title}: {len(names)}")
+                lines.extend(f"  {name}" for name in names)
+        return "\n".join(lines)
+
+
+def _changes_table(changes: Sequence[MetricChange]) -> str:
+    rows = [
+        (
+            c.nodeid,
+            c.metric,
+            f"{c.baseline:.3f}",
+            f"{c.current:.3f}"
+            + (
+                ""
+                if c.current_low == c.current_high
+                else f" [{c.current_low:.3f}, {c.current_high:.3f}]"
+            ),
+            f"{c.delta:+.3f}",
+        )
+        for c in changes
+    ]
+    return format_table(("test", "metric", "baseline", "current", "delta"), rows, indent=2)
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, indent: int = 0) -> str:
+    """A plain fixed-width text table (left-aligned columns, a dashed rule under the header)."""
+    body = [tuple(str(cell) for cell in row) for row in rows]
+    widths = [len(h) for h in headers]
+    for row in body:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    pad = " " * indent
+
+    def line(cells: Sequence[str]) -> str:
+        return pad + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join(
+        [line(headers), pad + "  ".join("-" * w for w in widths), *(line(r) for r in body)]
+    )
+
+
+def format_summary(report: Report) -> str:
+    """One row per tracked test: score, status, iterations, calls, tokens, cache hits."""
+    rows = []
+    for test in report.tests:
+        score = test.score
+        if score is None:
+            shown = "-"
+        elif score.n > 1:
+            shown = f"{score.mean:.3f} [{score.ci_low:.3f}, {score.ci_high:.3f}]"
+        else:
+            shown = f"{score.mean:.3f}"
+        status = test.status.value
+        if test.samples > 1:
+            status += f" ({test.passed_samples}/{test.samples})"
+        rows.append(
+            (
+                test.nodeid,
+                shown,
+                status,
+                "-" if test.iterations is None else str(test.iterations),
+                str(test.calls),
+                str(test.tokens),
+                str(test.cache_hits),
+            )
+        )
+    totals = report.totals
+    rows.append(
+        (
+            f"TOTAL ({totals['tests']} tests, {totals['failed']} failed)",
+            "",
+            "",
+            "",
+            str(totals["calls"]),
+            str(totals["tokens"]),
+            str(totals["cache_hits"]),
+        )
+    )
+    headers = ("test", "score", "status", "iterations", "calls", "tokens", "cache hits")
+    return format_table(headers, rows)
+
+
+def compare(current: ReportSource, baseline: ReportSource, tolerance: float = 0.05) -> Comparison:
+    """Compare every gated metric of ``current`` with ``baseline``.
+
+    ``tolerance`` is absolute (scores are in [0, 1]: 0.05 is five points). A
+    metric regresses when even the favourable end of its 95% interval in this
+    run is worse than the baseline's mean by more than the tolerance; with one
+    sample the interval is the value, so this is a plain difference. It
+    improves when the unfavourable end is better by more than the tolerance.
+    """
+    if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance < 0:
+        raise ConfigError(f"tolerance must be a number >= 0, got {tolerance!r}")
+    now, before = read_report(current), read_report(baseline)
+    regressions: list[MetricChange] = []
+    improved: list[MetricChange] = []
+    unchanged: list[MetricChange] = []
+    new: list[str] = []
+    vanished: list[str] = []
+    before_by_id = {t.nodeid: t for t in before.tests}
+    now_ids = {t.nodeid for t in now.tests}
+    for test in now.tests:
+        old = before_by_id.get(test.nodeid)
+        if old is None:
+            new.append(test.nodeid)
+            continue
+        for name, metric in test.metrics.items():
+            if not metric.gate:
+                continue
+            old_metric = old.metrics.get(name)
+            if old_metric is None:
+                new.append(f"{test.nodeid} :: {name}")
+                continue
+            change = _judge(test.nodeid, metric, old_metric.mean, tolerance)
+            {
+                ChangeKind.REGRESSED: regressions,
+                ChangeKind.IMPROVED: improved,
+                ChangeKind.UNCHANGED: unchanged,
+            }[change.kind].append(change)
+        vanished.extend(
+            f"{test.nodeid} :: {name}"
+            for name, m in old.metrics.items()
+            if m.gate and name not in test.metrics
+        )
+    vanished.extend(t.nodeid for t in before.tests if t.nodeid not in now_ids)
+    return Comparison(
+        regressions=tuple(regressions),
+        improved=tuple(improved),
+        unchanged=tuple(unchanged),
+        new=tuple(new),
+        vanished=tuple(vanished),
+        tolerance=float(tolerance),
+    )
+
+
+def _judge(nodeid: str, metric: MetricStats, baseline: float, tolerance: float) -> MetricChange:
+    # Orient everything so that "up is good", then judge on the interval's ends.
+    sign = 1.0 if metric.higher_is_better else -1.0
+    best = max(sign * metric.ci_low, sign * metric.ci_high)
+    worst = min(sign * metric.ci_low, sign * metric.ci_high)
+    reference = sign * baseline
+    # The epsilon keeps "dropped by exactly the tolerance" on the passing side
+    # despite binary floating point (0.9 - 0.05 is 0.8500000000000001).
+    if best < reference - tolerance - _EPSILON:
+        kind = ChangeKind.REGRESSED
+    elif worst > reference + tolerance + _EPSILON:
+        kind = ChangeKind.IMPROVED
+    else:
+        kind = ChangeKind.UNCHANGED
+    return MetricChange(
+        nodeid=nodeid,
+        metric=metric.name,
+        baseline=baseline,
+        current=metric.mean,
+        current_low=metric.ci_low,
+        current_high=metric.ci_high,
+        kind=kind,
+    )
