@@ -215,3 +215,17 @@ def test_bad_condition_is_reported_again_each_time(evaluator: ConditionEvaluator
 def test_options_must_be_positive_ints(option: str, value: object) -> None:
     with pytest.raises(ConfigError, match=rf"{option} must be a positive int, got {value!r}"):
         ConditionEvaluator(**{option: value})  # type: ignore[arg-type]
+
+
+def test_huge_non_bool_result_is_clipped_in_the_message(evaluator: ConditionEvaluator) -> None:
+    with pytest.raises(
+        ConditionError, match=r"evaluates to list \[0, 0, .*\.\.\. \(\d+ characters\)"
+    ):
+        evaluator.evaluate("items", {"items": [0] * 1000})
+
+
+def test_limits_are_read_only() -> None:
+    evaluator = ConditionEvaluator(max_length=100, max_depth=3)
+    assert (evaluator.max_length, evaluator.max_depth) == (100, 3)
+    with pytest.raises(AttributeError):
+        evaluator.max_depth = 50  # type: ignore[misc]

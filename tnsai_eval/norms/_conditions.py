@@ -35,6 +35,12 @@ _CLOSERS = ")]}"
 _UNDEFINED_NAME = re.compile(r"[Uu]ndefined variable[^']*'([^']+)'")
 
 
+def _clip(text: str) -> str:
+    if len(text) <= _QUOTE_LIMIT:
+        return text
+    return f"{text[:_QUOTE_LIMIT]}... ({len(text)} characters)"
+
+
 def _quote(condition: str) -> str:
     if len(condition) <= _QUOTE_LIMIT:
         return repr(condition)
@@ -141,10 +147,11 @@ class ConditionEvaluator:
     int (64-bit), float, str, bytes, None, lists and mappings of those. A blank
     condition is ``True``. Anything else that goes wrong raises
     ``ConditionError`` (a ``ValueError``) naming the condition and the problem:
-    a syntax error, an unknown name, a type error (CEL never coerces, so
-    ``count > 3.5`` with an int ``count`` is fine but ``count + "a"`` is not), a
-    result that is not a bool, a condition longer than ``max_length`` characters
-    or nested deeper than ``max_depth`` brackets.
+    a syntax error, an unknown name, a type error (CEL compares numbers of
+    different types, so ``count > 3.5`` works for an int ``count``, but it never
+    converts implicitly: ``count + "a"`` is an error), a result that is not a
+    bool, a condition longer than ``max_length`` characters or nested deeper
+    than ``max_depth`` brackets (both checked before parsing).
 
     CEL's ``&&`` and ``||`` short-circuit in both directions, so an unknown name
     is only reported when the result depends on it: ``false && nosuchname`` is
@@ -168,12 +175,22 @@ class ConditionEvaluator:
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{option} must be a positive int, got {value!r}")
-        self.max_length = max_length
-        self.max_depth = max_depth
+        self._max_length = max_length
+        self._max_depth = max_depth
         # One cache per evaluator (no module-level mutable state); lru_cache is
         # thread-safe and does not cache exceptions, so a bad condition is
         # re-diagnosed each time, with the same message.
         self._compile = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
+
+    @property
+    def max_length(self) -> int:
+        """The longest condition accepted, in characters."""
+        return self._max_length
+
+    @property
+    def max_depth(self) -> int:
+        """The deepest bracket nesting accepted (string literals excluded)."""
+        return self._max_depth
 
     def evaluate(self, condition: str, state: Mapping[str, object]) -> bool:
         """Whether ``condition`` holds for ``state``; blank conditions hold."""
@@ -191,7 +208,7 @@ class ConditionEvaluator:
         if not isinstance(result, bool):
             raise ConditionError(
                 f"condition {_quote(condition)} evaluates to {type(result).__name__} "
-                f"{result!r}, expected a bool (true or false)",
+                f"{_clip(repr(result))}, expected a bool (true or false)",
                 condition=condition,
             )
         return result
