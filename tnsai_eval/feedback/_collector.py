@@ -1,0 +1,93 @@
+"""Collecting the feedback an agent receives while it runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.feedback._types import Feedback, FeedbackType
+
+__all__ = ["TOOL_CALL_SOURCE", "FeedbackCollector"]
+
+# metadata["source"] of the feedback that record_tool_call creates.
+TOOL_CALL_SOURCE = "tool_call"
+
+
+class FeedbackCollector:
+    """The feedback one agent has received, in the order it came.
+
+    ``enabled=False`` makes a no-op collector (what ``Agent(learning=False)``
+    uses): the record methods still validate their input and return the
+    ``Feedback`` they built, but nothing is kept. Thread-safe.
+
+    >>> collector = FeedbackCollector(session_id="s-1")
+    >>> _ = collector.record_user_feedback("preference", "Answer in French.")
+    >>> _ = collector.record_tool_call("lookup_order", ok=False, error="timeout")
+    >>> [(fb.type.value, fb.content) for fb in collector.feedback]
+    [('preference', 'Answer in French.'), ('negative', "tool 'lookup_order' failed: timeout")]
+    >>> FeedbackCollector(enabled=False).record_user_feedback("positive", "ok") is not None
+    True
+    """
+
+    def __init__(self, *, session_id: str | None = None, enabled: bool = True) -> None:
+        self.session_id = session_id
+        self.enabled = enabled
+        self._items: list[Feedback] = []
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "enabled" if self.enabled else "disabled"
+        return f"FeedbackCollector({state}, count={len(self._items)})"
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    @property
+    def feedback(self) -> list[Feedback]:
+        """Every feedback collected so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._items)
+
+    def record(self, feedback: Feedback) -> Feedback:
+        """Keep an already built ``Feedback`` (tagged with the session if it has none)."""
+        if not isinstance(feedback, Feedback):
+            raise ConfigError(f"can only record Feedback, got {type(feedback).__name__}")
+        if feedback.session_id is None and self.session_id is not None:
+            feedback = feedback.with_session_id(self.session_id)
+        if self.enabled:
+            with self._lock:
+                self._items.append(feedback)
+        return feedback
+
+    def record_user_feedback(
+        self,
+        type: FeedbackType | str,
+        content: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Feedback:
+        """Record what a user said; ``type`` is a ``FeedbackType`` or its name."""
+        return self.record(
+            Feedback(
+                FeedbackType.parse(type), content, metadata={"source": "user", **(metadata or {})}
+            )
+        )
+
+    def record_tool_call(self, name: str, ok: bool, error: str | None = None) -> Feedback:
+        """Record a tool call: POSITIVE when ``ok``, else NEGATIVE carrying ``error``."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"tool name must be a non-empty str, got {name!r}")
+        if ok:
+            content = f"tool {name!r} succeeded"
+        else:
+            content = f"tool {name!r} failed" + (f": {error}" if error else "")
+        metadata = {"source": TOOL_CALL_SOURCE, "tool": name, "ok": ok, "error": error}
+        kind = FeedbackType.POSITIVE if ok else FeedbackType.NEGATIVE
+        return self.record(Feedback(kind, content, metadata=metadata))
+
+    def clear(self) -> None:
+        """Forget everything collected."""
+        with self._lock:
+            self._items.clear()
