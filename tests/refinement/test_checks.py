@@ -8,7 +8,7 @@ import pytest
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Completion, Usage
-from tnsai_eval.refinement import CheckKind, CompletionCriteria, parse_score
+from tnsai_eval.refinement import CheckKind, CompletionCriteria, parse_score, strip_code_fence
 from tnsai_eval.testing import ScriptedLLM
 
 
@@ -261,3 +261,21 @@ def test_evaluate_rejects_non_text() -> None:
     criteria = CompletionCriteria.builder().valid_json().build()
     with pytest.raises(ConfigError, match="as a str, got dict"):
         criteria.evaluate({"a": 1})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('```json\n{"a": 1}\n```', '{"a": 1}'),
+        ('\n```\n{"a": 1}\n```\n\n', '{"a": 1}'),
+        ("~~~python\nx = 1\n~~~", "x = 1"),
+        ("````md\nhas ``` inside\n````", "has ``` inside"),
+        ("```\n```", ""),
+        ("text before\n```\nx\n```", "text before\n```\nx\n```"),
+        ("```\nx\n```\ntext after", "```\nx\n```\ntext after"),
+        ("```\na\n```\n```\nb\n```", "```\na\n```\n```\nb\n```"),
+        ("plain", "plain"),
+    ],
+)
+def test_strip_code_fence_only_unwraps_a_whole_reply(reply: str, expected: str) -> None:
+    assert strip_code_fence(reply) == expected

@@ -7,10 +7,29 @@
 >>> result.status.name, result.metrics.score_progression, result.final_output
 ('SUCCESS', (0.0, 1.0), '{"id": 7}')
 
-See ``CompletionCriteria`` for the checks (and the order they run in),
-``_commands`` for the contract of command checks (the model's output reaches a
-command only as a temp file), ``StopHook`` for early stops and
-``RefinementLoop`` for the iteration semantics.
+See ``CompletionCriteria`` for the checks (and the order they run in: string,
+regex, JSON and count checks, then custom predicates, then commands, then judge
+models; ``llm_check`` checks are skipped, counted as failed, while a cheaper check
+fails, unless the builder's ``llm_checks_always()`` is set), ``StopHook`` for
+early stops and ``RefinementLoop`` for the iteration semantics.
+
+Command checks (``compiler_check``, ``test_command``, ``lint_check``) are a
+security boundary: the model's output reaches the command only as a file.
+``$OUTPUT`` becomes the shell-quoted path of a temp file in a private temp
+directory; the command runs under ``sh -c`` in its own process group, which is
+killed whole at the timeout (30 s unless ``timeout_s=``); the directory is
+always removed; exit status 0 passes, and otherwise the last 4 KiB of the
+command's stdout and stderr become the check's message, which the revision
+prompt shows the model.
+
+Replies are unwrapped when they are, as a whole, one markdown fenced block
+(``strip_code_fence``, the default ``reply_parser``). The embedded
+SmolLM2-135M model answers a JSON revision request with a ```json block and
+then a sentence about it; with ``reply_parser=first_code_block`` (take the
+first block) it turns ``name: Alice, age: 30`` into JSON that passes
+``valid_json`` and ``must_contain`` in one revision (tests/refinement/
+test_local_model.py); with the default parser the sentence fails
+``valid_json``.
 """
 
 from tnsai_eval.refinement._checks import Check, CheckKind, CheckOutcome, Verdict
@@ -18,7 +37,7 @@ from tnsai_eval.refinement._criteria import CompletionCriteria, CompletionCriter
 from tnsai_eval.refinement._hooks import LoopState, StopHook
 from tnsai_eval.refinement._judge import parse_score
 from tnsai_eval.refinement._loop import RefinementLoop
-from tnsai_eval.refinement._prompt import revision_prompt, strip_code_fence
+from tnsai_eval.refinement._prompt import first_code_block, revision_prompt, strip_code_fence
 from tnsai_eval.refinement._result import (
     IterationRecord,
     RefinementMetrics,
@@ -40,6 +59,7 @@ __all__ = [
     "RefinementStatus",
     "StopHook",
     "Verdict",
+    "first_code_block",
     "parse_score",
     "revision_prompt",
     "strip_code_fence",

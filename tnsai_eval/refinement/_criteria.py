@@ -41,7 +41,7 @@ class CompletionCriteria:
     Checks run cheapest first: string, regex, JSON and count checks, then custom
     predicates, then commands, then judge-model checks (``CheckKind`` order;
     declaration order within a kind). ``evaluate`` returns the outcomes in
-    declaration order. While any cheaper check fails, ``llm_check``\\ s are not
+    declaration order. While any cheaper check fails, ``llm_check`` checks are not
     run: each is reported as failed with ``skipped=True`` and a message saying
     so, which saves judge tokens on outputs that must change anyway. Set
     ``llm_checks_always()`` on the builder to run them regardless.
@@ -231,7 +231,7 @@ class CompletionCriteriaBuilder:
 
     # Judge-model checks.
     def with_llm(self, client: LLMClient) -> CompletionCriteriaBuilder:
-        """The judge model for the ``llm_check``\\ s that follow."""
+        """The judge model for the ``llm_check`` checks that follow."""
         if not callable(getattr(client, "chat", None)):
             raise ConfigError(f"with_llm expects an LLM client with chat(), got {client!r}")
         self._llm = client
@@ -247,7 +247,7 @@ class CompletionCriteriaBuilder:
         return self._add(judge_check(self._llm, question, threshold))
 
     def llm_checks_always(self, enabled: bool = True) -> CompletionCriteriaBuilder:
-        """Run ``llm_check``\\ s even while a cheaper check fails (default: skip them)."""
+        """Run ``llm_check`` checks even while a cheaper check fails (default: skip them)."""
         self._llm_checks_always = enabled
         return self
 

@@ -56,10 +56,13 @@ class RefinementLoop:
     ``tnsai_eval.feedback.Agent`` (``chat(message)`` returns a ``str``; tokens
     estimated); the kind is told by what ``chat`` returns. ``chat_params``
     (``max_tokens``, ``temperature``...) are passed to LLM clients only.
-    When a whole reply is one markdown fenced block (small models wrap JSON in
-    ```json), the fences are stripped; ``strip_code_fences=False`` keeps replies
-    verbatim. ``progress`` is called with each ``IterationRecord`` as it
-    completes. ``clock`` (monotonic seconds) exists for tests.
+    Each reply goes through ``reply_parser`` before it is checked: by default
+    ``strip_code_fence``, which unwraps a reply that is, as a whole, one
+    markdown fenced block (small models wrap JSON in ```json even when told
+    not to) and keeps any other reply verbatim; ``first_code_block`` also drops
+    chatter around a block; ``None`` keeps every reply verbatim. ``progress``
+    is called with each ``IterationRecord`` as it completes. ``clock``
+    (monotonic seconds) exists for tests.
 
     >>> from tnsai_eval.testing import ScriptedLLM
     >>> criteria = CompletionCriteria.builder().valid_json().must_contain('"id"').build()
@@ -79,7 +82,7 @@ class RefinementLoop:
         *,
         progress: ProgressCallback | None = None,
         chat_params: Mapping[str, Any] | None = None,
-        strip_code_fences: bool = True,
+        reply_parser: Callable[[str], str] | None = strip_code_fence,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not isinstance(task, str) or not task.strip():
@@ -107,7 +110,11 @@ class RefinementLoop:
         self.stop_hook = stop_hook
         self.progress = progress
         self.chat_params = dict(chat_params or {})
-        self.strip_code_fences = strip_code_fences
+        if reply_parser is not None and not callable(reply_parser):
+            raise ConfigError(
+                f"reply_parser must be a function str -> str or None, got {reply_parser!r}"
+            )
+        self.reply_parser = reply_parser
         self._clock = clock
 
     def __repr__(self) -> str:
@@ -231,8 +238,8 @@ class _Run:
                 f"chat() returned {type(answer).__name__}; expected a Completion (LLM client) "
                 "or a str (agent)"
             )
-        if self.loop.strip_code_fences:
-            text = strip_code_fence(text)
+        if self.loop.reply_parser is not None:
+            text = self.loop.reply_parser(text)
         if reported > 0:
             return _Reply(text, reported, False, latency)
         return _Reply(text, estimate_tokens(prompt) + estimate_tokens(text), True, latency)

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 
 from tnsai_eval.refinement._checks import CheckOutcome
 
-__all__ = ["revision_prompt", "strip_code_fence"]
+__all__ = ["first_code_block", "revision_prompt", "strip_code_fence"]
 
-# The whole reply is one fenced block: ```lang? newline body newline? ```.
-# The body may not contain a fence itself, otherwise the reply is several
-# blocks (or prose around them) and is kept as written.
+# The whole reply is one fenced block: an opening fence (``` or ~~~ with an
+# optional language), the body, the same fence, and only whitespace around.
 _FENCED = re.compile(
     r"\A\s*(?P<fence>`{3,}|~{3,})[\w.+#-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?(?P=fence)\s*\Z", re.S
 )
@@ -32,10 +31,35 @@ def strip_code_fence(reply: str) -> str:
     if match is None:
         return reply
     body = match.group("body")
-    fence_char = match.group("fence")[0]
-    if fence_char * 3 in body:
+    # A line inside that starts with the fence would close it (CommonMark): the
+    # reply is then several blocks, not one.
+    if re.search(rf"^[ \t]*{re.escape(match.group('fence'))}", body, re.M):
         return reply
     return body
+
+
+# Any fenced block: opening fence with optional info string, body, same fence.
+_ANY_BLOCK = re.compile(
+    r"^(?P<fence>`{3,}|~{3,})[\w.+#-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?^(?P=fence)[ \t]*$",
+    re.S | re.M,
+)
+
+
+def first_code_block(reply: str) -> str:
+    """The body of the first fenced block in ``reply``; ``reply`` when it has none.
+
+    A more forgiving ``reply_parser`` for ``RefinementLoop`` when the output is
+    code or data and the model cannot help chatting around it (SmolLM2-135M
+    answers "```json ... ```" and then a sentence about it). Do not use it when
+    the output itself is markdown that may contain code blocks.
+
+    >>> first_code_block('```json\n{"a": 1}\n```\n\nThis JSON has the key a.')
+    '{"a": 1}'
+    >>> first_code_block("no block here")
+    'no block here'
+    """
+    match = _ANY_BLOCK.search(reply)
+    return reply if match is None else match.group("body")
 
 
 def _bullet(outcome: CheckOutcome) -> str:
