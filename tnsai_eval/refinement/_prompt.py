@@ -53,7 +53,7 @@ def first_code_block(reply: str) -> str:
     answers "```json ... ```" and then a sentence about it). Do not use it when
     the output itself is markdown that may contain code blocks.
 
-    >>> first_code_block('```json\n{"a": 1}\n```\n\nThis JSON has the key a.')
+    >>> first_code_block('```json\\n{"a": 1}\\n```\\n\\nThis JSON has the key a.')
     '{"a": 1}'
     >>> first_code_block("no block here")
     'no block here'
