@@ -9,13 +9,16 @@ function               one row per ... (columns)
 optimizer_cases        (round, variant, case): ``OPTIMIZER_CASE_COLUMNS``
 optimizer_rounds       round, as ``OptimizationResult.rounds_dataframe()`` gives it
 variant_scores         (round, variant): ``VARIANT_COLUMNS``
+leaderboard            variant scored, best first: ``LEADERBOARD_COLUMNS``
+best_so_far            round: the best score after it (a Series)
 refinement_iterations  iteration, as ``RefinementResult.to_dataframe()`` gives it
 refinement_checks      (iteration, check), as ``RefinementResult.checks_dataframe()``
 score_progressions     (run, step): ``PROGRESSION_COLUMNS``
 learning_frame         learned item: ``LEARNING_COLUMNS``
 feedback_frame         feedback item: ``FEEDBACK_COLUMNS``
 norm_checks            (action, violation): ``NORM_CHECK_COLUMNS``
-load_reports           (run, test row of ``load_report``): ``run`` + the report's
+load_report            test (``tnsai_eval.reports.load_report``, re-exported)
+load_reports           (run, test): ``run`` + ``load_report``'s columns
 comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
 =====================  ==========================================================
 
@@ -37,10 +40,12 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import pandas as pd
 
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.reports import Report, compare, load_report
 
 __all__ = [
     "COMPARISON_COLUMNS",
     "FEEDBACK_COLUMNS",
+    "LEADERBOARD_COLUMNS",
     "LEARNING_COLUMNS",
     "NORM_CHECK_COLUMNS",
     "OPTIMIZER_CASE_COLUMNS",
@@ -50,7 +55,9 @@ __all__ = [
     "compare_reports",
     "comparison_frame",
     "feedback_frame",
+    "leaderboard",
     "learning_frame",
+    "load_report",
     "load_reports",
     "norm_checks",
     "optimizer_cases",
@@ -85,6 +92,22 @@ OPTIMIZER_CASE_COLUMNS = (
 #: were not cached; ``tokens`` their sum; ``best`` whether the variant holds the
 #: highest score seen so far (ties go to the earlier one, as in the optimizer).
 VARIANT_COLUMNS = ("round", "variant", "strategy", "score", "cases", "calls", "tokens", "best")
+
+#: ``leaderboard``: one row per variant scored, best first; ``rank`` from 1,
+#: ``variant`` the variant's id (0 = the initial prompt), ``status`` scored,
+#: dropped or incomplete.
+LEADERBOARD_COLUMNS = (
+    "rank",
+    "variant",
+    "round",
+    "strategy",
+    "score",
+    "cases",
+    "calls",
+    "tokens",
+    "status",
+    "prompt",
+)
 
 #: ``score_progressions``: one row per (run, step); ``step`` counts from 0.
 PROGRESSION_COLUMNS = ("run", "step", "score")
@@ -213,6 +236,34 @@ def variant_scores(result: object) -> pd.DataFrame:
         best.append(is_best)
     out["best"] = best
     return out.loc[:, list(VARIANT_COLUMNS)]
+
+
+def leaderboard(result: object) -> pd.DataFrame:
+    """The variants an optimization scored, best first (``LEADERBOARD_COLUMNS``).
+
+    Follows ``OptimizationResult.leaderboard()``: fully scored variants by
+    score, then dropped and incomplete ones by their partial score (``score``
+    shows that partial score, ``status`` says which). Duplicates are left out.
+    """
+    board = getattr(result, "leaderboard", None)
+    if not callable(board):
+        raise ConfigError(f"expected an OptimizationResult, got {type(result).__name__}")
+    rows = [
+        (
+            rank,
+            v.id,
+            v.round,
+            v.strategy,
+            v.score if v.score is not None else v.partial_score,
+            v.cases_scored,
+            v.calls,
+            v.tokens,
+            getattr(v.status, "value", str(v.status)),
+            v.prompt,
+        )
+        for rank, v in enumerate(board(), start=1)
+    ]
+    return pd.DataFrame(rows, columns=list(LEADERBOARD_COLUMNS))
 
 
 def best_so_far(result: object) -> pd.Series:
@@ -428,22 +479,12 @@ def _split_test_metric(name: str) -> tuple[str, str | None]:
     return (nodeid, metric) if sep else (name, None)
 
 
-def compare_reports(current: object, baseline: object, *, tolerance: float = 0.05) -> pd.DataFrame:
+def compare_reports(
+    current: Report | PathLike, baseline: Report | PathLike, *, tolerance: float = 0.05
+) -> pd.DataFrame:
     """Compare two reports (paths or ``Report`` objects) as the CI gate does.
 
     Runs ``tnsai_eval.reports.compare`` (same tolerance and interval rules as
     ``--tnsai-baseline``) and returns its ``comparison_frame``.
     """
-    from tnsai_eval import reports
-
-    return comparison_frame(reports.compare(current, baseline, tolerance=tolerance))  # type: ignore[arg-type]
-
-
-def load_report(path: PathLike) -> pd.DataFrame:
-    """One pytest JSON report (``--tnsai-report``) as a frame: see ``tnsai_eval.reports``."""
-    # Imported by name until tnsai_eval.reports lands (issue 6 builds it).
-    import importlib
-
-    reports = importlib.import_module("tnsai_eval.reports")
-    frame: pd.DataFrame = reports.load_report(path)
-    return frame
+    return comparison_frame(compare(current, baseline, tolerance=tolerance))

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -9,6 +8,7 @@ import pytest
 
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
 
 from .conftest import FakeOptimization
 
@@ -123,27 +123,20 @@ def test_norm_checks_one_row_per_violation_and_per_allowed_action() -> None:
 
 
 def _report(tmp_path: Path, name: str, scores: dict[str, float]) -> Path:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(scores))
-    return path
+    tests = tuple(
+        TrackedTest(nodeid, TestStatus.PASSED, {"score": MetricStats("score", (score,))})
+        for nodeid, score in scores.items()
+    )
+    return Report(tests=tests).save(tmp_path / f"{name}.json")
 
 
-@pytest.fixture
-def fake_load_report(monkeypatch: pytest.MonkeyPatch) -> None:
-    def load(path: str | Path) -> pd.DataFrame:
-        data = json.loads(Path(path).read_text())
-        return pd.DataFrame({"test": list(data), "score": list(data.values())})
-
-    monkeypatch.setattr(frames, "load_report", load)
-
-
-@pytest.mark.usefixtures("fake_load_report")
 def test_load_reports_adds_a_leading_run_column(tmp_path: Path) -> None:
     a = _report(tmp_path, "abc123", {"t1": 0.5, "t2": 1.0})
     b = _report(tmp_path, "def456", {"t1": 0.7})
     out = frames.load_reports([a, b])
     assert out.columns[0] == "run"
     assert out["run"].tolist() == ["abc123", "abc123", "def456"]
+    assert out["nodeid"].tolist() == ["t1", "t2", "t1"]
     named = frames.load_reports({"v1": a, "v2": b})
     assert named["run"].unique().tolist() == ["v1", "v2"]
     labelled = frames.load_reports([a, b], runs=["old", "new"])
@@ -152,6 +145,20 @@ def test_load_reports_adds_a_leading_run_column(tmp_path: Path) -> None:
         frames.load_reports([a, b], runs=["x"])
     with pytest.raises(ConfigError, match="at least one"):
         frames.load_reports([])
+
+
+def test_compare_reports_runs_the_gate_comparison(tmp_path: Path) -> None:
+    old = _report(tmp_path, "old", {"t::a": 0.9, "t::b": 0.5, "t::gone": 1.0})
+    new = _report(tmp_path, "new", {"t::a": 0.3, "t::b": 0.52, "t::fresh": 1.0})
+    out = frames.compare_reports(new, old, tolerance=0.05)
+    assert tuple(out.columns) == frames.COMPARISON_COLUMNS
+    assert out[["nodeid", "kind"]].values.tolist() == [
+        ["t::a", "regressed"],
+        ["t::fresh", "new"],
+        ["t::gone", "vanished"],
+        ["t::b", "unchanged"],
+    ]
+    assert out.loc[0, "delta"] == pytest.approx(-0.6)
 
 
 class FakeComparison:
