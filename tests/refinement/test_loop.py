@@ -294,3 +294,26 @@ def test_execute_rejects_what_cannot_chat() -> None:
 
 def test_timeout_accepts_seconds() -> None:
     assert RefinementLoop(TASK, json_criteria(), timeout=90).timeout == timedelta(seconds=90)
+
+
+def test_the_feedback_agent_drives_the_loop() -> None:
+    from tnsai_eval.feedback import Agent
+
+    llm = ScriptedLLM(["{}", '{"name": "Ada"}'])
+    agent = Agent(llm, system_prompt="You write compact JSON.")
+    result = RefinementLoop(TASK, json_criteria()).execute(agent, "Ada")
+    assert result.status is RefinementStatus.SUCCESS
+    assert result.final_output == '{"name": "Ada"}'
+    assert [call.system for call in llm.calls] == ["You write compact JSON."] * 2
+    assert "must_contain" in llm.calls[1].prompt
+    assert result.metrics.tokens_estimated  # an agent reports text only
+
+
+def test_an_agent_whose_model_fails_ends_in_error() -> None:
+    from tnsai_eval.feedback import Agent
+
+    agent = Agent(ScriptedLLM([TimeoutError("slow")]))
+    result = RefinementLoop(TASK, json_criteria()).execute(agent, "Ada")
+    assert result.status is RefinementStatus.ERROR
+    assert result.final_output == "Ada"
+    assert "TimeoutError: slow" in result.reason
