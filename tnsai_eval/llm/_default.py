@@ -33,7 +33,7 @@ def default_llm(
     ``os.environ`` (for tests and embedding).
 
     >>> default_llm(base_url="http://127.0.0.1:8080/v1", model="smol")  # doctest: +SKIP
-    OpenAIClient(model='smol', base_url='http://127.0.0.1:8080/v1')
+    OpenAIClient(model='smol', base_url='http://127.0.0.1:8080/v1', api_key=None)
     >>> default_llm()  # with no TNSAI_LLM_* variables set  # doctest: +SKIP
     LocalLLM(model='SmolLM2-135M-Instruct.Q4_1', n_ctx=2048, seed=0)
     """
