@@ -17,9 +17,10 @@ kept in ``config.stash``; see docs/pytest-plugin.md for the options.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
-from pytest_plugin._evaluate import CaseScore, PromptEvaluation
 from pytest_plugin._fixtures import (
     NormActions,
     agent,
@@ -35,6 +36,9 @@ from pytest_plugin._fixtures import (
 from pytest_plugin._markers import MARKER_LINES, norm_check, refine_until
 from pytest_plugin._options import PluginOptions, add_options
 from pytest_plugin._session import SESSION_KEY, PluginSession
+
+if TYPE_CHECKING:
+    from pytest_plugin._evaluate import CaseScore, PromptEvaluation
 
 __all__ = [
     "CaseScore",
@@ -59,6 +63,16 @@ _FIXTURES = (
 )
 
 
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: _evaluate imports tnsai_eval, which a suite that never
+    # uses the plugin should not pay for at start-up.
+    if name in ("CaseScore", "PromptEvaluation"):
+        from pytest_plugin import _evaluate
+
+        return getattr(_evaluate, name)
+    raise AttributeError(f"module 'pytest_plugin' has no attribute {name!r}")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
@@ -66,18 +80,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKER_LINES:
         config.addinivalue_line("markers", line)
-    # Imported here: the hooks module pulls in the report code, which a run
-    # that only lists options (pytest --help) does not need.
     from pytest_plugin import _xdist
     from pytest_plugin._hooks import RepeatHooks, TnsaiHooks
-    from tnsai_eval.errors import ConfigError
-    from tnsai_eval.reports import read_report
 
     options = PluginOptions.from_config(config)
     session = PluginSession(options)
     config.stash[SESSION_KEY] = session
     baseline = None
     if options.baseline is not None and not _xdist.is_worker(config):
+        from tnsai_eval.errors import ConfigError
+        from tnsai_eval.reports import read_report
+
         try:
             baseline = read_report(options.baseline)
         except ConfigError as exc:

@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_plugin._client import build_client, describe_model
-from pytest_plugin._evaluate import CasesInput, PromptEvaluation, evaluate
-from pytest_plugin._markers import MarkerError, NormSpec, RefineSpec
+from pytest_plugin._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KEY
+from pytest_plugin._markers import MarkerError, RefineSpec
 from pytest_plugin._session import PluginSession, get_session
-from tnsai_eval.llm import LLMClient
 
+# tnsai_eval and the modules that need it are imported inside the fixtures (see
+# _session for why).
 if TYPE_CHECKING:
+    from pytest_plugin._evaluate import CasesInput, PromptEvaluation
     from tnsai_eval.feedback import Agent, FeedbackStore
+    from tnsai_eval.llm import LLMClient
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluator, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
 
 __all__ = [
-    "NORM_KEY",
-    "REFINE_KEY",
     "NormActions",
     "RefineRun",
     "agent",
@@ -41,16 +41,13 @@ __all__ = [
     "tnsai_record",
 ]
 
-NORM_KEY = pytest.StashKey[NormSpec]()
-REFINE_KEY = pytest.StashKey[RefineSpec]()
-ACTIONS_KEY = pytest.StashKey["NormActions"]()
-REFINE_RUN_KEY = pytest.StashKey["RefineRun"]()
-
 
 @pytest.fixture(scope="session")
 def llm(pytestconfig: pytest.Config) -> LLMClient:
     """The model configured by --llm-base-url/--llm-model (else the embedded one),
     behind the response store in the --llm-record mode. Calls are counted per test."""
+    from pytest_plugin._client import build_client, describe_model
+
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
     session.llm_description = {"model": model, "base_url": base_url}
@@ -310,6 +307,8 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         name: str | None = None,
         **kwargs: Any,
     ) -> PromptEvaluation:
+        from pytest_plugin._evaluate import evaluate
+
         result = evaluate(client, prompt, cases, evaluator=evaluator, **kwargs)
         session.record_metric(name or _free_name(session, "score"), result.mean_score)
         if result.errors:

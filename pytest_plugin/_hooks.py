@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_plugin import _xdist
-from pytest_plugin._fixtures import (
-    ACTIONS_KEY,
-    NORM_KEY,
-    REFINE_KEY,
-    REFINE_RUN_KEY,
-    NormActions,
-)
+from pytest_plugin._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KEY
 from pytest_plugin._markers import MarkerError, norm_spec, refine_spec
 from pytest_plugin._repeat import run_samples
 from pytest_plugin._report import write_summary
 from pytest_plugin._session import PluginSession
-from tnsai_eval.reports import Comparison, Report, compare
+
+if TYPE_CHECKING:
+    from pytest_plugin._fixtures import NormActions
+    from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
 
@@ -70,6 +68,13 @@ class TnsaiHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        problem = self._validate_marks(item)
+        if problem is not None:
+            # Failed outside the except block, so pytest shows the message alone.
+            pytest.fail(f"{item.nodeid}: {problem}", pytrace=False)
+
+    @staticmethod
+    def _validate_marks(item: pytest.Item) -> str | None:
         try:
             norm = item.get_closest_marker("norm_check")
             if norm is not None:
@@ -83,7 +88,8 @@ class TnsaiHooks:
                         "refine(draft)"
                     )
         except MarkerError as exc:
-            pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
+            return str(exc)
+        return None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
@@ -127,8 +133,12 @@ class TnsaiHooks:
         if _xdist.is_worker(self.config):
             _xdist.ship(self.config, self.session)
             return
-        report = self.session.report()
         options = self.session.options
+        if not self.session.has_results and options.report is None and self.baseline is None:
+            return  # the plugin was not used: do not even import the report code
+        from tnsai_eval.reports import compare
+
+        report = self.session.report()
         if options.report is not None:
             report.save(options.report)
             self.report_path_written = str(options.report)
@@ -139,6 +149,8 @@ class TnsaiHooks:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):
+            return
+        if not self.session.has_results and self.comparison is None:
             return
         write_summary(
             terminalreporter,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from tnsai_eval.reports import Comparison, Report, format_summary
+if TYPE_CHECKING:
+    from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["write_summary"]
 
@@ -18,6 +21,8 @@ def write_summary(
 ) -> None:
     if not report.tests and comparison is None and report_path is None:
         return  # a run that never touched the plugin gets no section
+    from tnsai_eval.reports import format_summary
+
     terminal.write_sep("=", "tnsai-eval")
     config = report.config
     terminal.write_line(

@@ -13,14 +13,17 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_plugin._options import PluginOptions
-from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import Completion, LLMClient, MessagesInput
-from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
+
+# tnsai_eval is imported only once a test touches the plugin: importing it pulls
+# in the HTTP client, and a suite that never uses the plugin must not pay for it.
+if TYPE_CHECKING:
+    from tnsai_eval.llm import Completion, LLMClient, MessagesInput
+    from tnsai_eval.reports import Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "MeteredLLM", "PluginSession", "get_session"]
 
@@ -41,7 +44,7 @@ class _Run:
 
     nodeid: str
     metrics: dict[str, _MetricSeries] = field(default_factory=dict)
-    status: TestStatus = TestStatus.PASSED
+    status: str = "passed"  # a tnsai_eval.reports.TestStatus value
     samples: int = 0
     passed_samples: int = 0
     calls: int = 0
@@ -52,9 +55,11 @@ class _Run:
     message: str = ""
 
     def finish(self) -> TrackedTest:
+        from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest
+
         return TrackedTest(
             nodeid=self.nodeid,
-            status=self.status,
+            status=TestStatus(self.status),
             metrics={
                 name: MetricStats(
                     name,
@@ -115,6 +120,8 @@ class PluginSession:
         higher_is_better: bool = True,
     ) -> None:
         """Record ``value`` for the running test; recording a name again replaces it."""
+        from tnsai_eval.errors import ConfigError
+
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"metric name must be a non-blank str, got {name!r}")
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -178,21 +185,29 @@ class PluginSession:
                     run.samples += 1
                     run.passed_samples += int(report.passed)
             if report.failed:
-                run.status = TestStatus.FAILED if report.when == "call" else TestStatus.ERROR
+                run.status = "failed" if report.when == "call" else "error"
                 if not run.message:
                     run.message = _first_line(report)
-            elif report.skipped and run.status is TestStatus.PASSED:
-                run.status = TestStatus.SKIPPED
+            elif report.skipped and run.status == "passed":
+                run.status = "skipped"
 
     # -- the end ---------------------------------------------------------
     def merge(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Add finished records shipped by an xdist worker."""
+        from tnsai_eval.reports import TrackedTest
+
         self.merged.extend(TrackedTest.from_dict(r) for r in records)
+
+    @property
+    def has_results(self) -> bool:
+        return bool(self.runs or self.merged)
 
     def finished(self) -> list[TrackedTest]:
         return [run.finish() for run in self.runs.values()]
 
     def report(self) -> Report:
+        from tnsai_eval.reports import Report
+
         tests = sorted([*self.merged, *self.finished()], key=lambda t: t.nodeid)
         config = self.options.describe()
         config.update(self.llm_description)

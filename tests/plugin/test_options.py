@@ -1,0 +1,114 @@
+"""The option group, its ini twins and how they resolve (pytester, in process)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.conftest import dedent, read_json
+
+# A test that writes the resolved options where the outer test can read them.
+SHOW_OPTIONS = """
+import json
+from pytest_plugin._session import get_session
+
+def test_show(pytestconfig):
+    options = get_session(pytestconfig).options
+    with open("options.json", "w") as handle:
+        json.dump(options.describe(), handle)
+"""
+
+
+def _options(pytester: pytest.Pytester, *args: str) -> dict[str, object]:
+    pytester.makepyfile(test_show=SHOW_OPTIONS)
+    result = pytester.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=1)
+    return read_json(pytester.path / "options.json")
+
+
+def test_defaults_record_locally(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    options = _options(pytester)
+    assert options["record_mode"] == "record"
+    assert options["record_mode_source"] == "default"
+    assert options["store"] == str(pytester.path / "tests" / "llm-responses")
+    assert options["repeat"] == 1
+    assert options["tolerance"] == 0.05
+
+
+def test_ci_true_defaults_to_replay(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    options = _options(pytester)
+    assert (options["record_mode"], options["record_mode_source"]) == ("replay", "CI=true")
+
+
+def test_ini_twins_apply_and_the_command_line_wins(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    pytester.makeini(
+        dedent(
+            """
+            [pytest]
+            tnsai_llm_base_url = http://127.0.0.1:9/v1
+            tnsai_llm_model = from-ini
+            tnsai_llm_record = refresh
+            tnsai_llm_store = recorded
+            tnsai_tolerance = 0.1
+            tnsai_repeat = 1
+            """
+        )
+    )
+    options = _options(pytester, "--llm-model", "from-cli", "--tnsai-tolerance", "0.2")
+    assert options["base_url"] == "http://127.0.0.1:9/v1"
+    assert options["model"] == "from-cli"
+    # ini beats the CI default; the source is named in the report.
+    assert (options["record_mode"], options["record_mode_source"]) == (
+        "refresh",
+        "ini tnsai_llm_record",
+    )
+    assert options["store"] == str(pytester.path / "recorded")
+    assert options["tolerance"] == 0.2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--llm-record", "sometimes"], "--llm-record: record mode 'sometimes' is not one of"),
+        (["--tnsai-repeat", "0"], "--tnsai-repeat: --tnsai-repeat must be >= 1, got '0'"),
+        (["--tnsai-tolerance", "lots"], "'lots' is not a valid float for --tnsai-tolerance"),
+        (["--tnsai-baseline", "nope.json"], "--tnsai-baseline: report file"),
+    ],
+)
+def test_bad_values_are_usage_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_inprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_help_lists_the_group(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess("--help")
+    text = result.stdout.str()
+    assert "tnsai-eval: LLM prompt regression tests" in text
+    for flag in (
+        "--llm-base-url",
+        "--llm-record",
+        "--llm-store",
+        "--tnsai-report",
+        "--tnsai-repeat",
+    ):
+        assert flag in text
+    assert "tnsai_llm_record" in text  # the ini twin
+    assert "TNSAI_LLM_API_KEY" in text
+
+
+def test_markers_are_registered_for_strict_markers(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess("--markers")
+    assert "@pytest.mark.norm_check(" in result.stdout.str()
+    assert "@pytest.mark.refine_until(" in result.stdout.str()
