@@ -29,6 +29,11 @@ def add_parser(subparsers: Any) -> None:
         default=0.05,
         help="largest allowed absolute drop of a gated metric (default: 0.05)",
     )
+    parser.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="also write a self-contained HTML page with the tables and embedded plots",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -40,6 +45,12 @@ def _run(args: argparse.Namespace) -> int:
         f"{config.get('model') or '-'}, record mode {config.get('record_mode') or '-'})"
     )
     print(format_summary(report))
+    if args.html:
+        # Imported here: matplotlib is only paid for when a page is asked for.
+        from tnsai_eval._html_report import write_html
+
+        write_html(args.html, report, baseline=args.baseline, tolerance=args.tolerance)
+        print(f"wrote {args.html}")
     if not args.baseline:
         return 0
     comparison = compare(report, read_report(args.baseline), tolerance=args.tolerance)

@@ -33,6 +33,7 @@ __all__ = [
     "plot_cost_per_round",
     "plot_optimizer_rounds",
     "plot_report_comparison",
+    "plot_report_scores",
     "plot_report_trend",
     "plot_score_progression",
     "plot_variant_case_heatmap",
@@ -298,6 +299,43 @@ def plot_report_trend(
     ax.grid(True, alpha=0.3)
     if len(table.columns) <= 12:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig
+
+
+def plot_report_scores(report: pd.DataFrame, *, title: str = "Scores by test") -> Figure:
+    """Each test's score in one report as a bar (with its 95% interval); failures in red.
+
+    ``report`` is a ``frames.load_report`` frame (``nodeid``, ``status``,
+    ``score`` and, when present, ``score_low``/``score_high``). Tests without a
+    score are left out.
+    """
+    frames.require_columns(report, ("nodeid", "status", "score"), what="report frame")
+    data = report[report["score"].notna()].reset_index(drop=True)
+    n = len(data)
+    fig = Figure(figsize=(8.0, 1.2 + 0.35 * max(n, 1)), layout="constrained")
+    ax = fig.add_subplot()
+    scores = data["score"].to_numpy(float)
+    failing = data["status"].isin(("failed", "error")).to_numpy()
+    colors = [REGRESSION_COLOR if bad else _CURRENT_COLOR for bad in failing]
+    errors = None
+    if {"score_low", "score_high"} <= set(data.columns) and n:
+        spread = np.vstack(
+            [
+                scores - data["score_low"].to_numpy(float),
+                data["score_high"].to_numpy(float) - scores,
+            ]
+        )
+        errors = spread if np.nan_to_num(spread).any() else None
+    ax.barh(np.arange(n), scores, color=colors, xerr=errors, capsize=2)
+    ax.set_yticks(np.arange(n), [_test_label(t, None, show_metric=False) for t in data["nodeid"]])
+    for tick, bad in zip(ax.get_yticklabels(), failing, strict=True):
+        if bad:
+            tick.set_color(REGRESSION_COLOR)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(1.0, float(np.nanmax(scores, initial=0.0))) * 1.02)
+    ax.set_xlabel("score")
+    ax.set_title(f"{title} ({int(failing.sum())} failing)")
+    ax.grid(True, axis="x", alpha=0.3)
     return fig
 
 
