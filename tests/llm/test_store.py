@@ -112,6 +112,26 @@ def test_put_then_get_round_trip(tmp_path: Path) -> None:
     assert len(store) == 1
 
 
+def test_remove_temp_files_spares_fresh_ones(tmp_path: Path) -> None:
+    store = ResponseStore(tmp_path)
+    req = StoredRequest.build("m", "hi")
+    store.put(req, Completion("x"))
+    old = tmp_path / req.key[:2] / ".old-abc.tmp"
+    fresh = tmp_path / req.key[:2] / ".fresh-abc.tmp"
+    old.write_text("{half")
+    fresh.write_text("{half")
+    an_hour_ago = time.time() - 3600
+    os.utime(old, (an_hour_ago, an_hour_ago))
+
+    assert store.remove_temp_files(older_than_s=600) == 1
+    assert not old.exists()
+    assert fresh.exists()
+    assert store.remove_temp_files(older_than_s=0) == 1
+    assert not fresh.exists()
+    assert list(store) == [req.key]
+    assert ResponseStore(tmp_path / "absent").remove_temp_files() == 0
+
+
 def test_file_is_reviewable_json_with_request_and_response(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path)
     req = StoredRequest.build("smol", "Say hi", {"temperature": 0, "api_key": "sk-secret"})

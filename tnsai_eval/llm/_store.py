@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,18 +125,19 @@ class StoredRequest:
 class ResponseStore:
     """A directory of recorded replies, one reviewable JSON file per request.
 
-    Safe with several processes (pytest-xdist workers) writing at once, and
-    never corrupted by a writer killed mid-way. Usually used through
-    ``CachedLLM``.
+        Safe with several processes (pytest-xdist workers) writing at once, and
+        never corrupted by a writer killed mid-way. Usually used through
+        ``CachedLLM``.
 
-    >>> import tempfile
-    >>> store = ResponseStore(tempfile.mkdtemp())
-    >>> req = StoredRequest.build("smol", "What is 2+2?")
-    >>> _ = store.put(req, Completion(text="4"))
-    >>> store.get(req.key).text, store.get(req.key).cached
-    ('4', True)
-    >>> len(store)
-    1
+        >>> import tempfile
+    import time
+        >>> store = ResponseStore(tempfile.mkdtemp())
+        >>> req = StoredRequest.build("smol", "What is 2+2?")
+        >>> _ = store.put(req, Completion(text="4"))
+        >>> store.get(req.key).text, store.get(req.key).cached
+        ('4', True)
+        >>> len(store)
+        1
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -166,6 +168,25 @@ class ResponseStore:
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def remove_temp_files(self, *, older_than_s: float = 600.0) -> int:
+        """Delete temporary files left by killed writers; returns how many.
+
+        Only files older than ``older_than_s`` go, so that a write under way
+        in another process is not disturbed. Run it before committing a store.
+        """
+        if not self.path.is_dir():
+            return 0
+        cutoff = time.time() - older_than_s
+        removed = 0
+        for file in self.path.glob("??/.*.tmp"):
+            try:
+                if file.stat().st_mtime < cutoff:
+                    file.unlink()
+                    removed += 1
+            except FileNotFoundError:  # another process cleaned it first
+                continue
+        return removed
 
     def get(self, key: str) -> Completion | None:
         """The recorded reply for ``key`` (``cached=True``), or ``None``."""
