@@ -183,3 +183,11 @@ def test_a_command_that_cannot_run_fails_cleanly() -> None:
     assert not outcome.passed
     assert "exit status 127" in outcome.message
     assert "not found" in outcome.message
+
+
+def test_only_the_exact_placeholder_is_replaced(tmp_path: Path) -> None:
+    seen = tmp_path / "seen"
+    command = f'OUTPUT_DIR=elsewhere; echo "$OUTPUT_DIR" > {seen}; grep -q hi $OUTPUT'
+    [outcome] = CompletionCriteria.builder().compiler_check(command).build().evaluate("hi")
+    assert outcome.passed, outcome.message
+    assert seen.read_text() == "elsewhere\n"

@@ -20,12 +20,14 @@ that prints gigabytes cannot exhaust memory.
 
 Write ``$OUTPUT`` unquoted in the command: it is replaced by an already quoted
 path (``"$OUTPUT"`` also works when the temp directory's path needs no quoting).
+POSIX only (``sh``, process groups).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -46,6 +48,8 @@ _READ_CHUNK = 65536
 # After killing the group, how long to wait for the reader to see EOF. Only a
 # process that escaped the group (setsid) can hold the pipe open that long.
 _DRAIN_GRACE_S = 2.0
+# $OUTPUT or ${OUTPUT}, but not the start of a longer name such as $OUTPUT_DIR.
+_PLACEHOLDER = re.compile(r"\$\{OUTPUT\}|\$OUTPUT(?![A-Za-z0-9_])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +105,7 @@ def run_command(command: str, output: str, *, timeout_s: float, suffix: str = ".
         with open(path, "x", encoding="utf-8", errors="surrogatepass", newline="") as handle:
             handle.write(output)
         quoted = shlex.quote(path)
-        script = command.replace("${OUTPUT}", quoted).replace("$OUTPUT", quoted)
+        script = _PLACEHOLDER.sub(lambda _: quoted, command)
         env = {**os.environ, "OUTPUT": path}
         process = subprocess.Popen(
             ["sh", "-c", script],

@@ -55,7 +55,9 @@ class RefinementLoop:
     usage is taken from it when nonzero, else estimated) or an agent such as
     ``tnsai_eval.feedback.Agent`` (``chat(message)`` returns a ``str``; tokens
     estimated); the kind is told by what ``chat`` returns. ``chat_params``
-    (``max_tokens``, ``temperature``...) are passed to LLM clients only.
+    (``max_tokens``, ``temperature``...) go to every revision call as keyword
+    arguments, so leave them empty for an agent (its ``chat`` takes the
+    message only; give the agent its own parameters).
     Each reply goes through ``reply_parser`` before it is checked: by default
     ``strip_code_fence``, which unwraps a reply that is, as a whole, one
     markdown fenced block (small models wrap JSON in ```json even when told
@@ -226,7 +228,7 @@ class _Run:
     def _call(self, prompt: str) -> _Reply:
         started = time.perf_counter()
         params = self.loop.chat_params
-        # Agents take chat(message) only; LLM clients take parameters too.
+        # An agent's chat takes the message only: pass parameters only when asked.
         answer = self.target.chat(prompt, **params) if params else self.target.chat(prompt)
         latency = time.perf_counter() - started
         if isinstance(answer, Completion):

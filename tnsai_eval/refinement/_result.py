@@ -72,7 +72,13 @@ class IterationRecord:
 
 @dataclass(frozen=True, slots=True)
 class RefinementMetrics:
-    """Totals of a run. ``score_progression`` has one score per checked output."""
+    """Totals of a run.
+
+    ``score_progression`` has one score per checked output. ``total_tokens``
+    counts revision calls and judge (``llm_check``) calls: what the client
+    reported when nonzero, else an estimate; ``tokens_estimated`` says whether
+    any revision call had to be estimated.
+    """
 
     total_iterations: int
     total_duration_ms: float
