@@ -49,12 +49,17 @@ class Drop(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Recorded:
-    """One request as the server received it (header names lower-cased)."""
+    """One request as the server received it (header names lower-cased).
+
+    ``peer`` is the client's port: requests with the same one came over the
+    same kept-alive connection.
+    """
 
     method: str
     path: str
     headers: Mapping[str, str]
     raw: bytes
+    peer: int = 0
 
     @property
     def json(self) -> Any:
@@ -148,6 +153,7 @@ def completion_body(request: Recorded, text: str | None = None, usage: bool = Tr
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 64  # many clients connect at once in the concurrency tests
     owner: FakeOpenAIServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -179,6 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             raw=raw,
+            peer=int(self.client_address[1]),
         )
         owner = self.server.owner
         step, wake = owner._begin(request)

@@ -7,8 +7,7 @@ import asyncio
 import json
 import logging
 import random
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -29,6 +28,7 @@ from tnsai_eval.errors import (
     ServerError,
 )
 from tnsai_eval.llm import Message, OpenAIClient, Usage
+from tnsai_eval.llm._pools import split_slots
 from tnsai_eval.llm._retry import RetryPolicy, is_retryable_status, parse_retry_after
 
 KEY = "sk-test-4f1c9e0b7a2d-do-not-leak"
@@ -610,7 +610,7 @@ def test_async_faults_end_in_retry_or_typed_error(fake_server: FakeOpenAIServer)
 
 
 def test_async_calls_respect_max_concurrency(fake_server: FakeOpenAIServer) -> None:
-    fake_server.reset(default=Step.ok(delay=0.05))
+    fake_server.reset(default=Step.ok(delay=0.15))
 
     async def main() -> list[str]:
         async with client_for(fake_server, max_concurrency=2) as llm:
@@ -623,7 +623,7 @@ def test_async_calls_respect_max_concurrency(fake_server: FakeOpenAIServer) -> N
 
 
 def test_threads_respect_max_concurrency(fake_server: FakeOpenAIServer) -> None:
-    fake_server.reset(default=Step.ok(delay=0.05))
+    fake_server.reset(default=Step.ok(delay=0.15))
     with client_for(fake_server, max_concurrency=3) as llm, ThreadPoolExecutor(8) as pool:
         texts = list(pool.map(lambda i: llm.chat(f"q{i}").text, range(12)))
     assert texts == [f"echo: q{i}" for i in range(12)]
@@ -643,21 +643,45 @@ def test_one_client_serves_several_event_loops(fake_server: FakeOpenAIServer) ->
     asyncio.run(close())
 
 
-def test_sync_calls_from_many_threads_share_one_pool(fake_server: FakeOpenAIServer) -> None:
-    opened: list[int] = []
-    lock = threading.Lock()
-    original: Callable[..., Any] = httpx.Client.__init__
+def test_pools_are_split_but_the_bound_is_global(fake_server: FakeOpenAIServer) -> None:
+    # Long enough that the first wave is still in the server when the last of
+    # its connections is accepted, even on a loaded machine.
+    fake_server.reset(default=Step.ok(delay=0.3))
+    # 12 slots become two pools of 6 (see _pools.py); the bound spans both.
+    assert split_slots(12) == [6, 6]
 
-    def counting_init(self: httpx.Client, *args: Any, **kwargs: Any) -> None:
-        with lock:
-            opened.append(1)
-        original(self, *args, **kwargs)
+    async def main() -> None:
+        async with client_for(fake_server, max_concurrency=12) as llm:
+            await asyncio.gather(*(llm.achat("x") for _ in range(24)))
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(httpx.Client, "__init__", counting_init)
-        with client_for(fake_server) as llm, ThreadPoolExecutor(4) as pool:
-            list(pool.map(lambda i: llm.chat("x"), range(8)))
-    assert len(opened) == 1
+    asyncio.run(main())
+    assert len(fake_server.requests) == 24
+    assert fake_server.max_in_flight == 12
+
+
+def test_sequential_calls_reuse_one_connection(fake_server: FakeOpenAIServer) -> None:
+    with client_for(fake_server, max_concurrency=32) as llm:
+        for _ in range(5):
+            llm.chat("x")
+
+    async def main() -> None:
+        async with client_for(fake_server, max_concurrency=32) as llm:
+            for _ in range(5):
+                await llm.achat("x")
+
+    asyncio.run(main())
+    peers = [r.peer for r in fake_server.requests]
+    assert len(set(peers[:5])) == 1
+    assert len(set(peers[5:])) == 1
+
+
+def test_split_slots() -> None:
+    assert split_slots(1) == [1]
+    assert split_slots(8) == [8]
+    assert split_slots(9) == [5, 4]
+    assert split_slots(33) == [7, 7, 7, 6, 6]
+    assert all(sum(split_slots(n)) == n for n in range(1, 100))
+    assert all(max(split_slots(n)) <= 8 for n in range(1, 100))
 
 
 def test_closed_client_refuses_calls(fake_server: FakeOpenAIServer) -> None:

@@ -12,11 +12,11 @@ import logging
 import math
 import os
 import random
+import ssl
 import threading
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -31,8 +31,10 @@ from tnsai_eval.errors import (
     RateLimitError,
     ServerError,
 )
+from tnsai_eval.llm._pools import AsyncPools, SyncPools, pool_limits, split_slots
 from tnsai_eval.llm._retry import RetryPolicy, is_retryable_status, parse_retry_after
-from tnsai_eval.llm._types import Completion, Message, MessagesInput, Usage, normalize_messages
+from tnsai_eval.llm._types import Completion, MessagesInput
+from tnsai_eval.llm._wire import ReplyProblem, decode_completion, encode_request, error_text
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIClient"]
 
@@ -41,10 +43,6 @@ logger = logging.getLogger("tnsai_eval.llm")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _KEY_ENV = "TNSAI_LLM_API_KEY"
 _OPENAI_KEY_ENV = "OPENAI_API_KEY"
-# Spare pool slots above the concurrency bound: a request that holds a slot of
-# the semaphore must never queue for a connection (that wait would surface as a
-# confusing PoolTimeout), including while a just-finished one is being released.
-_POOL_HEADROOM = 4
 # How much of an error body goes into an exception message.
 _DETAIL_CHARS = 300
 _REDACTED = "***"
@@ -65,16 +63,8 @@ class _Secret:
         return _REDACTED
 
 
-@dataclass(slots=True)
-class _AsyncState:
-    """The async pool and bound of one event loop (neither may cross loops)."""
-
-    client: httpx.AsyncClient
-    slots: asyncio.Semaphore
-
-
 class OpenAIClient:
-    """Chat completions from an OpenAI-compatible server, over one pooled connection set.
+    """Chat completions from an OpenAI-compatible server, over pooled keep-alive connections.
 
     >>> llm = OpenAIClient("smollm2", base_url="http://127.0.0.1:8080/v1")
     >>> llm
@@ -99,7 +89,9 @@ class OpenAIClient:
       ``model`` and ``attempts``.
     * ``timeout`` bounds each read and write, ``connect_timeout`` each connect.
       At most ``max_concurrency`` requests are in flight from threads (and,
-      separately, from each event loop); the pool keeps a few more connections.
+      separately, from each event loop), on connections that are created
+      lazily and kept alive (httpx pools of at most 8 requests each, because
+      httpcore's pool slows down with many connections; see ``_pools.py``).
     * The key comes from ``api_key``, else ``TNSAI_LLM_API_KEY``, else
       ``OPENAI_API_KEY`` when ``base_url`` is OpenAI's own (so that an OpenAI
       key is never sent to another server). It is sent only in the
@@ -108,10 +100,10 @@ class OpenAIClient:
       attempt that succeeded (not queueing or backoff); a reply without
       ``usage`` gets ``Usage()``.
     * ``transport=`` replaces the network (for example ``httpx.MockTransport``).
-    * ``close()`` / ``aclose()`` or ``with`` / ``async with`` release the pools.
-      The async pool is created per event loop on first use, since httpx async
-      connections cannot move between loops; ``aclose()`` closes the running
-      loop's one.
+    * ``close()`` / ``aclose()`` or ``with`` / ``async with`` release the
+      connections. Async ones are made per event loop on first use, since httpx
+      async connections cannot move between loops; ``aclose()`` closes the
+      running loop's ones.
     """
 
     def __init__(
@@ -154,15 +146,16 @@ class OpenAIClient:
         self._headers = {"User-Agent": "tnsai-eval", "Content-Type": "application/json"}
         self._headers.update(headers or {})
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
-        pool = max_concurrency + _POOL_HEADROOM
-        self._limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         self._transport = transport
+        # A given transport does its own pooling, so it gets one client; see
+        # _pools.py for why the network gets several small pools.
+        self._slots = [max_concurrency] if transport is not None else split_slots(max_concurrency)
         self._rng = random.Random()
         self._lock = threading.Lock()
         self._closed = False
-        self._sync: httpx.Client | None = None
-        self._sync_slots = threading.BoundedSemaphore(max_concurrency)
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncState] = (
+        self._ssl: ssl.SSLContext | None = None
+        self._sync: SyncPools | None = None
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncPools] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -186,13 +179,13 @@ class OpenAIClient:
 
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
         """One chat completion; retries as documented on the class."""
-        model, content = self._encode(messages, params)
-        client = self._sync_client()
+        model, content = encode_request(self._model, messages, params)
+        pools = self._sync_pools()
         attempt = 0
         outcome: Completion | LLMError
         while True:
             attempt += 1
-            with self._sync_slots:
+            with pools.lease() as client:
                 started = time.perf_counter()
                 try:
                     response = client.post(self._url, content=content)
@@ -206,16 +199,16 @@ class OpenAIClient:
 
     async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
         """Like ``chat`` but on the running event loop."""
-        model, content = self._encode(messages, params)
-        state = self._async_state()
+        model, content = encode_request(self._model, messages, params)
+        pools = self._async_pools()
         attempt = 0
         outcome: Completion | LLMError
         while True:
             attempt += 1
-            async with state.slots:
+            async with pools.lease() as client:
                 started = time.perf_counter()
                 try:
-                    response = await state.client.post(self._url, content=content)
+                    response = await client.post(self._url, content=content)
                 except httpx.TransportError as exc:
                     outcome = self._transport_failure(exc, model, attempt)
                 else:
@@ -227,24 +220,24 @@ class OpenAIClient:
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the sync pool. Calls after ``close()`` raise ``RuntimeError``."""
+        """Close the sync pools. Calls after ``close()`` raise ``RuntimeError``."""
         with self._lock:
             self._closed = True
-            client, self._sync = self._sync, None
-        if client is not None:
-            client.close()
+            pools, self._sync = self._sync, None
+        if pools is not None:
+            pools.close()
 
     async def aclose(self) -> None:
-        """Close the sync pool and the running loop's async pool."""
+        """Close the sync pools and the running loop's async pools."""
         self.close()
         loop = asyncio.get_running_loop()
         with self._lock:
-            state = self._async.pop(loop, None)
+            pools = self._async.pop(loop, None)
             # Pools of other loops cannot be closed from this one; dropping them
             # lets their sockets go when those loops are collected.
             self._async.clear()
-        if state is not None:
-            await state.client.aclose()
+        if pools is not None:
+            await pools.aclose()
 
     def __enter__(self) -> OpenAIClient:
         return self
@@ -260,11 +253,11 @@ class OpenAIClient:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _sync_client(self) -> httpx.Client:
+    def _sync_pools(self) -> SyncPools:
         self._check_open()
-        client = self._sync
-        if client is not None:
-            return client
+        pools = self._sync
+        if pools is not None:
+            return pools
         transport = self._transport
         if transport is not None and not isinstance(transport, httpx.BaseTransport):
             raise ConfigError(
@@ -274,20 +267,25 @@ class OpenAIClient:
         with self._lock:
             self._check_open()
             if self._sync is None:
-                self._sync = httpx.Client(
-                    headers=self._pool_headers(),
-                    timeout=self._timeout,
-                    limits=self._limits,
-                    transport=transport,
+                headers, verify = self._pool_headers(), self._ssl_context()
+                self._sync = SyncPools(
+                    self._slots,
+                    lambda slots: httpx.Client(
+                        headers=headers,
+                        verify=verify,
+                        timeout=self._timeout,
+                        limits=pool_limits(slots),
+                        transport=transport,
+                    ),
                 )
             return self._sync
 
-    def _async_state(self) -> _AsyncState:
+    def _async_pools(self) -> AsyncPools:
         self._check_open()
         loop = asyncio.get_running_loop()
-        state = self._async.get(loop)
-        if state is not None:
-            return state
+        pools = self._async.get(loop)
+        if pools is not None:
+            return pools
         transport = self._transport
         if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
             raise ConfigError(
@@ -296,17 +294,29 @@ class OpenAIClient:
             )
         with self._lock:
             self._check_open()
-            state = self._async.get(loop)
-            if state is None:
-                client = httpx.AsyncClient(
-                    headers=self._pool_headers(),
-                    timeout=self._timeout,
-                    limits=self._limits,
-                    transport=transport,
+            pools = self._async.get(loop)
+            if pools is None:
+                headers, verify = self._pool_headers(), self._ssl_context()
+                pools = AsyncPools(
+                    self._slots,
+                    lambda slots: httpx.AsyncClient(
+                        headers=headers,
+                        verify=verify,
+                        timeout=self._timeout,
+                        limits=pool_limits(slots),
+                        transport=transport,
+                    ),
                 )
-                state = _AsyncState(client, asyncio.Semaphore(self._max_concurrency))
-                self._async[loop] = state
-            return state
+                self._async[loop] = pools
+            return pools
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        # Built once and shared by every pool: each build loads the CA bundle
+        # (tens of ms), which httpx would otherwise repeat per pool. Called
+        # with self._lock held.
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        return self._ssl
 
     def _pool_headers(self) -> httpx.Headers:
         headers = httpx.Headers(self._headers)
@@ -317,30 +327,6 @@ class OpenAIClient:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed; create a new client")
-
-    def _encode(self, messages: MessagesInput, params: Mapping[str, Any]) -> tuple[str, bytes]:
-        """The request's model and JSON body; bad input raises ConfigError before any I/O."""
-        if params.get("stream"):
-            raise ConfigError("stream=True is not supported: OpenAIClient returns whole replies")
-        # Validates every message (names the bad one); the wire form keeps mapping
-        # items whole so that fields we do not model (tool_calls, name) go through.
-        normalize_messages(messages)
-        wire: list[Mapping[str, Any]]
-        if isinstance(messages, str):
-            wire = [{"role": "user", "content": messages}]
-        else:
-            wire = [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
-        body: dict[str, Any] = {"model": self._model}
-        body.update((k, v) for k, v in params.items() if v is not None)
-        body["messages"] = wire
-        model = body["model"]
-        if not isinstance(model, str) or not model:
-            raise ConfigError(f"model must be a non-empty str, got {model!r}")
-        try:
-            content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"request parameters are not JSON-serializable: {exc}") from exc
-        return model, content
 
     def _outcome(
         self, response: httpx.Response, model: str, attempt: int, started: float
@@ -370,40 +356,16 @@ class OpenAIClient:
     def _parse(
         self, response: httpx.Response, model: str, attempt: int, latency: float
     ) -> Completion | LLMError:
-        def bad(what: str) -> BadResponseError:
+        try:
+            return decode_completion(response.content, model=model, latency_s=latency)
+        except ReplyProblem as problem:
+            status = response.status_code
             return BadResponseError(
-                f"{self._url} answered HTTP {response.status_code} but {what}",
+                f"{self._url} answered HTTP {status} but {self._snippet(str(problem))}",
                 status=response.status_code,
                 model=model,
                 attempts=attempt,
             )
-
-        try:
-            data = json.loads(response.content)
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError
-            return bad(f"the body is not JSON: {self._snippet(response.text)!r}")
-        if not isinstance(data, dict):
-            return bad(f"the body is a JSON {type(data).__name__}, not an object")
-        choices = data.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            if "error" in data:
-                return bad(f"the body is an error: {self._snippet(_error_text(data))}")
-            return bad(f"the body has no choices[0].message: {self._snippet(response.text)!r}")
-        text = message.get("content")
-        if text is None:  # a tool-call-only reply: the calls are in .raw
-            text = ""
-        elif not isinstance(text, str):
-            return bad(f"choices[0].message.content is a {type(text).__name__}, not a str")
-        reply_model = data.get("model")
-        return Completion(
-            text=text,
-            usage=_usage(data.get("usage")),
-            model=reply_model if isinstance(reply_model, str) and reply_model else model,
-            latency_s=latency,
-            raw=data,
-        )
 
     def _transport_failure(self, exc: httpx.TransportError, model: str, attempt: int) -> LLMError:
         cls: type[LLMError] = (
@@ -439,7 +401,7 @@ class OpenAIClient:
             data = json.loads(response.content)
         except ValueError:
             return self._snippet(response.text) or "(empty body)"
-        return self._snippet(_error_text(data) if isinstance(data, dict) else response.text)
+        return self._snippet(error_text(data) if isinstance(data, dict) else response.text)
 
     def _snippet(self, text: str) -> str:
         """Shortened and with the API key scrubbed: servers sometimes echo it back."""
@@ -470,21 +432,3 @@ def _resolve_key(api_key: str | None, base_url: str) -> str | None:
     if not key and base_url == DEFAULT_BASE_URL:
         key = os.environ.get(_OPENAI_KEY_ENV)
     return key or None
-
-
-def _error_text(data: Mapping[str, Any]) -> str:
-    """The human part of an error body: OpenAI's ``{"error": {"message"}}`` and kin."""
-    error = data.get("error", data.get("detail"))
-    if isinstance(error, dict):
-        error = error.get("message", error)
-    return str(error) if error is not None else json.dumps(data)
-
-
-def _usage(value: object) -> Usage:
-    if not isinstance(value, dict):
-        return Usage()
-    return Usage(_count(value.get("prompt_tokens")), _count(value.get("completion_tokens")))
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
