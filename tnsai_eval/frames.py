@@ -109,7 +109,9 @@ LEADERBOARD_COLUMNS = (
     "prompt",
 )
 
-#: ``score_progressions``: one row per (run, step); ``step`` counts from 0.
+#: ``score_progressions``: one row per (run, step); ``step`` is the iteration
+#: (from 1) of a refinement run, the round (from 0) of an optimization, else
+#: the position (from 0) in a list of scores.
 PROGRESSION_COLUMNS = ("run", "step", "score")
 
 #: ``learning_frame``: ``kind`` is ``rule`` (a prompt adjustment), ``preference``
@@ -304,16 +306,19 @@ def refinement_checks(result: object) -> pd.DataFrame:
 # -- progressions ----------------------------------------------------------------------
 
 
-def _progression(run: object) -> list[float]:
+def _progression(run: object) -> tuple[int, list[float]]:
+    """The first step number and the scores of one run."""
     metrics = getattr(run, "metrics", None)
     if metrics is not None and hasattr(metrics, "score_progression"):
-        return [float(s) for s in metrics.score_progression]
+        # A refinement run: iteration 1 checks the draft.
+        return 1, [float(s) for s in metrics.score_progression]
     if hasattr(run, "score_progression"):
-        return [float(s) for s in run.score_progression]
+        return 1, [float(s) for s in run.score_progression]
     if hasattr(run, "to_dataframe") and hasattr(run, "rounds_dataframe"):
-        return [float(s) for s in best_so_far(run)]
+        best = best_so_far(run)
+        return (int(best.index[0]) if len(best) else 0), [float(s) for s in best]
     if isinstance(run, Sequence) and not isinstance(run, str):
-        return [float(s) for s in run]
+        return 0, [float(s) for s in run]
     raise ConfigError(
         "expected a score sequence, a RefinementResult or an OptimizationResult, "
         f"got {type(run).__name__}"
@@ -324,19 +329,19 @@ def score_progressions(runs: object) -> pd.DataFrame:
     """Score progressions in long form (``PROGRESSION_COLUMNS``), for overlaying runs.
 
     ``runs`` is one run or a mapping of run name to run, where a run is a sequence
-    of scores, a ``RefinementResult`` (its ``metrics.score_progression``) or an
-    ``OptimizationResult`` (best score so far per round, round 0 = initial). A
-    frame with the columns already is returned as is.
+    of scores (steps 0, 1, ...), a ``RefinementResult`` (its
+    ``metrics.score_progression``; steps are iterations, from 1) or an
+    ``OptimizationResult`` (``best_so_far``; steps are rounds, 0 = the initial
+    prompt). A frame with the columns already is returned as is.
     """
     if isinstance(runs, pd.DataFrame):
         require_columns(runs, PROGRESSION_COLUMNS, what="score progression frame")
         return runs
     named: Mapping[str, object] = runs if isinstance(runs, Mapping) else {"run": runs}
-    rows = [
-        (str(name), step, score)
-        for name, run in named.items()
-        for step, score in enumerate(_progression(run))
-    ]
+    rows = []
+    for name, run in named.items():
+        start, scores = _progression(run)
+        rows += [(str(name), start + i, score) for i, score in enumerate(scores)]
     frame = pd.DataFrame(rows, columns=list(PROGRESSION_COLUMNS))
     return frame.astype({"run": object, "step": int, "score": float})
 

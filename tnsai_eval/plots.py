@@ -88,7 +88,7 @@ def plot_score_progression(
     if data["run"].nunique() > 1:
         ax.legend(loc="lower right")
     if len(data):
-        ax.set_xticks(range(int(data["step"].max()) + 1))
+        ax.set_xticks(range(int(data["step"].min()), int(data["step"].max()) + 1))
     return fig
 
 

@@ -53,7 +53,8 @@ def test_score_progressions_from_sequences_results_and_optimizations(
     out = frames.score_progressions({"opt": optimization, "ref": refinement, "raw": (0.1,)})
     assert tuple(out.columns) == frames.PROGRESSION_COLUMNS
     assert out[out["run"] == "opt"]["score"].tolist() == [0.25, 0.75, 1.0]
-    assert out[out["run"] == "ref"]["step"].tolist() == [0, 1]
+    assert out[out["run"] == "ref"]["step"].tolist() == [1, 2]  # iterations count from 1
+    assert out[out["run"] == "opt"]["step"].tolist() == [0, 1, 2]  # round 0 = initial
     assert out[out["run"] == "raw"]["score"].tolist() == [0.1]
     single = frames.score_progressions([0.3, 0.6])
     assert single["run"].unique().tolist() == ["run"]

@@ -1,0 +1,192 @@
+"""The widgets, driven through their Python state: no browser, no kernel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tnsai_eval.feedback import Agent, FeedbackLearner, FeedbackStore, FeedbackType
+from tnsai_eval.refinement import CompletionCriteria, RefinementLoop
+from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
+from tnsai_eval.testing import ScriptedLLM
+from tnsai_eval.widgets import FeedbackPanel, RefinementExplorer, ReportBrowser
+
+PNG = b"\x89PNG"
+
+
+def test_importing_tnsai_eval_does_not_import_ipywidgets() -> None:
+    code = "import sys, tnsai_eval; print('ipywidgets' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# -- RefinementExplorer ----------------------------------------------------------------
+
+
+@pytest.fixture
+def refinement() -> object:
+    criteria = CompletionCriteria.builder().valid_json().must_contain('"id"').build()
+    llm = ScriptedLLM(['{"name": "x"}', '{"name": "x", "id": 1}'])
+    return RefinementLoop("Emit a JSON record with an id", criteria).execute(llm, "name=x")
+
+
+def test_explorer_slider_shows_output_diff_and_checks(refinement: object) -> None:
+    explorer = RefinementExplorer(refinement)
+    assert (explorer.slider.min, explorer.slider.max, explorer.slider.value) == (1, 3, 1)
+    assert "name=x" in explorer.output.value
+    assert "nothing to compare" in explorer.diff.value
+    assert "0/2 checks passed" in explorer.header.value
+    assert explorer.matrix.value.tobytes().startswith(PNG)
+
+    explorer.slider.value = 3  # what dragging the slider does
+    assert "2/2 checks passed" in explorer.header.value
+    assert "score 1.00" in explorer.header.value
+    assert "+{&quot;name&quot;: &quot;x&quot;, &quot;id&quot;: 1}" in explorer.diff.value
+    assert "-{&quot;name&quot;: &quot;x&quot;}" in explorer.diff.value
+    assert "iteration 2" in explorer.diff.value
+    assert "must_contain" in explorer.check_table.value
+
+    explorer.show(2)
+    assert explorer.slider.value == 2
+    assert "1/2 checks passed" in explorer.header.value
+
+
+def test_explorer_rejects_unknown_iterations(refinement: object) -> None:
+    explorer = RefinementExplorer(refinement)
+    with pytest.raises(ValueError, match="no iteration 7"):
+        explorer.show(7)
+
+
+# -- FeedbackPanel -----------------------------------------------------------------------
+
+
+def test_feedback_panel_writes_to_the_store_and_updates_the_section() -> None:
+    store = FeedbackStore.in_memory()
+    panel = FeedbackPanel(store, session_id="s1")
+    assert "nothing learned yet" in panel.prompt.value
+
+    panel.thumbs_up.click()  # no reply yet: nothing to rate
+    assert store.count() == 0
+    panel.add_correction.click()  # empty text: nothing saved
+    assert store.count() == 0
+    assert "nothing saved" in panel.status.value
+
+    panel.set_reply("Your order ships tomorrow.")
+    panel.thumbs_up.click()
+    panel.correction.value = "Quote the order id."
+    panel.add_correction.click()
+    panel.preference.value = "Answer in one line."
+    panel.add_preference.click()
+
+    assert [fb.type for fb in store.get_all()] == [
+        FeedbackType.POSITIVE,
+        FeedbackType.CORRECTION,
+        FeedbackType.PREFERENCE,
+    ]
+    assert store.get_all()[0].content == "Your order ships tomorrow."
+    assert {fb.session_id for fb in store.get_all()} == {"s1"}
+    assert panel.correction.value == ""  # cleared after saving
+    section = panel.prompt.value
+    assert "## Rules" in section
+    assert "- Quote the order id." in section
+    assert "- Answer in one line." in section
+    assert "Your order ships" not in section  # ratings never reach the prompt
+    assert "correction" in panel.history.value
+    assert "saved preference feedback" in panel.status.value
+
+
+def test_feedback_panel_with_an_agent_shows_its_effective_prompt() -> None:
+    agent = Agent(ScriptedLLM(default="Hello!"), "You are a support agent.")
+    store = FeedbackStore.in_memory()
+    panel = FeedbackPanel(store, agent=agent)
+    panel.set_reply(agent.chat("hi"))
+    assert panel.prompt.value.count("You are a support agent.") == 1
+    panel.correction.value = "Greet by name."
+    panel.add_correction.click()
+    assert "Greet by name." in agent.system_prompt
+    assert "# Learned Behavior" in panel.prompt.value
+    assert store.count() == 1
+
+
+def test_feedback_panel_learn_button_lists_what_was_learned() -> None:
+    store = FeedbackStore.in_memory()
+    # Each strategy keeps only the lines with its own prefix.
+    llm = ScriptedLLM(default="RULE: Quote the order id.\nPREFERENCE: Be brief.")
+    learner = FeedbackLearner(llm, store, min_feedback_for_learning=1)
+    panel = FeedbackPanel(store, learner=learner)
+    panel.correction.value = "You forgot the order id."
+    panel.add_correction.click()
+    panel.learn_button.click()
+    assert "Quote the order id." in panel.learned.value
+    assert "Be brief." in panel.learned.value
+    assert "rule" in panel.learned.value
+
+
+# -- ReportBrowser -----------------------------------------------------------------------
+
+
+def _save(path: Path, scores: dict[str, float], failed: tuple[str, ...] = ()) -> Path:
+    tests = tuple(
+        TrackedTest(
+            nodeid,
+            TestStatus.FAILED if nodeid in failed else TestStatus.PASSED,
+            {"score": MetricStats("score", (score,))},
+        )
+        for nodeid, score in scores.items()
+    )
+    return Report(tests=tests).save(path)
+
+
+@pytest.fixture
+def report_paths(tmp_path: Path) -> list[Path]:
+    old = _save(tmp_path / "main.json", {"t::a": 0.9, "t::b": 0.8, "t::c": 0.5})
+    new = _save(tmp_path / "branch.json", {"t::a": 0.4, "t::b": 0.8, "t::d": 1.0}, ("t::a",))
+    return [old, new]
+
+
+def test_report_browser_compares_with_a_baseline_and_filters(report_paths: list[Path]) -> None:
+    browser = ReportBrowser(report_paths)
+    assert browser.current_run == "branch"
+    assert browser.baseline.options == ("(none)", "main")
+    assert browser.comparison is None
+    assert "t::d" in browser.table.value
+    assert browser.plot.value.tobytes().startswith(PNG)
+
+    browser.filter.value = "regressed"
+    assert "choose a baseline" in browser.table.value
+
+    browser.baseline.value = "main"
+    assert browser.comparison is not None
+    assert "1 regressed against" in browser.status.value
+    assert "t::a" in browser.table.value
+    assert "t::b" not in browser.table.value
+
+    browser.filter.value = "failing"
+    assert "t::a" in browser.table.value
+    assert "t::d" not in browser.table.value
+
+    browser.filter.value = "all"
+    assert all(t in browser.table.value for t in ("t::a", "t::b", "t::c", "t::d"))
+    assert "vanished" in browser.table.value
+
+
+def test_report_browser_loads_from_its_text_box(report_paths: list[Path], tmp_path: Path) -> None:
+    browser = ReportBrowser()
+    assert "no reports loaded" in browser.status.value or browser.status.value == ""
+    browser.paths_box.value = "\n".join(map(str, report_paths))
+    browser.load_button.click()
+    assert len(browser.reports) == 6
+    assert browser.reports["run"].unique().tolist() == ["main", "branch"]
+
+    browser.paths_box.value = str(tmp_path / "missing.json")
+    browser.load_button.click()
+    assert "error:" in browser.status.value
+    assert "missing.json" in browser.status.value
+
+
+def test_report_browser_rejects_an_unknown_baseline(report_paths: list[Path]) -> None:
+    with pytest.raises(ValueError, match="baseline 'nope'"):
+        ReportBrowser(report_paths, baseline="nope")
