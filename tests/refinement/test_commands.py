@@ -135,11 +135,11 @@ def test_temp_dir_with_shell_metacharacters_is_quoted(
     weird = tmp_path / f"dir with 'quotes' and $(touch {marker.name})"
     weird.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(weird))
+    monkeypatch.chdir(tmp_path)  # an unquoted path would touch ./pwned, the marker
     criteria = CompletionCriteria.builder().compiler_check("grep -q hello $OUTPUT").build()
     [outcome] = criteria.evaluate("hello")
     assert outcome.passed, outcome.message
     assert not marker.exists()
-    assert not (Path.cwd() / marker.name).exists()
 
 
 def test_output_path_is_also_in_the_environment() -> None:
@@ -149,8 +149,9 @@ def test_output_path_is_also_in_the_environment() -> None:
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path, kill_leftovers: list[int]) -> None:
     pidfile = tmp_path / "pid"
-    # sh -> sh -> sleep: the sleeper is a grandchild of the shell we start.
-    command = f"sh -c 'sleep 60 & echo $! > {pidfile}; wait'"
+    # The sleeper's parent exits at once, so the sleeper is an orphan that no
+    # shell waits for: only killing the whole group ends it.
+    command = f"sh -c 'sleep 600 & echo $! > {pidfile}'; sleep 30"
     criteria = CompletionCriteria.builder().test_command(command, timeout_s=1).build()
     [outcome] = criteria.evaluate("x")
     pid = int(pidfile.read_text())
