@@ -94,7 +94,12 @@ class SqliteFeedbackStore(FeedbackStore):
         self.path = Path(text).expanduser().resolve()
         self.busy_timeout_s = busy_timeout_s
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._migrate()
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            raise ConfigError(
+                f"{str(self.path)!r} is not a usable SQLite feedback store: {error}"
+            ) from error
 
     def __repr__(self) -> str:
         return f"SqliteFeedbackStore({str(self.path)!r})"
