@@ -22,8 +22,8 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.local-installed
 	$(BIN)/tnsai-eval chat "What is the capital of France? Answer in one word."
 
-## The whole gate: lint, format, types, tests.
-test: lint typecheck unit
+## The whole gate: lint, format, types, tests, notebooks.
+test: lint typecheck unit notebooks
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
@@ -34,6 +34,11 @@ typecheck: $(VENV)/.dev-installed
 
 unit: $(VENV)/.dev-installed
 	$(BIN)/pytest -n $(JOBS) tests
+
+# The executed notebooks, replayed from notebooks/responses/ (nbval: cells marked
+# NBVAL_CHECK_OUTPUT must reproduce their committed output; all must run).
+notebooks: $(VENV)/.dev-installed
+	$(BIN)/pytest --nbval-lax -p no:xdist notebooks
 
 bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/client.py
