@@ -243,6 +243,11 @@ class MeteredLLM:
     def __repr__(self) -> str:
         return f"MeteredLLM({self.inner!r})"
 
+    def __getattr__(self, name: str) -> Any:
+        # Transparent: a test that overrides `llm` with a ScriptedLLM still reaches
+        # its `calls`, `add_replies`... through the metered wrapper.
+        return getattr(self.inner, name)
+
     def _params(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._takes_sample and "sample" not in params:
             params["sample"] = self.session.sample

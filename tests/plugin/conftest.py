@@ -11,6 +11,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+# Imported before any in-process pytester run: pytester restores sys.modules
+# after each run, and numpy (under pandas) cannot be imported twice in one
+# process. Loaded here, it survives the restores.
+import pandas  # noqa: F401
 import pytest
 
 # The conftest written into a pytester directory: a scripted model whose

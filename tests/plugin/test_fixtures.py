@@ -1,0 +1,148 @@
+"""The plugin's fixtures inside pytester runs (in process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.llm.fake_server import FakeOpenAIServer, Step
+from tests.plugin.conftest import read_json
+
+ASK = """
+def test_recorded(llm, tnsai_record):
+    reply = llm.chat("What is the capital of France?")
+    tnsai_record("score", 1.0 if reply.text == "Paris" else 0.0)
+"""
+
+MISS = """
+def test_not_recorded(llm):
+    llm.chat("A question nobody recorded")
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(default=Step.ok("Paris")) as running:
+        yield running
+
+
+def test_llm_records_then_replays_without_the_model(
+    pytester: pytest.Pytester, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TNSAI_LLM_API_KEY", "sk-secret-test-key")
+    pytester.makepyfile(test_ask=ASK)
+    model = ["--llm-base-url", server.base_url, "--llm-model", "fake", "--llm-store", "store"]
+
+    recorded = pytester.runpytest_inprocess(*model, "--llm-record", "record")
+    recorded.assert_outcomes(passed=1)
+    assert len(server.requests) == 1
+    # The key comes from the environment only, and never reaches the store.
+    assert server.requests[0].headers["authorization"] == "Bearer sk-secret-test-key"
+    files = list((pytester.path / "store").rglob("*.json"))
+    assert len(files) == 1
+    assert "sk-secret" not in files[0].read_text()
+
+    server.reset(default=Step.error(500))  # a model call now would fail loudly
+    pytester.makepyfile(test_miss=MISS)
+    replayed = pytester.runpytest_inprocess(
+        *model, "--llm-record", "replay", "--tnsai-report", "r.json"
+    )
+    replayed.assert_outcomes(passed=1, failed=1)
+    assert server.requests == []
+    replayed.stdout.fnmatch_lines(["*ReplayMissError: no recorded response for model 'fake'*"])
+    report = read_json(pytester.path / "r.json")
+    assert report["config"]["record_mode"] == "replay"
+    assert report["config"]["model"] == "fake"
+    by_id = {t["nodeid"]: t for t in report["tests"]}
+    assert by_id["test_ask.py::test_recorded"]["cache_hits"] == 1
+    assert by_id["test_ask.py::test_recorded"]["metrics"]["score"]["mean"] == 1.0
+    assert by_id["test_miss.py::test_not_recorded"]["status"] == "failed"
+    assert "sk-secret" not in (pytester.path / "r.json").read_text()
+
+
+EVALUATE = """
+import pytest
+from tnsai_eval.errors import LLMError
+from tnsai_eval.optimizer import TestCase
+
+CASES = [
+    ("What is the capital of France?", "Paris"),
+    TestCase("What is the capital of Italy?", "Rome"),
+    {"input": "What is the capital of Spain?", "expected": "Madrid"},
+]
+
+
+def test_result_has_scores_and_a_frame(evaluate_prompt):
+    result = evaluate_prompt("Answer in one word.", CASES)
+    assert result.scores[:2] == (1.0, 1.0)
+    assert result.scores[2] < 0.5
+    assert result.mean_score == pytest.approx(sum(result.scores) / 3)
+    frame = result.to_dataframe()
+    assert list(frame.columns[:4]) == ["input", "expected", "output", "score"]
+    assert frame["output"].tolist()[2] == "Lisbon"
+
+
+def test_min_score_met(evaluate_prompt):
+    evaluate_prompt("Answer in one word.", CASES[:2], min_score=0.9, name="capitals")
+
+
+def test_min_score_missed_lists_the_worst_cases(evaluate_prompt):
+    evaluate_prompt("Answer in one word.", CASES, min_score=0.9)
+
+
+def test_a_failed_call_fails_after_scoring_the_rest(evaluate_prompt, llm):
+    llm.add_replies(LLMError("server on fire"))
+    evaluate_prompt("Answer in one word.", CASES[:2], concurrency=1)
+
+
+def test_feedback_store(feedback_store):
+    from tnsai_eval.feedback import Feedback
+
+    feedback_store.save(Feedback.correction("Use metric units"))
+    assert feedback_store.count() == 1
+
+
+def test_each_test_gets_a_fresh_store(feedback_store):
+    assert feedback_store.count() == 0
+"""
+
+
+def test_evaluate_prompt_and_feedback_store(scripted: pytest.Pytester) -> None:
+    scripted.makepyfile(test_eval=EVALUATE)
+    result = scripted.runpytest_inprocess("--tnsai-report", "r.json")
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*prompt scored 0.* < min_score 0.9 over 3 case(s)",
+            "*worst 3:",
+            "*input*expected*output*score",
+            "*What is the capital of Spain?*Madrid*Lisbon*0.*",
+            "*1 of 2 case(s) failed to run",
+            "*LLMError: server on fire*",
+        ]
+    )
+    tests = {t["nodeid"].split("::")[1]: t for t in read_json(scripted.path / "r.json")["tests"]}
+    assert tests["test_min_score_met"]["metrics"]["capitals"]["mean"] == 1.0
+    assert tests["test_min_score_met"]["calls"] == 2
+    assert tests["test_min_score_missed_lists_the_worst_cases"]["status"] == "failed"
+    # The failed call still left the other case's score in the report.
+    assert tests["test_a_failed_call_fails_after_scoring_the_rest"]["metrics"]["score"][
+        "mean"
+    ] == pytest.approx(0.5)
+
+
+def test_tnsai_record_rejects_bad_values(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bad="def test_bad(tnsai_record):\n    tnsai_record('score', 'high')\n")
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*metric 'score': value must be an int or float, got str 'high'*"])
+
+
+def test_plugin_disabled_costs_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "no:tnsai")
+    result.assert_outcomes(passed=1)
+    assert "tnsai-eval" not in result.stdout.str()
+    untouched = pytester.runpytest_inprocess()
+    assert "== tnsai-eval ==" not in untouched.stdout.str()  # no section when unused

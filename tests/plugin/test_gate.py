@@ -1,0 +1,139 @@
+"""The JSON report, the baseline gate, --tnsai-repeat and pytest-xdist."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.conftest import read_json, write_report
+
+SCORED = """
+import os
+
+def test_steady(tnsai_record):
+    tnsai_record("score", 0.9)
+
+def test_dropping(tnsai_record):
+    tnsai_record("score", float(os.environ.get("DROPPING_SCORE", "0.8")))
+
+def test_latency(tnsai_record):
+    tnsai_record("latency_s", 1.5, higher_is_better=False)
+    tnsai_record("tokens", 120, gate=False)
+"""
+
+
+def test_report_schema(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_scored=SCORED)
+    result = pytester.runpytest_inprocess("--tnsai-report", "out/report.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*report written to *out/report.json"])
+    report = read_json(pytester.path / "out" / "report.json")
+    assert report["schema_version"] == 1
+    assert {"model", "record_mode", "repeat", "tolerance"} <= set(report["config"])
+    assert report["totals"]["tests"] == 3
+    latency = next(t for t in report["tests"] if t["nodeid"].endswith("test_latency"))
+    assert latency["metrics"]["latency_s"]["higher_is_better"] is False
+    assert latency["metrics"]["tokens"]["gate"] is False
+    assert latency["metrics"]["tokens"]["samples"] == [120.0]
+
+
+def test_baseline_gate_passes_and_fails(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_scored=SCORED)
+    write_report(
+        pytester.path / "baseline.json",
+        {
+            "test_scored.py::test_steady": 0.9,
+            "test_scored.py::test_dropping": 0.8,
+            "test_scored.py::test_removed": 0.5,
+        },
+    )
+    passing = pytester.runpytest_inprocess("--tnsai-baseline", "baseline.json")
+    assert passing.ret == pytest.ExitCode.OK
+    passing.stdout.fnmatch_lines(
+        [
+            "*no regressions beyond tolerance 0.05",
+            "new (not in baseline): 1",
+            "*test_scored.py::test_latency",
+            "vanished: 1",
+            "*test_scored.py::test_removed",
+        ]
+    )
+
+    monkeypatch.setenv("DROPPING_SCORE", "0.6")
+    failing = pytester.runpytest_inprocess("--tnsai-baseline", "baseline.json")
+    failing.assert_outcomes(passed=3)
+    assert failing.ret == pytest.ExitCode.TESTS_FAILED
+    failing.stdout.fnmatch_lines(
+        [
+            "1 regression(s) beyond tolerance 0.05:",
+            "*test*metric*baseline*current*delta",
+            "*test_scored.py::test_dropping*score*0.800*0.600*-0.200",
+            "*regressions beyond tolerance fail this session*",
+        ]
+    )
+    # A wider tolerance (ini twin) lets the same drop through.
+    pytester.makeini("[pytest]\ntnsai_tolerance = 0.25\n")
+    assert pytester.runpytest_inprocess("--tnsai-baseline", "baseline.json").ret == 0
+
+
+REPEATED = """
+import itertools
+
+SCORES = itertools.cycle([0.6, 0.8, 1.0])
+RUNS = itertools.count()
+
+def test_sampled(tnsai_record):
+    tnsai_record("score", next(SCORES))
+
+def test_flaky(tnsai_record):
+    tnsai_record("score", 1.0)
+    assert next(RUNS) != 1
+
+def test_untracked():
+    pass
+"""
+
+
+def test_repeat_reports_mean_interval_and_pass_rate(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_repeated=REPEATED)
+    result = pytester.runpytest_inprocess("--tnsai-repeat", "3", "--tnsai-report", "r.json")
+    # One result per test, whatever the number of samples.
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 of 3 samples failed (samples [[]2[]])*",
+            "*test_repeated.py::test_flaky*1.000*failed (2/3)*",
+            "*test_repeated.py::test_sampled*0.800 [[]0.303, 1.297[]]*passed (3/3)*",
+        ]
+    )
+    tests = {t["nodeid"].split("::")[1]: t for t in read_json(pytester.path / "r.json")["tests"]}
+    assert set(tests) == {"test_sampled", "test_flaky"}
+    assert tests["test_sampled"]["metrics"]["score"]["samples"] == [0.6, 0.8, 1.0]
+    assert tests["test_flaky"]["pass_rate"] == pytest.approx(2 / 3)
+
+
+XDIST_TESTS = """
+import pytest
+
+@pytest.mark.parametrize("n", range(6))
+def test_case(n, tnsai_record, llm):
+    tnsai_record("score", n / 10)
+    assert llm.chat(f"What is the capital of France? {n}").text == "Paris"
+"""
+
+
+def test_xdist_workers_report_to_the_controller(scripted: pytest.Pytester) -> None:
+    scripted.makepyfile(test_dist=XDIST_TESTS)
+    write_report(scripted.path / "baseline.json", {"test_dist.py::test_case[5]": 0.9})
+    result = scripted.runpytest_subprocess(
+        "-n", "2", "--tnsai-report", "r.json", "--tnsai-baseline", "baseline.json"
+    )
+    result.assert_outcomes(passed=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # test_case[5] dropped 0.9 -> 0.5
+    result.stdout.fnmatch_lines(["*test_dist.py::test_case[[]5[]]*0.900*0.500*-0.400"])
+    report = read_json(scripted.path / "r.json")
+    assert len(report["tests"]) == 6
+    assert report["totals"]["calls"] == 6
+    scores = sorted(t["metrics"]["score"]["mean"] for t in report["tests"])
+    assert scores == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 0.5])
