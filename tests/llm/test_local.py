@@ -93,9 +93,9 @@ def test_temperature_zero_is_deterministic(local: LocalLLM) -> None:
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Name a colour."},
     ]
-    first = local.chat(messages, max_tokens=12)
+    first = local.chat(messages, max_tokens=8)
     local.chat("Something else in between.", max_tokens=4)
-    second = local.chat(messages, max_tokens=12)
+    second = local.chat(messages, max_tokens=8)
     assert first.text == second.text
     assert first.usage == second.usage
 
@@ -103,9 +103,9 @@ def test_temperature_zero_is_deterministic(local: LocalLLM) -> None:
 @pytest.mark.local_model
 def test_seed_is_honoured_when_sampling(local: LocalLLM) -> None:
     prompt = "Write a word."
-    a = local.chat(prompt, temperature=1.5, seed=7, max_tokens=12)
-    local.chat(prompt, temperature=1.5, seed=99, max_tokens=12)
-    b = local.chat(prompt, temperature=1.5, seed=7, max_tokens=12)
+    a = local.chat(prompt, temperature=1.5, seed=7, max_tokens=8)
+    local.chat(prompt, temperature=1.5, seed=99, max_tokens=8)
+    b = local.chat(prompt, temperature=1.5, seed=7, max_tokens=8)
     assert a.text == b.text
 
 
@@ -133,13 +133,13 @@ def test_instances_share_one_loaded_model(local: LocalLLM) -> None:
 @pytest.mark.local_model
 def test_two_threads_get_the_same_answers_as_one(local: LocalLLM) -> None:
     prompts = ["Name a fruit.", "Name an animal."]
-    expected = [local.chat(p, max_tokens=8).text for p in prompts]
+    expected = [local.chat(p, max_tokens=6).text for p in prompts]
     results: dict[int, list[str]] = {}
     errors: list[BaseException] = []
 
     def work(index: int) -> None:
         try:
-            results[index] = [local.chat(p, max_tokens=8).text for p in prompts]
+            results[index] = [local.chat(p, max_tokens=6).text for p in prompts]
         except BaseException as exc:  # collected so the main thread can fail with it
             errors.append(exc)
 
