@@ -28,7 +28,7 @@ from tnsai_eval.errors import (
     ServerError,
 )
 from tnsai_eval.llm import Message, OpenAIClient, Usage
-from tnsai_eval.llm._pools import split_slots
+from tnsai_eval.llm._pools import CONNECTIONS_PER_POOL, split_slots
 from tnsai_eval.llm._retry import RetryPolicy, is_retryable_status, parse_retry_after
 
 KEY = "sk-test-4f1c9e0b7a2d-do-not-leak"
@@ -647,8 +647,8 @@ def test_pools_are_split_but_the_bound_is_global(fake_server: FakeOpenAIServer) 
     # Long enough that the first wave is still in the server when the last of
     # its connections is accepted, even on a loaded machine.
     fake_server.reset(default=Step.ok(delay=0.3))
-    # 12 slots become two pools of 6 (see _pools.py); the bound spans both.
-    assert split_slots(12) == [6, 6]
+    # 12 slots become three pools of 4 (see _pools.py); the bound spans them.
+    assert split_slots(12) == [4, 4, 4]
 
     async def main() -> None:
         async with client_for(fake_server, max_concurrency=12) as llm:
@@ -677,11 +677,15 @@ def test_sequential_calls_reuse_one_connection(fake_server: FakeOpenAIServer) ->
 
 def test_split_slots() -> None:
     assert split_slots(1) == [1]
-    assert split_slots(8) == [8]
-    assert split_slots(9) == [5, 4]
-    assert split_slots(33) == [7, 7, 7, 6, 6]
-    assert all(sum(split_slots(n)) == n for n in range(1, 100))
-    assert all(max(split_slots(n)) <= 8 for n in range(1, 100))
+    assert split_slots(4) == [4]
+    assert split_slots(5) == [3, 2]
+    assert split_slots(18) == [4, 4, 4, 3, 3]
+    assert split_slots(18, per_pool=8) == [6, 6, 6]
+    for n in range(1, 100):
+        slots = split_slots(n)
+        assert sum(slots) == n
+        assert max(slots) <= CONNECTIONS_PER_POOL
+        assert max(slots) - min(slots) <= 1
 
 
 def test_closed_client_refuses_calls(fake_server: FakeOpenAIServer) -> None:

@@ -90,7 +90,7 @@ class OpenAIClient:
     * ``timeout`` bounds each read and write, ``connect_timeout`` each connect.
       At most ``max_concurrency`` requests are in flight from threads (and,
       separately, from each event loop), on connections that are created
-      lazily and kept alive (httpx pools of at most 8 requests each, because
+      lazily and kept alive (httpx pools of at most 4 requests each, because
       httpcore's pool slows down with many connections; see ``_pools.py``).
     * The key comes from ``api_key``, else ``TNSAI_LLM_API_KEY``, else
       ``OPENAI_API_KEY`` when ``base_url`` is OpenAI's own (so that an OpenAI

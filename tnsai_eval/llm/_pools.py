@@ -5,10 +5,11 @@ connection it holds (idle checks, a ``poll()`` per idle socket) on each
 request start and end, and part of that pass is quadratic in the number of
 connections (encode/httpcore#1035, open at the time of writing). At 32
 connections in one pool this bookkeeping, not the network, bounded our
-throughput (bench/client.py: about 2.5 s instead of 0.6 s for 256 requests, 32
-at a time). So one bound of ``limit`` in-flight requests is spread over pools
-of at most ``CONNECTIONS_PER_POOL`` slots, each with a little spare room, and
-each request goes to the pool with the most free slots. A single request
+throughput: in bench/client.py, 256 requests 32 at a time to a server that
+waits 50 ms took about 2.5 s with one pool and 0.6 s with pools of 4 (pools
+of 4 also used about 20% less CPU than pools of 8). So one bound of ``limit``
+in-flight requests is spread over pools of at most ``CONNECTIONS_PER_POOL``
+slots, and each request goes to the pool with the most free slots. A single request
 always lands in the first pool, so sequential use keeps one warm connection.
 """
 
@@ -25,11 +26,11 @@ import httpx
 
 __all__ = ["CONNECTIONS_PER_POOL", "AsyncPools", "SyncPools", "pool_limits", "split_slots"]
 
-CONNECTIONS_PER_POOL = 8
-# Spare connections per pool above its slots: a request holding a slot must
-# never queue for a connection (that wait would surface as a PoolTimeout),
-# including while a just-finished one is still being released.
-_HEADROOM = 2
+CONNECTIONS_PER_POOL = 4
+# A spare connection per pool above its slots: a request holding a slot must
+# never queue for a connection (that wait would surface as a PoolTimeout).
+# httpx hands a connection back before our slot is freed, so one is plenty.
+_HEADROOM = 1
 
 ClientT = TypeVar("ClientT", httpx.Client, httpx.AsyncClient)
 
@@ -37,8 +38,8 @@ ClientT = TypeVar("ClientT", httpx.Client, httpx.AsyncClient)
 def split_slots(limit: int, per_pool: int = CONNECTIONS_PER_POOL) -> list[int]:
     """Split ``limit`` slots into near-equal pools of at most ``per_pool``.
 
-    >>> split_slots(32), split_slots(20), split_slots(1)
-    ([8, 8, 8, 8], [7, 7, 6], [1])
+    >>> split_slots(16), split_slots(10), split_slots(1)
+    ([4, 4, 4, 4], [4, 3, 3], [1])
     """
     count = -(-limit // per_pool)
     base, extra = divmod(limit, count)
