@@ -279,3 +279,18 @@ def test_evaluate_rejects_non_text() -> None:
 )
 def test_strip_code_fence_only_unwraps_a_whole_reply(reply: str, expected: str) -> None:
     assert strip_code_fence(reply) == expected
+
+
+def test_a_failing_judge_does_not_skip_the_next_judge() -> None:
+    judge = ScriptedLLM(["SCORE: 10", "SCORE: 95"])
+    criteria = (
+        CompletionCriteria.builder()
+        .with_llm(judge)
+        .llm_check("Is it funny?")
+        .llm_check("Is it short?")
+        .build()
+    )
+    funny, short = criteria.evaluate("a joke")
+    assert (funny.passed, funny.skipped) == (False, False)
+    assert (short.passed, short.skipped) == (True, False)
+    assert len(judge.calls) == 2

@@ -82,7 +82,11 @@ class CompletionCriteria:
         for index in order:
             check = self._checks[index]
             if check.kind is CheckKind.LLM and not self.llm_checks_always:
-                failing = [o.name for o in outcomes.values() if not o.passed]
+                failing = [
+                    o.name
+                    for o in outcomes.values()
+                    if not o.passed and o.kind is not CheckKind.LLM
+                ]
                 if failing:
                     outcomes[index] = _skipped(check, failing)
                     continue
