@@ -16,7 +16,7 @@ refinement_checks      (iteration, check), as ``RefinementResult.checks_datafram
 score_progressions     (run, step): ``PROGRESSION_COLUMNS``
 learning_frame         learned item: ``LEARNING_COLUMNS``
 feedback_frame         feedback item: ``FEEDBACK_COLUMNS``
-norm_checks            (action, violation): ``NORM_CHECK_COLUMNS``
+norm_checks            (check, violation): ``NORM_CHECK_COLUMNS``
 load_report            test (``tnsai_eval.reports.load_report``, re-exported)
 load_reports           (run, test): ``run`` + ``load_report``'s columns
 comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
@@ -122,8 +122,12 @@ LEARNING_COLUMNS = ("kind", "position", "text")
 FEEDBACK_COLUMNS = ("id", "type", "content", "session_id", "timestamp")
 
 #: ``norm_checks``: one row per violation, and one row with ``allowed=True`` and
-#: empty norm fields for an action that violated nothing.
+#: empty norm fields for a check that found none. ``check`` is the name the
+#: check was given, ``action`` the action that broke the norm (for an unmet
+#: obligation: the obligated action), ``norm_type`` ``prohibition`` or
+#: ``obligation``, ``norm_action`` the norm's action pattern.
 NORM_CHECK_COLUMNS = (
+    "check",
     "action",
     "allowed",
     "norm_type",
@@ -390,21 +394,25 @@ def feedback_frame(items: object) -> pd.DataFrame:
 def norm_checks(checks: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> pd.DataFrame:
     """Norm check results as rows (``NORM_CHECK_COLUMNS``).
 
-    ``checks`` maps each action checked to its ``CheckResult`` (or is a sequence
-    of ``(action, CheckResult)`` pairs, for an action checked more than once).
+    ``checks`` maps a name for each check (the action checked, ``"obligations"``,
+    an agent's name...) to its ``CheckResult``, or is a sequence of ``(name,
+    CheckResult)`` pairs when a name repeats. Each violation is a row; a check
+    without violations is one row with ``allowed=True``, ``action`` set to the
+    check's name and empty norm fields.
     """
     pairs = checks.items() if isinstance(checks, Mapping) else checks
     rows: list[tuple[Any, ...]] = []
-    for action, result in pairs:
+    for name, result in pairs:
         violations = list(getattr(result, "violations", ()))
         if not violations:
-            rows.append((action, True, None, None, None, None, None, None))
+            rows.append((name, name, True, None, None, None, None, None, None))
         for v in violations:
             norm = v.norm
             kind = getattr(norm.type, "name", str(norm.type)).lower()
             rows.append(
                 (
-                    action,
+                    name,
+                    v.action,
                     False,
                     kind,
                     norm.action,

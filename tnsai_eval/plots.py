@@ -31,6 +31,7 @@ __all__ = [
     "REGRESSION_COLOR",
     "plot_check_matrix",
     "plot_cost_per_round",
+    "plot_norm_checks",
     "plot_optimizer_rounds",
     "plot_report_comparison",
     "plot_report_scores",
@@ -215,6 +216,45 @@ def _test_label(nodeid: object, metric: object, *, show_metric: bool) -> str:
     text = str(nodeid)
     text = text if len(text) <= 48 else "…" + text[-47:]
     return f"{text} · {metric}" if show_metric and isinstance(metric, str) else text
+
+
+def plot_norm_checks(checks: pd.DataFrame, *, title: str = "Norm checks") -> Figure:
+    """Checks (rows) x norms (columns): red where the check found a violation of the norm.
+
+    ``checks`` is a ``frames.norm_checks`` frame. Columns are the norms that
+    were violated at least once, labelled ``<type>: <action>``; a check with no
+    violation is an all-green row. Cells hold the number of violations.
+    """
+    frames.require_columns(checks, frames.NORM_CHECK_COLUMNS, what="norm check frame")
+    if checks.empty:
+        raise ConfigError("no norm checks to plot")
+    names = list(dict.fromkeys(checks["check"]))
+    broken = checks[~checks["allowed"].astype(bool)]
+    labels = broken["norm_type"].astype(str) + ": " + broken["norm_action"].astype(str)
+    norms = list(dict.fromkeys(labels))
+    counts = (
+        broken.assign(norm=labels)
+        .pivot_table(index="check", columns="norm", values="allowed", aggfunc="size")
+        .reindex(index=names, columns=norms)
+        .fillna(0)
+    )
+    values = counts.to_numpy(dtype=float) if norms else np.zeros((len(names), 1))
+    fig = Figure(figsize=(2.6 + 1.6 * max(len(norms), 1), 1.2 + 0.45 * len(names)))
+    fig.set_layout_engine("constrained")
+    ax = fig.add_subplot()
+    ax.imshow(values > 0, cmap=ListedColormap([_PASS_COLOR, REGRESSION_COLOR]), vmin=0, vmax=1,
+              aspect="auto")  # fmt: skip
+    for (row, col), value in np.ndenumerate(values):
+        count = int(value)
+        text = "ok" if count == 0 else f"{count} violation{'s' if count > 1 else ''}"
+        ax.text(col, row, text, ha="center", va="center", color="white", fontsize=8)
+    ax.set_xticks(range(values.shape[1]), [_short(n, 30) for n in norms] or ["(no violations)"])
+    ax.tick_params(axis="x", labelrotation=20)
+    ax.set_yticks(range(len(names)), [_short(n, 30) for n in names])
+    ax.set_xlabel("norm")
+    ax.set_ylabel("check")
+    ax.set_title(title)
+    return fig
 
 
 def plot_report_comparison(

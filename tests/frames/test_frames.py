@@ -8,6 +8,7 @@ import pytest
 
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.norms import CheckResult, NormEngine, NormEntry, NormType
 from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
 
 from .conftest import FakeOptimization
@@ -102,25 +103,29 @@ def test_feedback_frame_reads_a_store_or_items() -> None:
         assert out.loc[0, ["id", "type", "content"]].tolist() == ["x1", "correction", "Say kg"]
 
 
-def test_norm_checks_one_row_per_violation_and_per_allowed_action() -> None:
-    norm = SimpleNamespace(
-        type=SimpleNamespace(name="PROHIBITION"),
-        action="delete_data",
-        condition="hasConsent == false",
-        description="No deletion without consent",
-        priority=5,
+def test_norm_checks_one_row_per_violation_and_per_clean_check() -> None:
+    engine = NormEngine.of(
+        NormEntry(NormType.PROHIBITION, "hasConsent == false", "delete_data", "No deletion", 5),
+        NormEntry(NormType.OBLIGATION, "", "log_access", "Log every access", 1),
     )
-    denied = SimpleNamespace(violations=[SimpleNamespace(norm=norm, reason="No deletion ...")])
-    allowed = SimpleNamespace(violations=[])
-    out = frames.norm_checks({"delete_data": denied, "read_data": allowed})
+    state = {"hasConsent": False}
+    out = frames.norm_checks(
+        {
+            "delete_data": engine.check_action("delete_data", state=state),
+            "read_data": engine.check_action("read_data", state=state),
+            "obligations": engine.check_obligations(["read_data"], state=state),
+        }
+    )
     assert tuple(out.columns) == frames.NORM_CHECK_COLUMNS
-    assert out["action"].tolist() == ["delete_data", "read_data"]
-    assert out["allowed"].tolist() == [False, True]
-    assert out.loc[0, "norm_type"] == "prohibition"
+    assert out["check"].tolist() == ["delete_data", "read_data", "obligations"]
+    assert out["action"].tolist() == ["delete_data", "read_data", "log_access"]
+    assert out["allowed"].tolist() == [False, True, False]
+    assert out["norm_type"].tolist()[::2] == ["prohibition", "obligation"]
     assert out.loc[0, "priority"] == 5
+    assert "No deletion" in out.loc[0, "reason"]
     assert pd.isna(out.loc[1, "norm_type"])
-    pairs = frames.norm_checks([("a", allowed), ("a", denied)])
-    assert pairs["allowed"].tolist() == [True, False]
+    pairs = frames.norm_checks([("a", CheckResult()), ("a", CheckResult())])
+    assert pairs["allowed"].tolist() == [True, True]
 
 
 def _report(tmp_path: Path, name: str, scores: dict[str, float]) -> Path:

@@ -152,3 +152,32 @@ def test_cost_per_round_bars(optimization: FakeOptimization) -> None:
 
 def test_to_png_is_a_png() -> None:
     assert plots.to_png(plots.plot_score_progression([0.5])).startswith(b"\x89PNG")
+
+
+def test_norm_checks_matrix_counts_violations() -> None:
+    rows = [
+        ("delete_data", "delete_data", False, "prohibition", "delete_*", "", "", 5, "r"),
+        ("drop_table", "drop_table", False, "prohibition", "drop_*", "", "", 5, "r"),
+        ("read_data", "read_data", True, None, None, None, None, None, None),
+        ("agent", "delete_data", False, "prohibition", "delete_*", "", "", 5, "r"),
+        ("agent", "delete_data", False, "prohibition", "delete_*", "", "", 5, "r"),
+        ("agent", "log_access", False, "obligation", "log_access", "", "", 1, "r"),
+    ]
+    checks = pd.DataFrame(rows, columns=list(frames.NORM_CHECK_COLUMNS))
+    ax = plots.plot_norm_checks(checks).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "prohibition: delete_*",
+        "prohibition: drop_*",
+        "obligation: log_access",
+    ]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "delete_data",
+        "drop_table",
+        "read_data",
+        "agent",
+    ]
+    violated = np.asarray(ax.get_images()[0].get_array())
+    assert violated.astype(int).tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 0], [1, 0, 1]]
+    assert "2 violations" in [t.get_text() for t in ax.texts]
+    clean = checks[checks["allowed"]]
+    assert [t.get_text() for t in plots.plot_norm_checks(clean).axes[0].texts] == ["ok"]
