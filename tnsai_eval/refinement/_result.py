@@ -99,9 +99,14 @@ class RefinementResult:
     last *checked* output. ``best_output`` / ``best_score`` are the
     highest-scoring checked output (the earliest on ties).
 
-    >>> result.status, result.final_score            # doctest: +SKIP
-    (<RefinementStatus.SUCCESS: 'success'>, 1.0)
-    >>> result.to_dataframe()[["iteration", "score"]]  # doctest: +SKIP
+    >>> from tnsai_eval.refinement import CompletionCriteria, RefinementLoop
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> criteria = CompletionCriteria.builder().must_contain("b").build()
+    >>> result = RefinementLoop("Say b.", criteria).execute(ScriptedLLM(["b"]), "a")
+    >>> result.status, result.final_score, result.best_output
+    (<RefinementStatus.SUCCESS: 'success'>, 1.0, 'b')
+    >>> list(result.to_dataframe()["score"])
+    [0.0, 1.0]
     """
 
     final_output: str
