@@ -13,6 +13,11 @@ def save_many(path: str, writer: int, count: int) -> None:
         store.save(Feedback.thumbs_up(f"w{writer}-{i}", session_id=f"w{writer}"))
 
 
+def save_with(store: FeedbackStore, content: str) -> None:
+    """Save through a store object handed over by the parent (fork or pickle)."""
+    store.save(Feedback.thumbs_up(content))
+
+
 def save_forever(path: str) -> None:
     """Save until killed, printing each id once its save has committed."""
     store = FeedbackStore.sqlite(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -102,3 +103,31 @@ def test_a_file_that_is_not_sqlite_fails_loudly(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a usable SQLite feedback store") as info:
         SqliteFeedbackStore(path)
     assert str(path) in str(info.value)
+
+
+def test_close_and_context_manager_keep_the_store_usable(tmp_path: Path) -> None:
+    with FeedbackStore.sqlite(tmp_path / "fb.db") as store:
+        store.save(Feedback.thumbs_up("a"))
+    store.close()  # twice is fine
+    store.save(Feedback.thumbs_up("b"))  # reopens
+    assert store.count() == 2
+
+
+def test_each_thread_uses_its_own_connection(tmp_path: Path) -> None:
+    store = SqliteFeedbackStore(tmp_path / "fb.db")
+    connections: list[sqlite3.Connection] = []  # kept referenced: ids stay unique
+    barrier = threading.Barrier(3)
+
+    def grab() -> None:
+        with store._connect() as first, store._connect() as again:
+            assert first is again  # reused within a thread
+            connections.append(first)
+        barrier.wait()  # all three alive at once
+
+    threads = [threading.Thread(target=grab) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with store._connect() as mine:
+        assert len({id(c) for c in [mine, *connections]}) == 4

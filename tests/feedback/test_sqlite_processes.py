@@ -78,3 +78,24 @@ def test_a_killed_writer_leaves_every_committed_row(tmp_path: Path) -> None:
     # And the file takes new writes.
     store.save(Feedback.thumbs_up("after the crash"))
     assert store.count() == len(stored) + 1
+
+
+def test_a_store_crosses_fork_and_pickle(tmp_path: Path) -> None:
+    store = FeedbackStore.sqlite(tmp_path / "f.db")
+    store.save(Feedback.thumbs_up("parent before"))  # this thread now holds a connection
+    # fork inherits the open connection; spawn pickles the store.
+    contexts = (multiprocessing.get_context("fork"), multiprocessing.get_context("spawn"))
+    for context in contexts:
+        child = context.Process(
+            target=_writers.save_with, args=(store, f"child via {context.get_start_method()}")
+        )
+        child.start()
+        child.join(timeout=60)
+        assert child.exitcode == 0
+    store.save(Feedback.thumbs_up("parent after"))
+    assert [fb.content for fb in store.get_all()] == [
+        "parent before",
+        "child via fork",
+        "child via spawn",
+        "parent after",
+    ]
