@@ -253,6 +253,21 @@ def test_unusable_replies_raise_bad_response_without_retry(
     assert len(mock.requests) == 1
 
 
+def test_body_that_cannot_be_decompressed_is_a_bad_response() -> None:
+    body = httpx.ByteStream(b"not gzip")  # a stream: httpx decodes it only when read
+    mock = Mock(httpx.Response(200, stream=body, headers={"content-encoding": "gzip"}))
+    with mock.client() as llm, pytest.raises(BadResponseError, match="DecodingError") as caught:
+        llm.chat("x")
+    assert caught.value.attempts == 1
+    assert isinstance(caught.value.__cause__, httpx.DecodingError)
+
+
+def test_credentials_in_base_url_are_refused_without_echoing_them() -> None:
+    with pytest.raises(ConfigError, match="credentials") as caught:
+        OpenAIClient("m", base_url="http://me:hunter2@h/v1")
+    assert "hunter2" not in str(caught.value)
+
+
 # -- status handling and retries (MockTransport) --------------------------------------
 
 

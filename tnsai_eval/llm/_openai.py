@@ -99,6 +99,8 @@ class OpenAIClient:
     * ``Completion.raw`` is the decoded reply; ``latency_s`` is the time of the
       attempt that succeeded (not queueing or backoff); a reply without
       ``usage`` gets ``Usage()``.
+    * ``api_key=""`` sends no key even when the variables are set; ``headers``
+      adds request headers (for gateways that want their own).
     * ``transport=`` replaces the network (for example ``httpx.MockTransport``).
     * ``close()`` / ``aclose()`` or ``with`` / ``async with`` release the
       connections. Async ones are made per event loop on first use, since httpx
@@ -189,8 +191,8 @@ class OpenAIClient:
                 started = time.perf_counter()
                 try:
                     response = client.post(self._url, content=content)
-                except httpx.TransportError as exc:
-                    outcome = self._transport_failure(exc, model, attempt)
+                except httpx.RequestError as exc:
+                    outcome = self._request_failure(exc, model, attempt)
                 else:
                     outcome = self._outcome(response, model, attempt, started)
             if isinstance(outcome, Completion):
@@ -209,8 +211,8 @@ class OpenAIClient:
                 started = time.perf_counter()
                 try:
                     response = await client.post(self._url, content=content)
-                except httpx.TransportError as exc:
-                    outcome = self._transport_failure(exc, model, attempt)
+                except httpx.RequestError as exc:
+                    outcome = self._request_failure(exc, model, attempt)
                 else:
                     outcome = self._outcome(response, model, attempt, started)
             if isinstance(outcome, Completion):
@@ -367,17 +369,20 @@ class OpenAIClient:
                 attempts=attempt,
             )
 
-    def _transport_failure(self, exc: httpx.TransportError, model: str, attempt: int) -> LLMError:
-        cls: type[LLMError] = (
-            LLMTimeoutError if isinstance(exc, httpx.TimeoutException) else LLMConnectionError
-        )
-        what = type(exc).__name__
+    def _request_failure(self, exc: httpx.RequestError, model: str, attempt: int) -> LLMError:
+        cls: type[LLMError]
+        if isinstance(exc, httpx.TimeoutException):
+            cls = LLMTimeoutError
+        elif isinstance(exc, httpx.TransportError):
+            cls = LLMConnectionError
+        else:  # DecodingError: a body httpx could not decompress or decode
+            cls = BadResponseError
         detail = self._snippet(str(exc)) or "no detail"
         error = cls(
-            f"POST {self._url} failed: {what}: {detail}",
+            f"POST {self._url} failed: {type(exc).__name__}: {detail}",
             model=model,
             attempts=attempt,
-            retryable=True,
+            retryable=cls is not BadResponseError,
         )
         error.__cause__ = exc
         return error
@@ -422,6 +427,12 @@ def _check_base_url(base_url: str) -> str:
         )
     if url.query or url.fragment:
         raise ConfigError(f"base_url must not have a query or fragment, got {base_url!r}")
+    if url.userinfo:
+        # It would show in reprs and error messages; credentials have their own places.
+        raise ConfigError(
+            f"base_url must not hold credentials (user:password@), got {url.host!r} with "
+            "them; pass api_key= or headers= instead"
+        )
     return str(url).rstrip("/")
 
 
