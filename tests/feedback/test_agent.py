@@ -376,3 +376,22 @@ def test_replies_without_tool_calls_are_plain_text() -> None:
     agent = Agent(llm, tools=[lookup_order])
     assert agent.chat("x") == "plain"
     assert len(llm.calls) == 1
+
+
+def test_a_tool_call_without_id_gets_one_that_its_result_matches() -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "type": "function",
+                "function": {"name": "lookup_order", "arguments": {"order_id": "7"}},
+            }
+        ],
+    }
+    llm = ScriptedLLM([Completion(text="", raw={"choices": [{"message": message}]}), "ok"])
+    agent = Agent(llm, tools=[lookup_order])
+    agent.chat("x")
+    assistant, tool = agent.history[1], agent.history[2]
+    assert assistant["tool_calls"][0]["id"] == tool["tool_call_id"] == "call_0"
+    assert json.loads(tool["content"])["order_id"] == "7"  # arguments given as an object

@@ -227,7 +227,8 @@ class Agent:
                 {
                     "role": "assistant",
                     "content": completion.text,
-                    "tool_calls": [dict(request.raw) for request in requests],
+                    # The id is set so that every tool message below matches one.
+                    "tool_calls": [{**request.raw, "id": request.call_id} for request in requests],
                 }
             )
             for request in requests:
