@@ -72,3 +72,11 @@ def test_disabled_collector_keeps_nothing_but_still_validates() -> None:
     assert len(collector) == 0
     with pytest.raises(ConfigError):
         collector.record_user_feedback("nope", "x")
+
+
+def test_user_metadata_may_set_its_own_source_and_must_be_a_mapping() -> None:
+    collector = FeedbackCollector()
+    fb = collector.record_user_feedback("positive", "x", {"source": "survey"})
+    assert fb.metadata["source"] == "survey"
+    with pytest.raises(ConfigError, match="mapping"):
+        collector.record_user_feedback("positive", "x", ["not", "a", "mapping"])  # type: ignore[arg-type]

@@ -11,6 +11,12 @@ from tnsai_eval.feedback._types import Feedback, FeedbackType
 
 __all__ = ["TOOL_CALL_SOURCE", "FeedbackCollector"]
 
+
+def _type_name(value: object) -> str:
+    # A helper because record_user_feedback's parameter `type` shadows the builtin.
+    return type(value).__name__
+
+
 # metadata["source"] of the feedback that record_tool_call creates.
 TOOL_CALL_SOURCE = "tool_call"
 
@@ -68,12 +74,16 @@ class FeedbackCollector:
         content: str,
         metadata: Mapping[str, Any] | None = None,
     ) -> Feedback:
-        """Record what a user said; ``type`` is a ``FeedbackType`` or its name."""
-        return self.record(
-            Feedback(
-                FeedbackType.parse(type), content, metadata={"source": "user", **(metadata or {})}
+        """Record what a user said; ``type`` is a ``FeedbackType`` or its name.
+
+        The stored metadata is ``{"source": "user"}`` plus ``metadata``
+        (which may set its own ``source``).
+        """
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ConfigError(
+                f"feedback metadata must be a mapping or None, got {_type_name(metadata)}"
             )
-        )
+        return self.record(Feedback(type, content, metadata={"source": "user", **(metadata or {})}))
 
     def record_tool_call(self, name: str, ok: bool, error: str | None = None) -> Feedback:
         """Record a tool call: POSITIVE when ``ok``, else NEGATIVE carrying ``error``."""
