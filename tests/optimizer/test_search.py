@@ -1,0 +1,278 @@
+"""Racing against exhaustive search, budgets, validation, progress, determinism."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import pytest
+
+from tests.optimizer.conftest import REWRITE_MARK, JitteryLLM, answer_when, split_message
+from tnsai_eval.llm import Usage
+from tnsai_eval.optimizer import (
+    EventKind,
+    OptimizationResult,
+    ProgressEvent,
+    PromptOptimizer,
+    PromptStrategy,
+    StopReason,
+    TestCase,
+    VariantStatus,
+)
+from tnsai_eval.optimizer._racing import rung_sizes
+from tnsai_eval.testing import ScriptedLLM
+
+S = PromptStrategy
+FIVE = [
+    S.CHAIN_OF_THOUGHT,
+    S.CHAIN_OF_VERIFICATION,
+    S.CONFIDENCE_WEIGHTED,
+    S.STRUCTURED_THINKING,
+    S.CONCISE,
+]
+
+
+def cases(n: int) -> list[TestCase]:
+    return [TestCase(f"q{i}", f"a{i}") for i in range(1, n + 1)]
+
+
+def test_rung_sizes_double_up_to_all_cases() -> None:
+    assert rung_sizes(16) == [4, 8, 16]
+    assert rung_sizes(20) == [5, 10, 20]
+    assert rung_sizes(30) == [8, 16, 30]
+    assert rung_sizes(5) == [4, 5]
+    assert rung_sizes(2) == [2]
+
+
+def test_racing_finds_the_same_best_with_fewer_calls(answers: dict[str, str]) -> None:
+    results = {}
+    for search in ("exhaustive", "racing"):
+        llm = ScriptedLLM(fn=answer_when("Be brief", answers))
+        results[search] = PromptOptimizer(
+            llm,
+            candidate_strategies=FIVE,
+            search=search,
+            concurrency=1,  # type: ignore[arg-type]
+        ).optimize("P", cases(16))
+    exhaustive, racing = results["exhaustive"], results["racing"]
+    assert racing.best_prompt == exhaustive.best_prompt == S.CONCISE.apply("P")
+    assert racing.score == exhaustive.score == 1.0
+    # exhaustive: 16 initial + rewrite + 6 variants x 16
+    assert exhaustive.calls == 16 + 1 + 96
+    # racing: 16 + rewrite + 6 x 4 (first rung); the five losers only tie the
+    # best there, so they are dropped; the winner goes on: + 4 + 8
+    assert racing.calls == 16 + 1 + 24 + 4 + 8
+    assert racing.calls <= 0.6 * exhaustive.calls
+    dropped = [v for v in racing.variants if v.status is VariantStatus.DROPPED]
+    assert [v.strategy for v in dropped] == [s.value for s in FIVE[:4]] + ["rewrite"]
+    assert all(v.cases_scored == 4 and v.score is None for v in dropped)
+    assert all(v.partial_score == pytest.approx(0.1) for v in dropped)
+
+
+def test_racing_compares_on_the_same_cases_and_halves(answers: dict[str, str]) -> None:
+    # Each challenger is right on a set share of the cases; the best is never right.
+    right_on = {"Think step": 16, "First draft": 12, "Give your answer": 8, "Structure": 2}
+
+    def reply(messages: list, params: dict) -> str:  # type: ignore[type-arg]
+        text = messages[-1].content
+        if text.startswith(REWRITE_MARK):
+            return "REWRITTEN"
+        prompt, case_input = split_message(text)
+        for marker, count in right_on.items():
+            if marker in prompt and int(case_input[1:]) <= count:
+                return answers[case_input]
+        return "no idea"
+
+    opt = PromptOptimizer(
+        ScriptedLLM(fn=reply),
+        candidate_strategies=FIVE[:4],
+        search="racing",
+        concurrency=1,
+        max_iterations=1,
+        seed=3,
+    )
+    result = opt.optimize("P", cases(16))
+    order = opt._example_order(16)  # the seeded racing order
+    seen = {v.strategy: v for v in result.variants}
+    first_rung = {f"q{i + 1}" for i in order[:4]}
+    assert result.best_prompt == S.CHAIN_OF_THOUGHT.apply("P")
+    assert seen["chain_of_thought"].status is VariantStatus.SCORED
+    # The rewrite never beats the best: dropped after the first rung.
+    assert seen["rewrite"].status is VariantStatus.DROPPED
+    assert seen["rewrite"].cases_scored == 4
+    rows = {(r.strategy, r.input) for r in result.case_results if r.variant > 0}
+    assert {i for s, i in rows if s == "rewrite"} == first_rung
+    # Five challengers start; at most ceil(5 / 2) = 3 reach the second rung.
+    second_rung = [v for v in result.variants[1:] if v.cases_scored + v.cases_failed > 4]
+    assert len(second_rung) <= 3
+
+
+def test_max_calls_stops_mid_round(four_cases: list[TestCase], answers: dict[str, str]) -> None:
+    llm = ScriptedLLM(fn=answer_when("Be brief", answers))
+    result = PromptOptimizer(
+        llm,
+        candidate_strategies=[S.CONCISE, S.ANSWER_ONLY],
+        concurrency=1,
+        max_calls=6,
+    ).optimize("P", four_cases)
+    assert result.stop_reason is StopReason.MAX_CALLS
+    assert result.calls == 6 == len(llm.calls)
+    assert result.rounds == 1
+    # CONCISE scored 1.0 on its one case, but an incomplete variant cannot win.
+    assert not result.was_improved
+    assert [(v.strategy, v.status, v.partial_score) for v in result.variants[1:]] == [
+        ("concise", VariantStatus.INCOMPLETE, 1.0),
+        ("answer_only", VariantStatus.INCOMPLETE, None),
+        ("rewrite", VariantStatus.INCOMPLETE, None),
+    ]
+
+
+def test_max_tokens_stops_before_the_next_call(four_cases: list[TestCase]) -> None:
+    llm = ScriptedLLM(default="no idea", usage=Usage(7, 3))
+    result = PromptOptimizer(llm, concurrency=1, max_tokens=25).optimize("P", four_cases)
+    # 0, 10 and 20 tokens used before calls 1-3; 30 >= 25 before call 4.
+    assert (result.stop_reason, result.calls, result.tokens) == (StopReason.MAX_TOKENS, 3, 30)
+    assert result.rounds == 0
+    assert result.variants[0].status is VariantStatus.INCOMPLETE
+    assert result.initial_score == pytest.approx(0.1)
+
+
+def test_max_seconds_uses_the_clock(four_cases: list[TestCase]) -> None:
+    now = [0.0]
+
+    def reply(messages: list, params: dict) -> str:  # type: ignore[type-arg]
+        now[0] += 1.0  # every call takes one second of the fake clock
+        return "no idea"
+
+    result = PromptOptimizer(
+        ScriptedLLM(fn=reply), concurrency=1, max_seconds=2.5, clock=lambda: now[0]
+    ).optimize("P", four_cases)
+    assert (result.stop_reason, result.calls) == (StopReason.MAX_SECONDS, 3)
+    assert result.elapsed_s == 3.0
+
+
+def test_validation_reports_the_chosen_prompt_on_other_cases(
+    four_cases: list[TestCase], answers: dict[str, str]
+) -> None:
+    llm = ScriptedLLM(fn=answer_when("Be brief", answers))
+    validation = [TestCase("q5", "a5"), TestCase("q6", "a6")]
+    result = PromptOptimizer(
+        llm, candidate_strategies=[S.CONCISE, S.ANSWER_ONLY], concurrency=1
+    ).optimize("P", four_cases, validation_cases=validation)
+    assert result.validation_score == 1.0
+    assert result.initial_validation_score == pytest.approx(0.1)
+    assert result.calls == 17 + 4
+    rows = [r for r in result.case_results if r.split == "validation"]
+    assert [(r.variant, r.input) for r in rows] == [(0, "q5"), (0, "q6"), (1, "q5"), (1, "q6")]
+    assert llm.prompts[-2:] == [f"{S.CONCISE.apply('P')}\n\nq5", f"{S.CONCISE.apply('P')}\n\nq6"]
+    frame = result.to_dataframe()
+    assert list(frame["split"]).count("validation") == 4
+
+
+def test_progress_events_per_case_and_per_round(
+    four_cases: list[TestCase], answers: dict[str, str]
+) -> None:
+    events: list[ProgressEvent] = []
+    llm = ScriptedLLM(fn=answer_when("Be brief", answers))
+    result = PromptOptimizer(
+        llm, candidate_strategies=[S.CONCISE], concurrency=1, progress=events.append
+    ).optimize("P", four_cases)
+    kinds = [e.kind for e in events]
+    assert kinds == [EventKind.CASE] * 4 + [EventKind.ROUND] + [EventKind.CASE] * 8 + [
+        EventKind.ROUND
+    ]
+    assert [e.calls for e in events if e.kind is EventKind.CASE][:4] == [1, 2, 3, 4]
+    rounds = [e.round_record for e in events if e.round_record is not None]
+    assert rounds == list(result.history)
+    assert events[-1].best_score == 1.0
+
+
+def test_dataframes(four_cases: list[TestCase], answers: dict[str, str]) -> None:
+    llm = ScriptedLLM(fn=answer_when("Be brief", answers), usage="estimate")
+    result = PromptOptimizer(
+        llm, candidate_strategies=[S.CONCISE, S.ANSWER_ONLY], concurrency=3
+    ).optimize("P", four_cases)
+    frame = result.to_dataframe()
+    for column in (
+        "round", "variant", "strategy", "case", "input", "expected",
+        "output", "score", "tokens", "latency", "cached",
+    ):  # fmt: skip
+        assert column in frame.columns
+    assert len(frame) == 16
+    assert list(frame["variant"]) == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
+    assert list(frame["case"]) == [0, 1, 2, 3] * 4
+    assert frame.loc[frame["variant"] == 1, "score"].tolist() == [1.0] * 4
+    assert (frame["tokens"] > 0).all()
+    rounds = result.rounds_dataframe()
+    assert list(rounds["round"]) == [0, 1]
+    assert list(rounds["best_score"]) == [pytest.approx(0.1), 1.0]
+    assert rounds["calls"].sum() == result.calls == 17
+    variants = result.variants_dataframe()
+    assert list(variants["status"]) == ["scored"] * 4
+    assert next(v.strategy for v in result.leaderboard()) == "concise"
+
+
+def _signature(result: OptimizationResult) -> object:
+    return (
+        result.best_prompt,
+        result.score,
+        result.calls,
+        result.stop_reason,
+        [(v.id, v.prompt, v.status, v.score, v.calls) for v in result.variants],
+        [
+            (r.round, r.variant, r.case, r.output, r.score, r.cached, r.split)
+            for r in result.case_results
+        ],
+        [(r.best_score, r.best_variant, r.calls) for r in result.history],
+    )
+
+
+def _hash_reply(text: str) -> str:
+    if text.startswith(REWRITE_MARK):
+        return "Answer briefly."
+    _prompt, case_input = split_message(text)
+    digest = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+    return f"a{case_input[1:]}" if digest % 3 == 0 else "the answer is unknown"
+
+
+@pytest.mark.parametrize("search", ["exhaustive", "racing"])
+def test_same_inputs_same_result_whatever_the_reply_order(search: str) -> None:
+    signatures = []
+    for concurrency in (1, 8, 8):
+        llm = JitteryLLM(_hash_reply)
+        opt = PromptOptimizer(
+            llm,
+            candidate_strategies=[*FIVE, S.FEW_SHOT],
+            search=search,  # type: ignore[arg-type]
+            concurrency=concurrency,
+            seed=7,
+        )
+        result = opt.optimize("P", cases(12), validation_cases=cases(14)[12:])
+        signatures.append(_signature(result))
+        assert result.calls == len(llm.sent)
+    assert signatures[0] == signatures[1] == signatures[2]
+
+
+def test_the_seed_changes_few_shot_examples() -> None:
+    prompts = set()
+    for seed in (0, 1):
+        opt = PromptOptimizer(
+            ScriptedLLM(default="x"), candidate_strategies=[S.FEW_SHOT], seed=seed, rewrite=False
+        )
+        result = opt.optimize("P", cases(12))
+        prompts.add(result.variants[1].prompt)
+    assert len(prompts) == 2
+
+
+def test_optimize_works_inside_a_running_event_loop(four_cases: list[TestCase]) -> None:
+    async def notebook_cell() -> OptimizationResult:
+        return PromptOptimizer(ScriptedLLM(default="a1"), max_iterations=1).optimize(
+            "P", four_cases[:1]
+        )
+
+    assert asyncio.run(notebook_cell()).score == 1.0
+
+
+def test_aoptimize(four_cases: list[TestCase]) -> None:
+    opt = PromptOptimizer(ScriptedLLM(default="a1"))
+    assert asyncio.run(opt.aoptimize("P", four_cases[:1])).calls == 1

@@ -1,0 +1,69 @@
+"""The prompt optimizer: test cases, strategies, evaluators, the search and its results.
+
+>>> from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, TestCase
+>>> from tnsai_eval.testing import ScriptedLLM
+>>> llm = ScriptedLLM(rules=[(r"only the answer", "4")], default="The answer is four.")
+>>> optimizer = PromptOptimizer(llm, candidate_strategies=["answer_only"], rewrite=False)
+>>> result = optimizer.optimize("Add the numbers.", [TestCase("2 + 2", "4")])
+>>> result.initial_score < result.score == 1.0
+True
+"""
+
+from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._evaluators import (
+    ContainsEvaluator,
+    DefaultPromptEvaluator,
+    ExactMatchEvaluator,
+    PromptEvaluator,
+    TokenF1Evaluator,
+    normalize_answer,
+)
+from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
+from tnsai_eval.optimizer._optimizer import (
+    DEFAULT_CALL_PARAMS,
+    DEFAULT_TEMPLATE,
+    PromptOptimizer,
+    SearchMode,
+)
+from tnsai_eval.optimizer._records import (
+    CaseResult,
+    EventKind,
+    ProgressEvent,
+    RoundRecord,
+    StopReason,
+    VariantRecord,
+    VariantStatus,
+)
+from tnsai_eval.optimizer._result import OptimizationResult
+from tnsai_eval.optimizer._strategies import (
+    DEFAULT_STRATEGIES,
+    PromptStrategy,
+    suggest_strategies,
+)
+
+__all__ = [
+    "DEFAULT_CALL_PARAMS",
+    "DEFAULT_STRATEGIES",
+    "DEFAULT_TEMPLATE",
+    "CaseResult",
+    "ContainsEvaluator",
+    "DefaultPromptEvaluator",
+    "EventKind",
+    "ExactMatchEvaluator",
+    "LLMJudgeEvaluator",
+    "OptimizationResult",
+    "ProgressEvent",
+    "PromptEvaluator",
+    "PromptOptimizer",
+    "PromptStrategy",
+    "RoundRecord",
+    "SearchMode",
+    "StopReason",
+    "TestCase",
+    "TokenF1Evaluator",
+    "VariantRecord",
+    "VariantStatus",
+    "normalize_answer",
+    "parse_judge_score",
+    "suggest_strategies",
+]

@@ -1,0 +1,269 @@
+"""The machinery under the optimizer: budget, in-run cache, bounded concurrent calls.
+
+Everything here runs on one event loop, so plain attributes need no locks.
+Decisions that must be reproducible (which calls the budget admits, what is
+cached) are taken synchronously when a task starts, and tasks start in the
+order they were created, so the outcome does not depend on which reply comes
+back first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from tnsai_eval.errors import ConfigError, LLMError
+from tnsai_eval.llm import Completion, LLMClient, acall, estimate_tokens
+from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._evaluators import PromptEvaluator
+from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
+
+__all__ = ["Budget", "Engine", "Variant"]
+
+Clock: TypeAlias = Callable[[], float]
+CacheKey: TypeAlias = tuple[str, ...]
+
+
+class _Skipped:
+    """The budget refused the call: the case was not attempted."""
+
+
+SKIPPED = _Skipped()
+Reply: TypeAlias = Completion | LLMError | _Skipped
+
+
+@dataclass(slots=True)
+class Budget:
+    """Counts what a run spent and says when a limit is reached.
+
+    ``max_calls`` is enforced exactly: a call slot is reserved when its task
+    starts. Tokens and time are checked just before each call is sent, so calls
+    already in flight finish and may overshoot ``max_tokens`` by at most
+    ``concurrency - 1`` replies.
+    """
+
+    max_calls: int | None
+    max_tokens: int | None
+    max_seconds: float | None
+    clock: Clock
+    started: float = 0.0
+    reserved: int = 0
+    calls: int = 0
+    tokens: int = 0
+    failed_calls: int = 0
+    stop_reason: StopReason | None = None
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def elapsed(self) -> float:
+        return self.clock() - self.started
+
+    def reserve(self) -> bool:
+        if self.stop_reason is not None:
+            return False
+        if self.max_calls is not None and self.reserved >= self.max_calls:
+            self.stop_reason = StopReason.MAX_CALLS
+            return False
+        self.reserved += 1
+        return True
+
+    def may_send(self) -> bool:
+        if self.stop_reason is None:
+            if self.max_tokens is not None and self.tokens >= self.max_tokens:
+                self.stop_reason = StopReason.MAX_TOKENS
+            elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:
+                self.stop_reason = StopReason.MAX_SECONDS
+        if self.stop_reason is not None:
+            self.reserved -= 1
+            return False
+        return True
+
+
+@dataclass(slots=True)
+class Variant:
+    """A prompt being scored (mutable while the run goes; frozen into a VariantRecord)."""
+
+    id: int
+    round: int
+    strategy: str
+    prompt: str
+    parent: int | None
+    status: VariantStatus = VariantStatus.SCORED
+    duplicate_of: int | None = None
+    became_best: bool = False
+    scores: dict[int, float | None] = field(default_factory=dict)
+    outputs: dict[int, str | None] = field(default_factory=dict)
+    rows: list[CaseResult] = field(default_factory=list)
+    calls: int = 0
+    tokens: int = 0
+
+    @property
+    def attempted(self) -> int:
+        return len(self.scores)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for s in self.scores.values() if s is None)
+
+    def mean(self, cases: Sequence[int] | None = None) -> float | None:
+        """Mean score over ``cases`` (default: all attempted), failed ones left out.
+
+        ``None`` when none was attempted; 0.0 when every attempted one failed,
+        since nothing shows that the prompt works.
+        """
+        keys = self.scores.keys() if cases is None else [c for c in cases if c in self.scores]
+        if not keys:
+            return None
+        values = [s for s in (self.scores[c] for c in keys) if s is not None]
+        return math.fsum(values) / len(values) if values else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    reply: Reply
+    cached: bool
+    latency_s: float
+    tokens: int
+
+
+class Engine:
+    """Sends calls through one cache, one budget and one concurrency bound."""
+
+    def __init__(
+        self,
+        llm: LLMClient,
+        *,
+        evaluator: PromptEvaluator,
+        budget: Budget,
+        concurrency: int,
+        params: Mapping[str, Any],
+        template: str,
+        on_case: Callable[[CaseResult], None],
+    ) -> None:
+        self.llm = llm
+        self.evaluator = evaluator
+        self.budget = budget
+        self.params = dict(params)
+        self.template = template
+        self._on_case = on_case
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._cache: dict[CacheKey, asyncio.Future[Reply]] = {}
+
+    def case_message(self, prompt: str, case_input: str) -> str:
+        return self.template.format(prompt=prompt.rstrip(), input=case_input)
+
+    async def send(self, message: str, params: Mapping[str, Any]) -> _Sent:
+        """One call, unless the same request was made before in this run."""
+        key: CacheKey = (message, *sorted(f"{k}={v!r}" for k, v in params.items()))
+        earlier = self._cache.get(key)
+        if earlier is not None:
+            return _Sent(await asyncio.shield(earlier), cached=True, latency_s=0.0, tokens=0)
+        if not self.budget.reserve():
+            return _Sent(SKIPPED, cached=False, latency_s=0.0, tokens=0)
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._cache[key] = future
+        async with self._semaphore:
+            if not self.budget.may_send():
+                del self._cache[key]
+                future.set_result(SKIPPED)
+                return _Sent(SKIPPED, cached=False, latency_s=0.0, tokens=0)
+            self.budget.calls += 1
+            started = time.perf_counter()
+            reply: Reply
+            try:
+                reply = await acall(self.llm, message, **params)
+            except LLMError as exc:
+                self.budget.failed_calls += 1
+                reply = exc
+            except asyncio.CancelledError:
+                future.cancel()
+                raise
+            except Exception as exc:
+                # Not a model failure but a bug: let it end the run, and do not
+                # leave a duplicate of this request waiting forever.
+                future.set_exception(exc)
+                future.exception()  # marks it retrieved: the caller re-raises it
+                raise
+            latency = time.perf_counter() - started
+            tokens = 0
+            if isinstance(reply, Completion):
+                tokens = reply.usage.total_tokens or (
+                    estimate_tokens(message) + estimate_tokens(reply.text)
+                )
+                self.budget.tokens += tokens
+                latency = reply.latency_s or latency
+            future.set_result(reply)
+            return _Sent(reply, cached=False, latency_s=latency, tokens=tokens)
+
+    async def score_case(
+        self, variant: Variant, index: int, case: TestCase, *, split: str = "train"
+    ) -> CaseResult | None:
+        """Score one case of ``variant``; ``None`` when the budget refused it."""
+        sent = await self.send(self.case_message(variant.prompt, case.input), self.params)
+        if isinstance(sent.reply, _Skipped):
+            return None
+        output: str | None = None
+        score: float | None = None
+        error: str | None = None
+        cached = sent.cached
+        if isinstance(sent.reply, LLMError):
+            error = f"{type(sent.reply).__name__}: {sent.reply}"
+        else:
+            output = sent.reply.text
+            cached = cached or sent.reply.cached
+            try:
+                score = await self._evaluate(output.strip(), case.expected)
+            except LLMError as exc:  # a judge model failed: this case is left out
+                error = f"evaluator {type(exc).__name__}: {exc}"
+        row = CaseResult(
+            round=variant.round,
+            variant=variant.id,
+            strategy=variant.strategy,
+            case=index,
+            input=case.input,
+            expected=case.expected,
+            output=output,
+            score=score,
+            tokens=sent.tokens,
+            latency_s=sent.latency_s,
+            cached=cached,
+            error=error,
+            split=split,
+        )
+        if split == "train":
+            variant.scores[index] = score
+            variant.outputs[index] = output
+        variant.rows.append(row)
+        variant.calls += 0 if sent.cached else 1
+        variant.tokens += sent.tokens
+        self._on_case(row)
+        return row
+
+    async def score(
+        self,
+        variant: Variant,
+        indices: Sequence[int],
+        cases: Sequence[TestCase],
+        *,
+        split: str = "train",
+    ) -> None:
+        """Score ``variant`` on ``cases[i]`` for each ``i`` in ``indices``, concurrently."""
+        await asyncio.gather(*(self.score_case(variant, i, cases[i], split=split) for i in indices))
+
+    async def _evaluate(self, actual: str, expected: str) -> float:
+        aevaluate = getattr(self.evaluator, "aevaluate", None)
+        if aevaluate is not None and asyncio.iscoroutinefunction(aevaluate):
+            value = await aevaluate(actual, expected)
+        else:
+            value = self.evaluator.evaluate(actual, expected)
+        if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+            raise ConfigError(
+                f"evaluator {self.evaluator!r} returned {value!r} for {actual[:40]!r}; "
+                "expected a float in [0, 1]"
+            )
+        return float(value)

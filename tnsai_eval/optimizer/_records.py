@@ -1,0 +1,145 @@
+"""The records an optimizer run produces: per case, per variant, per round."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = [
+    "CaseResult",
+    "EventKind",
+    "ProgressEvent",
+    "RoundRecord",
+    "StopReason",
+    "VariantRecord",
+    "VariantStatus",
+]
+
+
+class StopReason(enum.Enum):
+    """Why an optimizer run ended."""
+
+    TARGET_REACHED = "target_reached"
+    """The best prompt scored at least ``target_score``."""
+    MAX_ITERATIONS = "max_iterations"
+    """``max_iterations`` rounds ran."""
+    CONVERGED = "converged"
+    """The best scores of the last three rounds were within 0.01 of each other."""
+    MAX_CALLS = "max_calls"
+    """The ``max_calls`` budget was spent."""
+    MAX_TOKENS = "max_tokens"
+    """The ``max_tokens`` budget was spent."""
+    MAX_SECONDS = "max_seconds"
+    """The ``max_seconds`` budget was spent."""
+
+    @property
+    def is_budget(self) -> bool:
+        return self in (StopReason.MAX_CALLS, StopReason.MAX_TOKENS, StopReason.MAX_SECONDS)
+
+
+class VariantStatus(enum.Enum):
+    """What happened to a variant."""
+
+    SCORED = "scored"
+    """Scored on every case (failed calls left out)."""
+    DROPPED = "dropped"
+    """Racing stopped scoring it once it could not beat the current best."""
+    DUPLICATE = "duplicate"
+    """Same text as an earlier variant (or the prompt itself): not scored again."""
+    INCOMPLETE = "incomplete"
+    """The budget ran out before every case was scored; it cannot become best."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """One case of one variant: the reply, its score and what it cost.
+
+    ``output`` and ``score`` are ``None`` when the call failed (``error`` says
+    why); such a case is left out of the variant's score. ``tokens`` and
+    ``latency_s`` are what this row spent: 0 for a reply reused from the run's
+    cache (``cached``), which also marks replies the client itself served from
+    a store. ``split`` is ``"train"`` or ``"validation"``.
+    """
+
+    round: int
+    variant: int
+    strategy: str
+    case: int
+    input: str
+    expected: str
+    output: str | None
+    score: float | None
+    tokens: int
+    latency_s: float
+    cached: bool
+    error: str | None = None
+    split: str = "train"
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class VariantRecord:
+    """One prompt tried during a run.
+
+    ``id`` counts variants across the run (0 is the initial prompt); ``parent``
+    is the id of the prompt it was derived from. ``strategy`` is a
+    ``PromptStrategy`` value, ``"rewrite"`` (the model's rewrite) or
+    ``"initial"``. ``score`` is the mean over the scored cases, set only for a
+    fully scored variant; ``partial_score`` is that mean over however many cases
+    were scored (also for dropped and incomplete variants), ``None`` when none
+    were. ``duplicate_of`` names the earlier variant with the same text.
+    """
+
+    id: int
+    round: int
+    strategy: str
+    prompt: str
+    parent: int | None
+    status: VariantStatus
+    score: float | None
+    partial_score: float | None
+    cases_scored: int
+    cases_failed: int
+    calls: int
+    tokens: int
+    became_best: bool = False
+    duplicate_of: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """The state after one round (round 0 is scoring the initial prompt)."""
+
+    round: int
+    best_score: float
+    best_variant: int
+    improved: bool
+    variants: int
+    calls: int
+    tokens: int
+    failed_calls: int
+    elapsed_s: float
+
+
+class EventKind(enum.Enum):
+    CASE = "case"
+    ROUND = "round"
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    """Sent to the ``progress`` callback after every scored case and every round.
+
+    ``calls`` and ``best_score`` are the run's totals so far; ``case`` is set for
+    ``EventKind.CASE`` and ``round_record`` for ``EventKind.ROUND``.
+    """
+
+    kind: EventKind
+    round: int
+    calls: int
+    best_score: float | None
+    case: CaseResult | None = None
+    round_record: RoundRecord | None = None
