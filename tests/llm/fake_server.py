@@ -83,6 +83,9 @@ class Step:
     delay: float = 0.0
     drop: Drop | None = None
     usage: bool = True
+    # Hold the reply until the test sets this event (bounded by _GATE_LIMIT_S),
+    # so a test can see how many requests are in flight at once.
+    gate: threading.Event | None = None
 
     @classmethod
     def ok(cls, text: str | None = None, *, usage: bool = True, delay: float = 0.0) -> Step:
@@ -150,6 +153,20 @@ def completion_body(request: Recorded, text: str | None = None, usage: bool = Tr
     return json.dumps(body).encode()
 
 
+_GATE_LIMIT_S = 30.0
+
+
+def _pass_gate(gate: threading.Event | None, wake: threading.Event) -> bool:
+    """Wait for ``gate``; False when a reset (``wake``) or the limit came first."""
+    if gate is None:
+        return True
+    deadline = time.monotonic() + _GATE_LIMIT_S
+    while not gate.wait(0.02):
+        if wake.is_set() or time.monotonic() > deadline:
+            return False
+    return True
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -193,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._send(404, b'{"error": {"message": "no such route"}}', {})
                 return
-            if step.delay and wake.wait(step.delay):
+            if (step.delay and wake.wait(step.delay)) or not _pass_gate(step.gate, wake):
                 self.close_connection = True  # reset: the test that wanted this is over
                 return
             self._reply(step, request)
@@ -309,6 +326,12 @@ class FakeOpenAIServer:
         """Chat-completion requests received since the last reset, in arrival order."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being handled right now."""
+        with self._lock:
+            return self._in_flight
 
     @property
     def max_in_flight(self) -> int:

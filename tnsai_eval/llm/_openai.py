@@ -15,7 +15,6 @@ import random
 import ssl
 import threading
 import time
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -157,9 +156,7 @@ class OpenAIClient:
         self._closed = False
         self._ssl: ssl.SSLContext | None = None
         self._sync: SyncPools | None = None
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncPools] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._async: dict[asyncio.AbstractEventLoop, AsyncPools] = {}
 
     @property
     def model(self) -> str:
@@ -298,6 +295,11 @@ class OpenAIClient:
             self._check_open()
             pools = self._async.get(loop)
             if pools is None:
+                # Pools of loops that have ended (an earlier asyncio.run) cannot
+                # be closed any more; dropping them lets the collector reclaim
+                # them and their sockets instead of keeping one set per run.
+                for ended in [old for old in self._async if old.is_closed()]:
+                    del self._async[ended]
                 headers, verify = self._pool_headers(), self._ssl_context()
                 pools = AsyncPools(
                     self._slots,
