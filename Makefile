@@ -18,9 +18,10 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -e '.[local,dev]'
 	touch $@
 
-## The main job on the embedded model.
+## The main job on the embedded model: optimize a prompt on a shipped dataset
+## (about a minute on 2 cores; see bench/README.md, "Demo").
 demo: $(VENV)/.local-installed
-	$(BIN)/tnsai-eval chat "What is the capital of France? Answer in one word."
+	$(BIN)/tnsai-eval optimize sentiment --rounds 1 --search racing --reply-tokens 16 --out demo-out
 
 ## The whole gate: lint, format, types, tests, notebooks.
 test: lint typecheck unit notebooks

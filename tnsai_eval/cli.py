@@ -19,7 +19,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so that `import tnsai_eval` never pays for the CLI's imports.
-    from tnsai_eval import _cli_chat, _cli_refine, _cli_report
+    from tnsai_eval import _cli_chat, _cli_optimize, _cli_refine, _cli_report
 
     parser = argparse.ArgumentParser(
         prog="tnsai-eval",
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tnsai-eval {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_cli_chat, _cli_report, _cli_refine):
+    for module in (_cli_chat, _cli_report, _cli_refine, _cli_optimize):
         module.add_parser(subparsers)
     return parser
 

@@ -1,0 +1,93 @@
+"""``tnsai-eval optimize`` end to end, with ScriptedLLM standing in for default_llm()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tnsai_eval import _cli_common
+from tnsai_eval.cli import main
+from tnsai_eval.optimizer import PromptStrategy
+from tnsai_eval.testing import ScriptedLLM
+
+
+@pytest.fixture
+def scripted_default(monkeypatch: pytest.MonkeyPatch) -> ScriptedLLM:
+    # Right (one word) only when told to answer briefly; chatty otherwise.
+    llm = ScriptedLLM(
+        rules=[
+            (r"^You improve prompts", "Answer the question."),
+            (r"Be brief[\s\S]*capital of France", "Paris"),
+            (r"capital of France", "The capital of France is Paris."),
+            (r"Be brief[\s\S]*capital of (\w+)", "I do not know"),
+        ],
+        default="The capital is somewhere in the country.",
+    )
+
+    def fake_default_llm(**kwargs: Any) -> ScriptedLLM:
+        assert kwargs == {"base_url": None, "model": None}
+        return llm
+
+    monkeypatch.setattr(_cli_common, "default_llm", fake_default_llm)
+    return llm
+
+
+def test_optimize_writes_its_three_files(
+    scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    code = main(
+        ["optimize", "capitals", "--strategies", "concise", "--rounds", "1", "--out", str(out)]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "optimizing 'capitals': 20 cases" in printed
+    assert "rank" in printed
+    assert "strategy" in printed
+    assert PromptStrategy.CONCISE.value in printed
+    assert "stopped: max_iterations" in printed
+
+    results = pd.read_csv(out / "results.csv")
+    assert {"round", "variant", "strategy", "case", "output", "score", "cached"} <= set(
+        results.columns
+    )
+    # initial + concise + rewrite, 20 cases each
+    assert len(results) == 60
+    rounds = pd.read_csv(out / "rounds.csv")
+    assert list(rounds["round"]) == [0, 1]
+    assert (out / "score_progression.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The prompt given by default for capitals, then the case input.
+    assert scripted_default.prompts[0] == (
+        "Answer the geography question.\n\nWhat is the capital of France?"
+    )
+    assert all(call.params["max_tokens"] == 32 for call in scripted_default.calls)
+
+
+def test_optimize_options_reach_the_optimizer(
+    scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "optimize", "capitals", "--prompt", "Capital?", "--strategies", "concise,role",
+            "--search", "racing", "--no-rewrite", "--max-calls", "30", "--reply-tokens", "8",
+            "--validation", "capitals", "--out", str(tmp_path), "--no-progress",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "stopped: max_calls" in printed
+    assert len(scripted_default.calls) == 30
+    assert scripted_default.prompts[0].startswith("Capital?\n\n")
+    assert not any(p.startswith("You improve prompts") for p in scripted_default.prompts)
+
+
+def test_optimize_reports_bad_input(
+    scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["optimize", "capitols", "--out", str(tmp_path)]) == 2
+    assert "unknown dataset 'capitols'" in capsys.readouterr().err
+    assert main(["optimize", "capitals", "--strategies", "magic", "--out", str(tmp_path)]) == 2
+    assert "unknown prompt strategy 'magic'" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tnsai_eval import datasets
+from tnsai_eval.errors import DatasetError
+from tnsai_eval.optimizer import TestCase
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = ("arithmetic", "capitals", "formal_tone", "json_extraction", "sentiment")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_datasets_load_and_are_small(name: str) -> None:
+    cases = datasets.load(name)
+    assert 15 <= len(cases) <= 30
+    assert all(isinstance(case, TestCase) and case.input.strip() for case in cases)
+    assert len({case.input for case in cases}) == len(cases)
+    assert name in datasets.names()
+
+
+def test_json_extraction_expects_json() -> None:
+    for case in datasets.load("json_extraction"):
+        assert set(json.loads(case.expected)) == {"name", "age", "city"}
+
+
+def test_arithmetic_is_regenerated_identically(tmp_path: Path) -> None:
+    script = REPO / "datasets" / "make_arithmetic.py"
+    sys.path.insert(0, str(script.parent))
+    try:
+        import make_arithmetic
+    finally:
+        sys.path.remove(str(script.parent))
+    expected = [TestCase(c["input"], c["expected"]) for c in make_arithmetic.make_cases()]
+    assert datasets.load("arithmetic") == expected
+    for case in expected:
+        a, op, b = case.input.removeprefix("What is ").removesuffix("?").split()
+        assert int(case.expected) == (int(a) + int(b) if op == "+" else int(a) - int(b))
+
+
+def test_a_path_loads_too(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"input": "2 + 2", "expected": "4", "note": "extra keys are fine"}\n')
+    assert datasets.load(path) == [TestCase("2 + 2", "4")]
+    assert datasets.load(str(path)) == [TestCase("2 + 2", "4")]
+
+
+def test_every_bad_line_is_reported_by_number(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                '{"input": "ok", "expected": "fine"}',
+                '{"input": "no closing brace"',
+                "",
+                '["a", "list"]',
+                '{"input": "only input"}',
+                '{"input": 3, "expected": "x"}',
+                '{"input": "  ", "expected": "x"}',
+                '{"input": "ok too", "expected": ""}',
+            ]
+        )
+        + "\n"
+    )
+    with pytest.raises(DatasetError) as caught:
+        datasets.load(path)
+    problems = caught.value.problems
+    assert [p.split(":")[0] for p in problems] == [
+        "line 2",
+        "line 3",
+        "line 4",
+        "line 5",
+        "line 6",
+        "line 7",
+    ]
+    assert "not valid JSON" in problems[0]
+    assert "blank line" in problems[1]
+    assert "JSON object, got list" in problems[2]
+    assert "missing key(s) 'expected'" in problems[3]
+    assert "'input' must be a string, got int" in problems[4]
+    assert "'input' is empty" in problems[5]
+    assert "6 bad line(s)" in str(caught.value)
+    assert str(path) in str(caught.value)
+
+
+def test_unknown_names_and_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"unknown dataset 'capitols'.*capitals"):
+        datasets.load("capitols")
+    with pytest.raises(DatasetError, match="does not exist"):
+        datasets.load(tmp_path / "nope.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(DatasetError, match="no test cases"):
+        datasets.load(empty)
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"input": "caf\xe9", "expected": "x"}\n')
+    with pytest.raises(DatasetError, match="not UTF-8"):
+        datasets.load(latin)
+
+
+def test_dataset_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown dataset"):
+        datasets.load("nope")

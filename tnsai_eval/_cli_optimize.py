@@ -1,0 +1,217 @@
+"""``tnsai-eval optimize DATASET``: search for a better prompt on a dataset.
+
+Runs ``PromptOptimizer`` with the configured model (the embedded SmolLM2 by
+default), shows a progress bar, prints a leaderboard of the variants and
+writes ``results.csv`` (one row per round, variant and case), ``rounds.csv``
+and ``score_progression.png`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tnsai_eval._cli_common import add_model_options, client_from_args
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.optimizer import (
+    ContainsEvaluator,
+    DefaultPromptEvaluator,
+    EventKind,
+    ExactMatchEvaluator,
+    LLMJudgeEvaluator,
+    OptimizationResult,
+    ProgressEvent,
+    PromptEvaluator,
+    PromptOptimizer,
+    PromptStrategy,
+    TokenF1Evaluator,
+)
+
+__all__ = ["DEFAULT_PROMPTS", "DEFAULT_STRATEGIES", "add_parser"]
+
+#: The starting prompt for each shipped dataset when ``--prompt`` is not given.
+DEFAULT_PROMPTS = {
+    "arithmetic": "Solve the arithmetic problem.",
+    "capitals": "Answer the geography question.",
+    "feedback_examples": "Is this feedback positive or negative?",
+    "formal_tone": "Rewrite this message in a formal tone.",
+    "json_extraction": "Extract the name, age and city as JSON.",
+    "sentiment": "Is the sentiment of this review positive or negative?",
+}
+_GENERIC_PROMPT = "Answer the following."
+#: The CLI's default candidates: what helps a small model (the library's default
+#: is the original module's four reasoning strategies).
+DEFAULT_STRATEGIES = "few_shot,answer_only,concise"
+_EVALUATORS = ("default", "exact", "contains", "f1", "judge")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "optimize",
+        help="search for a better prompt on a dataset",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("dataset", help="a shipped dataset name (e.g. capitals) or a .jsonl path")
+    parser.add_argument(
+        "--prompt", help="the starting prompt (default: one suited to the shipped dataset)"
+    )
+    parser.add_argument(
+        "--strategies",
+        default=DEFAULT_STRATEGIES,
+        help=f"comma-separated strategies to try each round (default: {DEFAULT_STRATEGIES}; "
+        f"choices: {', '.join(s.value for s in PromptStrategy)})",
+    )
+    parser.add_argument("--rounds", type=_positive_int, default=2, help="at most N rounds")
+    parser.add_argument("--target", type=float, default=0.9, help="stop at this score")
+    parser.add_argument("--search", choices=("exhaustive", "racing"), default="exhaustive")
+    parser.add_argument("--evaluator", choices=_EVALUATORS, default="default")
+    parser.add_argument(
+        "--no-rewrite", action="store_true", help="do not ask the model to rewrite the prompt"
+    )
+    parser.add_argument("--validation", help="a dataset to report the best prompt on")
+    parser.add_argument("--reply-tokens", type=_positive_int, default=32, help="max reply tokens")
+    parser.add_argument("--max-calls", type=_positive_int, help="stop after N model calls")
+    parser.add_argument("--max-tokens", type=_positive_int, help="stop after N tokens")
+    parser.add_argument("--max-seconds", type=float, help="stop after S seconds")
+    parser.add_argument("--concurrency", type=_positive_int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("optimize-out"), help="output directory")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_model_options(parser)
+    parser.set_defaults(func=_run)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _evaluator(name: str, args: argparse.Namespace) -> PromptEvaluator:
+    if name == "judge":
+        return LLMJudgeEvaluator(client_from_args(args), fallback=DefaultPromptEvaluator())
+    evaluators: dict[str, PromptEvaluator] = {
+        "default": DefaultPromptEvaluator(),
+        "exact": ExactMatchEvaluator(),
+        "contains": ContainsEvaluator(),
+        "f1": TokenF1Evaluator(),
+    }
+    return evaluators[name]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tnsai_eval import datasets
+
+    cases = datasets.load(args.dataset)
+    validation = datasets.load(args.validation) if args.validation else None
+    strategies = [PromptStrategy.parse(s) for s in args.strategies.split(",") if s.strip()]
+    if not strategies:
+        raise ConfigError(f"--strategies names no strategy: {args.strategies!r}")
+    prompt = args.prompt or DEFAULT_PROMPTS.get(Path(args.dataset).stem, _GENERIC_PROMPT)
+    bar = None if args.no_progress else _ProgressBar()
+    optimizer = PromptOptimizer(
+        client_from_args(args),
+        max_iterations=args.rounds,
+        target_score=args.target,
+        candidate_strategies=strategies,
+        evaluator=_evaluator(args.evaluator, args),
+        search=args.search,
+        max_calls=args.max_calls,
+        max_tokens=args.max_tokens,
+        max_seconds=args.max_seconds,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        rewrite=not args.no_rewrite,
+        call_params={"temperature": 0.0, "max_tokens": args.reply_tokens},
+        progress=bar.update if bar is not None else None,
+    )
+    print(
+        f"optimizing {args.dataset!r}: {len(cases)} cases, prompt {prompt!r}, "
+        f"strategies {', '.join(s.value for s in strategies)}, {args.search} search, "
+        f"at most {optimizer.estimate_calls(prompt, cases, validation_cases=validation)} calls",
+        flush=True,
+    )
+    if bar is not None:
+        bar.open(optimizer.estimate_calls(prompt, cases, validation_cases=validation))
+    try:
+        result = optimizer.optimize(prompt, cases, validation_cases=validation)
+    finally:
+        if bar is not None:
+            bar.close()
+    _print_report(result)
+    _write_outputs(result, args.out)
+    return 0
+
+
+class _ProgressBar:
+    """A tqdm.auto bar over model calls; its total is the most calls the run can make."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def open(self, total: int) -> None:
+        from tqdm.auto import tqdm
+
+        self._bar = tqdm(total=total, unit="call", desc="optimize", file=sys.stderr)
+
+    def update(self, event: ProgressEvent) -> None:
+        if self._bar is None:
+            return
+        self._bar.n = event.calls
+        if event.best_score is not None:
+            self._bar.set_postfix(round=event.round, best=f"{event.best_score:.3f}", refresh=False)
+        if event.kind is EventKind.ROUND:
+            self._bar.refresh()
+        else:
+            self._bar.update(0)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _print_report(result: OptimizationResult) -> None:
+    print()
+    print(f"{'rank':>4}  {'score':>6}  {'calls':>5}  {'round':>5}  {'strategy':<21}  prompt")
+    for rank, variant in enumerate(result.leaderboard(), start=1):
+        if variant.score is not None:
+            score = f"{variant.score:6.3f}"
+        else:  # dropped by racing or cut by the budget: a partial mean, marked
+            score = f"{variant.partial_score or 0.0:5.3f}~"
+        marker = "*" if variant.id == result.best_variant else " "
+        head = textwrap.shorten(" ".join(variant.prompt.split()), width=60, placeholder="...")
+        print(
+            f"{rank:>3}{marker}  {score}  {variant.calls:>5}  {variant.round:>5}  "
+            f"{variant.strategy:<21}  {head}"
+        )
+    print("(* best; ~ partial score: dropped by racing or cut short by the budget)")
+    print()
+    print(f"best prompt:\n{textwrap.indent(result.best_prompt, '  ')}")
+    change = "improved" if result.was_improved else "not improved"
+    print(
+        f"score {result.initial_score:.3f} -> {result.score:.3f} ({change}); "
+        f"{result.rounds} round(s), {result.calls} calls, {result.tokens} tokens, "
+        f"{result.failed_calls} failed; stopped: {result.stop_reason.value}; "
+        f"{result.elapsed_s:.1f} s"
+    )
+    if result.validation_score is not None:
+        print(
+            f"validation: {result.initial_validation_score or 0.0:.3f} -> "
+            f"{result.validation_score:.3f}"
+        )
+
+
+def _write_outputs(result: OptimizationResult, out: Path) -> None:
+    from tnsai_eval.plots import plot_optimizer_rounds
+
+    out.mkdir(parents=True, exist_ok=True)
+    result.to_dataframe().to_csv(out / "results.csv", index=False)
+    result.rounds_dataframe().to_csv(out / "rounds.csv", index=False)
+    figure = plot_optimizer_rounds(result, title="Score progression")
+    figure.savefig(out / "score_progression.png", dpi=100)
+    print(f"wrote {out / 'results.csv'}, {out / 'rounds.csv'}, {out / 'score_progression.png'}")
