@@ -20,6 +20,7 @@ from tnsai_eval.optimizer import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._racing import rung_sizes
+from tnsai_eval.optimizer._run import example_order
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy
@@ -92,7 +93,7 @@ def test_racing_compares_on_the_same_cases_and_halves(answers: dict[str, str]) -
         seed=3,
     )
     result = opt.optimize("P", cases(16))
-    order = opt._example_order(16)  # the seeded racing order
+    order = example_order(16, seed=3)  # the seeded racing order
     seen = {v.strategy: v for v in result.variants}
     first_rung = {f"q{i + 1}" for i in order[:4]}
     assert result.best_prompt == S.CHAIN_OF_THOUGHT.apply("P")
