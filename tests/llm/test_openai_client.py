@@ -183,13 +183,13 @@ def test_bad_input_raises_config_error_before_any_request(
         ({"max_concurrency": 0}, "max_concurrency"),
         ({"max_retries": -1}, "max_retries"),
         ({"backoff_base": float("inf")}, "backoff_base"),
+        ({"model": "  "}, "model"),
     ],
 )
 def test_bad_options_raise_config_error_naming_them(options: dict[str, Any], fragment: str) -> None:
+    settings: dict[str, Any] = {"model": "m", **options}
     with pytest.raises(ConfigError, match=fragment):
-        OpenAIClient("m", **options)
-    with pytest.raises(ConfigError, match="model"):
-        OpenAIClient("  ")
+        OpenAIClient(**settings)
 
 
 # -- reply parsing ---------------------------------------------------------------------
