@@ -1,7 +1,8 @@
 """``evaluate_prompt``: score one prompt on a set of cases, for regression tests.
 
-Each case's input is put into the prompt with the same template the
-``PromptOptimizer`` uses, sent to the model, and the reply is scored against the
+Each case's input is put into the prompt with the same template and call
+parameters the ``PromptOptimizer`` uses (so a score here means what it means
+there), sent to the model, and the reply is scored against the
 expected answer by an evaluator (``DefaultPromptEvaluator`` unless given). A
 case whose call fails scores nothing and is reported with its error; the
 other cases are still scored.
@@ -13,27 +14,27 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval.errors import ConfigError, LLMError
 from tnsai_eval.llm import LLMClient
+from tnsai_eval.optimizer import (
+    DEFAULT_CALL_PARAMS,
+    DEFAULT_TEMPLATE,
+    DefaultPromptEvaluator,
+    PromptEvaluator,
+    TestCase,
+)
 from tnsai_eval.reports import format_table
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from tnsai_eval.optimizer import PromptEvaluator, TestCase
 
 __all__ = ["CaseScore", "PromptEvaluation", "evaluate", "load_cases"]
 
 CasesInput: TypeAlias = (
     "str | os.PathLike[str] | Iterable[TestCase | tuple[str, str] | Mapping[str, Any]]"
 )
-
-# Used when the optimizer does not publish its template: the prompt, a blank
-# line, then the case input.
-_FALLBACK_TEMPLATE = "{prompt}\n\n{input}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,13 +142,10 @@ def _short(text: str, limit: int = 50) -> str:
 
 def load_cases(cases: CasesInput) -> list[TestCase]:
     """``TestCase``s from a dataset name or path, or an iterable of cases/pairs/mappings."""
-    from tnsai_eval.optimizer import TestCase
-
     if isinstance(cases, str | os.PathLike):
-        from tnsai_eval import datasets  # type: ignore[attr-defined,unused-ignore]
+        from tnsai_eval import datasets
 
-        loaded: Any = datasets.load(Path(cases) if isinstance(cases, os.PathLike) else cases)
-        return load_cases(loaded)
+        return datasets.load(cases)
     out: list[TestCase] = []
     for i, item in enumerate(cases):
         if isinstance(item, TestCase):
@@ -166,14 +164,6 @@ def load_cases(cases: CasesInput) -> list[TestCase]:
     return out
 
 
-def _template() -> str:
-    try:
-        from tnsai_eval.optimizer import DEFAULT_TEMPLATE  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return _FALLBACK_TEMPLATE
-    return str(DEFAULT_TEMPLATE)
-
-
 def evaluate(
     llm: LLMClient,
     prompt: str,
@@ -190,15 +180,13 @@ def evaluate(
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
     if evaluator is None:
-        from tnsai_eval.optimizer import DefaultPromptEvaluator
-
         evaluator = DefaultPromptEvaluator()
     elif not callable(getattr(evaluator, "evaluate", None)):
         raise ConfigError(
             f"evaluator must have evaluate(actual, expected) -> float, got {evaluator!r}"
         )
-    chosen = template or _template()
-    call_params = dict(params or {})
+    chosen = template or DEFAULT_TEMPLATE
+    call_params = dict(DEFAULT_CALL_PARAMS if params is None else params)
     resolved = load_cases(cases)
     judge: PromptEvaluator = evaluator
 

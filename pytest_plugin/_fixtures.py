@@ -208,6 +208,7 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
             max_iterations=spec.max_iterations,
             timeout=spec.timeout,
             stop_hook=spec.options.get("stop"),
+            chat_params=spec.options.get("chat_params"),
         )
         result = loop.execute(client, draft)
         run.results.append(result)

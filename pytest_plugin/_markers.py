@@ -59,6 +59,7 @@ _REFINE_ARGS: dict[str, str] = {
     "lint_check": "a shell command str",
     "llm_check": "a question str or a (question, threshold) pair",
     "stop": "a StopHook",
+    "chat_params": "a mapping of model call parameters (max_tokens, temperature...)",
 }
 
 
@@ -93,6 +94,7 @@ def refine_until(
     lint_check: str | None = None,
     llm_check: str | tuple[str, float] | None = None,
     stop: StopHook | None = None,
+    chat_params: Mapping[str, Any] | None = None,
 ) -> pytest.MarkDecorator:
     """Mark a test that refines a draft until these completion criteria pass.
 
@@ -114,6 +116,7 @@ def refine_until(
         "lint_check": lint_check,
         "llm_check": llm_check,
         "stop": stop,
+        "chat_params": chat_params,
     }
     defaults = {"max_iterations": 10, "timeout": 300.0, "valid_json": False}
     # Only what was given, so the mark reads like the call that made it.
@@ -246,7 +249,9 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
 
         if not isinstance(checks["stop"], StopHook):
             raise bad("stop")
-    if not any(k != "stop" for k in checks):
+    if "chat_params" in checks and not isinstance(checks["chat_params"], Mapping):
+        raise bad("chat_params")
+    if not any(k not in ("stop", "chat_params") for k in checks):
         raise MarkerError(
             "@refine_until needs at least one completion check (must_contain=, valid_json=, "
             "compiler_check=, ...); with none, every draft would pass unrefined"

@@ -118,19 +118,24 @@ class PluginOptions:
             found = values.get(key)
             return None if found is None else found[0]
 
-        root = config.rootpath
+        def path(key: str) -> Path | None:
+            # Like pytest's own options: a path on the command line is relative
+            # to where pytest was run, one in the ini file to the rootdir.
+            found = values.get(key)
+            if found is None or not found[0]:
+                return None
+            base = config.invocation_params.dir if found[1].startswith("--") else config.rootpath
+            return base / found[0]
+
         mode, source = _record_mode(values.get("tnsai_llm_record"))
-        store = get("tnsai_llm_store")
-        report = get("tnsai_report")
-        baseline = get("tnsai_baseline")
         return cls(
             base_url=get("tnsai_llm_base_url") or None,
             model=get("tnsai_llm_model") or None,
             record_mode=mode,
             record_mode_source=source,
-            store=root / (store or DEFAULT_STORE),
-            report=None if not report else root / report,
-            baseline=None if not baseline else root / baseline,
+            store=path("tnsai_llm_store") or config.rootpath / DEFAULT_STORE,
+            report=path("tnsai_report"),
+            baseline=path("tnsai_baseline"),
             tolerance=_number(values.get("tnsai_tolerance"), 0.05, float, "--tnsai-tolerance"),
             repeat=int(_number(values.get("tnsai_repeat"), 1, int, "--tnsai-repeat", minimum=1)),
         )
