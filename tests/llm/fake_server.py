@@ -205,9 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
             peer=int(self.client_address[1]),
         )
         owner = self.server.owner
-        step, wake = owner._begin(request)
+        routed = self.path.rstrip("/") == "/v1/chat/completions"
+        # Other paths are recorded too (a test may check where a client posted)
+        # but answered 404 without using up a scripted step.
+        step, wake = owner._begin(request, take_step=routed)
         try:
-            if self.path.rstrip("/") != "/v1/chat/completions":
+            if not routed:
                 self._send(404, b'{"error": {"message": "no such route"}}', {})
                 return
             if (step.delay and wake.wait(step.delay)) or not _pass_gate(step.gate, wake):
@@ -323,7 +326,7 @@ class FakeOpenAIServer:
 
     @property
     def requests(self) -> list[Recorded]:
-        """Chat-completion requests received since the last reset, in arrival order."""
+        """POST requests received since the last reset, in arrival order."""
         with self._lock:
             return list(self._requests)
 
@@ -339,12 +342,12 @@ class FakeOpenAIServer:
         with self._lock:
             return self._max_in_flight
 
-    def _begin(self, request: Recorded) -> tuple[Step, threading.Event]:
+    def _begin(self, request: Recorded, *, take_step: bool) -> tuple[Step, threading.Event]:
         with self._lock:
             self._requests.append(request)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
-            step = self._script.popleft() if self._script else self.default
+            step = self._script.popleft() if take_step and self._script else self.default
             return step, self._wake
 
     def _end(self) -> None:

@@ -585,6 +585,15 @@ def test_nobody_listening_is_a_connection_error() -> None:
     assert caught.value.attempts == 2
 
 
+def test_wrong_base_url_is_a_404_and_not_retried(fake_server: FakeOpenAIServer) -> None:
+    root = fake_server.base_url.removesuffix("/v1")
+    llm = OpenAIClient("m", base_url=root, **FAST)
+    with llm, pytest.raises(ClientRequestError, match="no such route") as caught:
+        llm.chat("x")
+    assert (caught.value.status, caught.value.attempts) == (404, 1)
+    assert [r.path for r in fake_server.requests] == ["/chat/completions"]
+
+
 def test_reply_without_usage(fake_server: FakeOpenAIServer, llm: OpenAIClient) -> None:
     fake_server.script(Step.ok("no counts", usage=False))
     completion = llm.chat("x")
