@@ -116,6 +116,9 @@ def test_all_evaluators_satisfy_the_protocol() -> None:
         ("It was written in 2024 and I give it 64", 0.64),
         ("Score: 150", 1.0),
         ("90", 0.9),
+        ("The answer is 100.", 1.0),  # what SmolLM2-135M actually replied once
+        ("Score: 85.", 0.85),
+        ("version 1.5 of 20", 0.015),
         ("no number here", None),
         ("", None),
     ],

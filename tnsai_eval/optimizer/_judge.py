@@ -24,7 +24,8 @@ _PATTERNS = (
     re.compile(r"(\d+(?:\.\d+)?)\s*/\s*100\b"),
     re.compile(r"(\d+(?:\.\d+)?)\s*%"),
 )
-_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?![\d.])")
+# A number not glued to other digits; a sentence's final period may follow it.
+_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?!\.?\d)")
 
 
 def parse_judge_score(reply: str) -> float | None:
