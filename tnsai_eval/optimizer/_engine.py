@@ -110,16 +110,15 @@ class Variant:
     def failed(self) -> int:
         return sum(1 for s in self.scores.values() if s is None)
 
-    def mean(self, cases: Sequence[int] | None = None) -> float | None:
-        """Mean score over ``cases`` (default: all attempted), failed ones left out.
+    def mean(self) -> float | None:
+        """Mean score over the attempted cases, failed ones left out.
 
         ``None`` when none was attempted; 0.0 when every attempted one failed,
         since nothing shows that the prompt works.
         """
-        keys = self.scores.keys() if cases is None else [c for c in cases if c in self.scores]
-        if not keys:
+        if not self.scores:
             return None
-        values = [s for s in (self.scores[c] for c in keys) if s is not None]
+        values = [s for s in self.scores.values() if s is not None]
         return math.fsum(values) / len(values) if values else 0.0
 
 

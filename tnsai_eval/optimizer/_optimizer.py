@@ -38,8 +38,9 @@ class PromptOptimizer:
       raises ``LLMError`` is left out of the mean and counted;
     * each round applies every candidate strategy to the current best prompt,
       then asks the model to rewrite the best prompt from its results on the
-      first three cases (``rewrite=False`` skips this); any variant scoring
-      higher than the best becomes the best (the first, on ties);
+      first three cases (``rewrite=False`` skips this; a failed or empty
+      rewrite adds no variant); any variant scoring higher than the best
+      becomes the best (the first, on ties);
     * the run stops when the best score reaches ``target_score``, after
       ``max_iterations`` rounds, or when the best scores after the last three
       rounds are within 0.01 of each other.
@@ -53,9 +54,10 @@ class PromptOptimizer:
     ``max_seconds`` bound the run (``result.stop_reason`` says which ended it);
     the budget covers the optimizer's own calls, not those an evaluator makes.
     ``seed`` fixes the racing order of the cases and which cases ``FEW_SHOT``
-    shows; with a deterministic client the same inputs give the same result,
-    call for call. ``progress`` receives a ``ProgressEvent`` after every scored
-    case and every round.
+    shows (the last ``few_shot_examples`` of that order, so that racing's
+    first rungs do not contain them); with a deterministic client the same
+    inputs give the same result, call for call. ``progress`` receives a
+    ``ProgressEvent`` after every scored case and every round.
 
     >>> from tnsai_eval.testing import ScriptedLLM
     >>> llm = ScriptedLLM(rules=[(r"only the answer", "Paris")], default="I think it is Paris.")
@@ -182,7 +184,7 @@ class PromptOptimizer:
         checked = _check_cases(cases, "cases")
         validation = _check_cases(validation_cases, "validation_cases", allow_empty=True)
         n = len({case.input for case in checked})
-        examples = [checked[i] for i in example_order(len(checked), self.seed)]
+        examples = [checked[i] for i in reversed(example_order(len(checked), self.seed))]
         first = sum(
             1
             for strategy in self.candidate_strategies

@@ -34,7 +34,7 @@ _CONVERGENCE_SPREAD = 0.01
 
 
 def example_order(n: int, seed: int) -> list[int]:
-    """The seeded order of the cases: racing scores them in it, FEW_SHOT shows its first."""
+    """The seeded order of the cases: racing scores them in it, FEW_SHOT shows its last."""
     order = list(range(n))
     random.Random(seed).shuffle(order)
     return order
@@ -55,7 +55,9 @@ class Run:
         self.cases = cases
         self.validation = validation
         self.order = example_order(len(cases), options.seed)
-        self.examples = [cases[i] for i in self.order]
+        # FEW_SHOT shows the *last* cases of the racing order: the early rungs,
+        # which decide most drops, are then not flattered by its own examples.
+        self.examples = [cases[i] for i in reversed(self.order)]
         self.budget = Budget(
             max_calls=options.max_calls,
             max_tokens=options.max_tokens,
