@@ -277,3 +277,16 @@ def test_optimize_works_inside_a_running_event_loop(four_cases: list[TestCase]) 
 def test_aoptimize(four_cases: list[TestCase]) -> None:
     opt = PromptOptimizer(ScriptedLLM(default="a1"))
     assert asyncio.run(opt.aoptimize("P", four_cases[:1])).calls == 1
+
+
+def test_few_shot_examples_come_from_the_end_of_the_racing_order() -> None:
+    opt = PromptOptimizer(
+        ScriptedLLM(default="x"), candidate_strategies=[S.FEW_SHOT], rewrite=False, seed=5
+    )
+    result = opt.optimize("P", cases(16))
+    prompt = result.variants[1].prompt
+    order = example_order(16, seed=5)
+    shown = [f"Input: q{i + 1}\n" for i in reversed(order[-3:])]
+    assert all(example in prompt for example in shown)
+    first_rung = [f"Input: q{i + 1}\n" for i in order[:4]]
+    assert not any(example in prompt for example in first_rung)
