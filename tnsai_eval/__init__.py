@@ -1,6 +1,11 @@
 """tnsai-eval: an evaluation harness for LLM prompts and agents.
 
-The public API is what ``__all__`` lists; everything else is private.
+The public API is what ``__all__`` lists; everything else is private. The four
+groups of the original module live in subpackages (``feedback``, ``norms``,
+``refinement``, ``optimizer``); every model call goes through ``tnsai_eval.llm``.
+Importing this package does not import pandas, matplotlib, ipywidgets or
+llama.cpp: those load when a DataFrame, a figure, a widget or the embedded model
+is first asked for.
 """
 
 from tnsai_eval.errors import (
@@ -18,27 +23,118 @@ from tnsai_eval.errors import (
     ServerError,
     TnsaiError,
 )
-from tnsai_eval.llm import Completion, LLMClient, Message, Usage
+from tnsai_eval.feedback import (
+    AdaptivePromptEnricher,
+    Agent,
+    Feedback,
+    FeedbackCollector,
+    FeedbackLearner,
+    FeedbackStore,
+    FeedbackType,
+    LearningResult,
+    LearningStrategy,
+)
+from tnsai_eval.llm import (
+    CachedLLM,
+    Completion,
+    LLMClient,
+    LocalLLM,
+    Message,
+    OpenAIClient,
+    RecordMode,
+    ResponseStore,
+    Usage,
+    default_llm,
+)
+from tnsai_eval.norms import (
+    CheckResult,
+    ConditionEvaluator,
+    NormEngine,
+    NormEntry,
+    NormType,
+    NormViolation,
+    norm,
+)
+from tnsai_eval.optimizer import (
+    ContainsEvaluator,
+    DefaultPromptEvaluator,
+    ExactMatchEvaluator,
+    LLMJudgeEvaluator,
+    OptimizationResult,
+    PromptEvaluator,
+    PromptOptimizer,
+    PromptStrategy,
+    TestCase,
+    TokenF1Evaluator,
+    suggest_strategies,
+)
+from tnsai_eval.refinement import (
+    CheckOutcome,
+    CompletionCriteria,
+    RefinementLoop,
+    RefinementResult,
+    RefinementStatus,
+    StopHook,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdaptivePromptEnricher",
+    "Agent",
     "BadResponseError",
+    "CachedLLM",
+    "CheckOutcome",
+    "CheckResult",
     "ClientRequestError",
     "Completion",
+    "CompletionCriteria",
     "ConditionError",
+    "ConditionEvaluator",
     "ConfigError",
+    "ContainsEvaluator",
     "DatasetError",
+    "DefaultPromptEvaluator",
+    "ExactMatchEvaluator",
+    "Feedback",
+    "FeedbackCollector",
+    "FeedbackLearner",
+    "FeedbackStore",
+    "FeedbackType",
     "LLMClient",
     "LLMConnectionError",
     "LLMError",
+    "LLMJudgeEvaluator",
     "LLMTimeoutError",
+    "LearningResult",
+    "LearningStrategy",
+    "LocalLLM",
     "LocalModelUnavailable",
     "Message",
+    "NormEngine",
+    "NormEntry",
+    "NormType",
+    "NormViolation",
+    "OpenAIClient",
+    "OptimizationResult",
+    "PromptEvaluator",
+    "PromptOptimizer",
+    "PromptStrategy",
     "RateLimitError",
+    "RecordMode",
+    "RefinementLoop",
+    "RefinementResult",
+    "RefinementStatus",
     "ReplayMissError",
+    "ResponseStore",
     "ServerError",
+    "StopHook",
+    "TestCase",
     "TnsaiError",
+    "TokenF1Evaluator",
     "Usage",
     "__version__",
+    "default_llm",
+    "norm",
+    "suggest_strategies",
 ]
