@@ -11,8 +11,10 @@ sent and the best score each reached, and the ratio racing / exhaustive
 Both runs go through one memo below the optimizers, so a request the first run
 already sent is answered from memory in the second: with a deterministic
 model (temperature 0) this changes no reply, and it roughly halves the wall
-time. Each optimizer still counts every call it sends, so the call figures
-are exactly what each search would cost on its own.
+time. ``--store DIR`` keeps that memo on disk (a ``ResponseStore`` in record
+mode), so a second run of the benchmark replays instead of calling the model.
+Each optimizer still counts every call it sends, so the call figures are
+exactly what each search would cost on its own.
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from typing import Any
 
 from tnsai_eval import datasets
 from tnsai_eval._cli_optimize import DEFAULT_PROMPTS, DEFAULT_STRATEGIES
-from tnsai_eval.llm import Completion, LLMClient, MessagesInput, default_llm, normalize_messages
+from tnsai_eval.llm import (
+    CachedLLM,
+    Completion,
+    LLMClient,
+    MessagesInput,
+    ResponseStore,
+    default_llm,
+    normalize_messages,
+)
 from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer
 
 DATASETS = "capitals,sentiment,arithmetic,formal_tone,json_extraction"
@@ -73,9 +83,14 @@ def main() -> None:
     parser.add_argument("--strategies", default=DEFAULT_STRATEGIES)
     parser.add_argument("--reply-tokens", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--store", help="keep replies in this directory across runs")
+    parser.add_argument("--verbose", action="store_true", help="print every variant")
     args = parser.parse_args()
 
-    memo = Memo(default_llm())
+    model = default_llm()
+    if args.store:
+        model = CachedLLM(model, ResponseStore(args.store), mode="record")
+    memo = Memo(model)
     header = (
         f"{'dataset':<16} {'cases':>5} {'search':<10} {'calls':>5} {'initial':>7} "
         f"{'best':>6} {'rounds':>6}  stop"
@@ -98,6 +113,14 @@ def main() -> None:
                 f"{result.stop_reason.value}",
                 flush=True,
             )
+            if args.verbose:
+                for v in result.variants:
+                    score = v.score if v.score is not None else v.partial_score
+                    shown = "-" if score is None else f"{score:.3f}"
+                    print(
+                        f"    v{v.id} r{v.round} {v.strategy:<12} {v.status.value:<10} "
+                        f"cases={v.cases_scored:<3} score={shown}"
+                    )
         exhaustive, racing = results["exhaustive"], results["racing"]
         same += abs(racing.score - exhaustive.score) < 1e-9
         print(
@@ -108,7 +131,7 @@ def main() -> None:
     print(
         f"total calls: exhaustive {totals['exhaustive']}, racing {totals['racing']} "
         f"(ratio {totals['racing'] / max(1, totals['exhaustive']):.2f}); same best score on "
-        f"{same}/{len(names)} datasets; {memo.model_calls} model calls after the memo, "
+        f"{same}/{len(names)} datasets; {memo.model_calls} calls past the memo, "
         f"{time.perf_counter() - started:.0f} s"
     )
 
