@@ -38,6 +38,9 @@ def execute(path: Path, *, timeout: int) -> float:
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
+    for cell in notebook.cells:
+        # Timestamps would make every re-run a diff of an unchanged notebook.
+        cell.get("metadata", {}).pop("execution", None)
     nbformat.write(notebook, path)
     return elapsed
 

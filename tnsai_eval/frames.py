@@ -88,10 +88,11 @@ OPTIMIZER_CASE_COLUMNS = (
 )
 
 #: ``variant_scores``: one row per (round, variant). ``score`` is the mean over
-#: the cases scored; ``cases`` how many were scored; ``calls`` how many replies
-#: were not cached; ``tokens`` their sum; ``best`` whether the variant holds the
-#: highest score seen so far (ties go to the earlier one, as in the optimizer).
-VARIANT_COLUMNS = ("round", "variant", "strategy", "score", "cases", "calls", "tokens", "best")
+#: the cases scored; ``cases`` how many were scored; ``cached`` how many of their
+#: replies came from a cache or a response store; ``tokens`` the rows' tokens;
+#: ``best`` whether the variant holds the highest score seen so far (ties go to
+#: the earlier one, as in the optimizer).
+VARIANT_COLUMNS = ("round", "variant", "strategy", "score", "cases", "cached", "tokens", "best")
 
 #: ``leaderboard``: one row per variant scored, best first; ``rank`` from 1,
 #: ``variant`` the variant's id (0 = the initial prompt), ``status`` scored,
@@ -219,19 +220,14 @@ def variant_scores(result: object) -> pd.DataFrame:
     if "split" in cases.columns:
         # Validation rows report on the winner; they never compete in a round.
         cases = cases[cases["split"].fillna("train") == "train"]
-    # Only live calls cost anything: a cached reply is free.
-    live = ~cases["cached"].astype(bool)
-    work = cases.assign(
-        _calls=live.astype(int),
-        _tokens=cases["tokens"].fillna(0).where(live, 0),
-    )
+    work = cases.assign(_cached=cases["cached"].astype(bool).astype(int))
     grouped = work.groupby(["round", "variant"], sort=False, dropna=False)
     out = grouped.agg(
         strategy=("strategy", "first"),
         score=("score", "mean"),
         cases=("score", "count"),
-        calls=("_calls", "sum"),
-        tokens=("_tokens", "sum"),
+        cached=("_cached", "sum"),
+        tokens=("tokens", "sum"),
     ).reset_index()
     out["tokens"] = out["tokens"].astype(int)
     best: list[bool] = []

@@ -379,20 +379,17 @@ def plot_report_scores(report: pd.DataFrame, *, title: str = "Scores by test") -
     return fig
 
 
-def _cost_frame(result: object) -> pd.DataFrame:
-    if isinstance(result, pd.DataFrame) and {"round", "calls", "tokens"} <= set(result.columns):
-        return result.groupby("round", sort=True)[["calls", "tokens"]].sum().reset_index()
-    scores = frames.variant_scores(result)
-    return scores.groupby("round", sort=True)[["calls", "tokens"]].sum().reset_index()
-
-
 def plot_cost_per_round(result: object, *, title: str = "Cost per round") -> Figure:
-    """Model calls (left) and tokens (right) spent per round; cached replies cost nothing.
+    """Model calls (left) and tokens (right) per round.
 
-    ``result`` is an ``OptimizationResult``, its case frame, or any frame with
-    ``round``, ``calls`` and ``tokens`` columns (summed per round).
+    ``result`` is an ``OptimizationResult`` (its ``rounds_dataframe()``: the
+    calls the optimizer sent, rewrite requests included and replies reused
+    within the run excluded) or any frame with ``round``, ``calls`` and
+    ``tokens`` columns (summed per round).
     """
-    cost = _cost_frame(result)
+    rounds = frames.optimizer_rounds(result)
+    frames.require_columns(rounds, ("round", "calls", "tokens"), what="cost frame")
+    cost = rounds.groupby("round", sort=True)[["calls", "tokens"]].sum().reset_index()
     fig = Figure(figsize=(7.0, 3.0), layout="constrained")
     calls_ax, tokens_ax = fig.subplots(1, 2)
     calls_ax.bar(cost["round"], cost["calls"], color=_CURRENT_COLOR)

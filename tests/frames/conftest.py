@@ -62,7 +62,14 @@ class FakeOptimization:
         return self._frame.copy()
 
     def rounds_dataframe(self) -> pd.DataFrame:
-        return pd.DataFrame({"round": [0, 1, 2], "best_score": [0.25, 0.75, 1.0]})
+        return pd.DataFrame(
+            {
+                "round": [0, 1, 2],
+                "best_score": [0.25, 0.75, 1.0],
+                "calls": [2, 5, 0],
+                "tokens": [21, 60, 0],
+            }
+        )
 
 
 @pytest.fixture

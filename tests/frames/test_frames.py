@@ -34,9 +34,8 @@ def test_variant_scores_means_costs_and_best(optimization: FakeOptimization) -> 
     assert list(out["round"]) == [0, 1, 1, 2]
     assert list(out["score"]) == [0.25, 0.75, 0.25, 1.0]
     assert list(out["cases"]) == [2, 2, 2, 2]
-    # Round 2 came from the cache: no calls, no tokens.
-    assert list(out["calls"]) == [2, 2, 2, 0]
-    assert list(out["tokens"]) == [21, 21, 21, 0]
+    assert list(out["cached"]) == [0, 0, 0, 2]
+    assert list(out["tokens"]) == [21, 21, 21, 21]
     assert list(out["best"]) == [True, True, False, True]
 
 

@@ -140,14 +140,17 @@ def test_report_trend_one_line_per_test_with_gaps() -> None:
 def test_cost_per_round_bars(optimization: FakeOptimization) -> None:
     fig = plots.plot_cost_per_round(optimization)
     calls_ax, tokens_ax = fig.axes
-    assert [b.get_height() for b in calls_ax.patches] == [2, 4, 0]
-    assert [b.get_height() for b in tokens_ax.patches] == [21, 42, 0]
+    # From rounds_dataframe(): what the optimizer sent, rewrite requests included.
+    assert [b.get_height() for b in calls_ax.patches] == [2, 5, 0]
+    assert [b.get_height() for b in tokens_ax.patches] == [21, 60, 0]
     assert (calls_ax.get_ylabel(), tokens_ax.get_ylabel()) == ("calls", "tokens")
-    assert "6 calls, 63 tokens" in fig.get_suptitle()
+    assert "7 calls, 81 tokens" in fig.get_suptitle()
     direct = plots.plot_cost_per_round(
         pd.DataFrame({"round": [1, 1, 2], "calls": [1, 2, 3], "tokens": [5, 5, 7]})
     )
     assert [b.get_height() for b in direct.axes[0].patches] == [3, 3]
+    with pytest.raises(ConfigError, match="'calls'"):
+        plots.plot_cost_per_round(pd.DataFrame({"round": [1], "tokens": [5]}))
 
 
 def test_to_png_is_a_png() -> None:
