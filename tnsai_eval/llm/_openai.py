@@ -7,7 +7,6 @@ vLLM, Ollama, the llama.cpp server, LM Studio.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import os
@@ -20,20 +19,12 @@ from typing import Any
 
 import httpx
 
-from tnsai_eval.errors import (
-    BadResponseError,
-    ClientRequestError,
-    ConfigError,
-    LLMConnectionError,
-    LLMError,
-    LLMTimeoutError,
-    RateLimitError,
-    ServerError,
-)
+from tnsai_eval.errors import ConfigError, LLMError
+from tnsai_eval.llm._failures import REDACTED, Secret, reply_error, request_error, status_error
 from tnsai_eval.llm._pools import AsyncPools, SyncPools, pool_limits, split_slots
-from tnsai_eval.llm._retry import RetryPolicy, is_retryable_status, parse_retry_after
+from tnsai_eval.llm._retry import RetryPolicy
 from tnsai_eval.llm._types import Completion, MessagesInput
-from tnsai_eval.llm._wire import ReplyProblem, decode_completion, encode_request, error_text
+from tnsai_eval.llm._wire import ReplyProblem, decode_completion, encode_request
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIClient"]
 
@@ -42,24 +33,6 @@ logger = logging.getLogger("tnsai_eval.llm")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _KEY_ENV = "TNSAI_LLM_API_KEY"
 _OPENAI_KEY_ENV = "OPENAI_API_KEY"
-# How much of an error body goes into an exception message.
-_DETAIL_CHARS = 300
-_REDACTED = "***"
-
-
-class _Secret:
-    """Holds the API key so that no repr, ``vars()`` dump or log shows it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return _REDACTED
 
 
 class OpenAIClient:
@@ -141,7 +114,7 @@ class OpenAIClient:
         )
         self._max_concurrency = max_concurrency
         key = _resolve_key(api_key, self._base_url)
-        self._key = _Secret(key) if key else None
+        self._key = Secret(key) if key else None
         # The Authorization header is added only when a pool is built, inside
         # httpx.Headers (whose repr masks it), so no attribute of ours holds it.
         self._headers = {"User-Agent": "tnsai-eval", "Content-Type": "application/json"}
@@ -171,7 +144,7 @@ class OpenAIClient:
         return self._max_concurrency
 
     def __repr__(self) -> str:
-        key = repr(_REDACTED) if self._key is not None else "None"
+        key = repr(REDACTED) if self._key is not None else "None"
         return f"OpenAIClient(model={self._model!r}, base_url={self._base_url!r}, api_key={key})"
 
     # -- calls -------------------------------------------------------------------------
@@ -266,16 +239,10 @@ class OpenAIClient:
         with self._lock:
             self._check_open()
             if self._sync is None:
-                headers, verify = self._pool_headers(), self._ssl_context()
+                options = self._pool_options()
                 self._sync = SyncPools(
                     self._slots,
-                    lambda slots: httpx.Client(
-                        headers=headers,
-                        verify=verify,
-                        timeout=self._timeout,
-                        limits=pool_limits(slots),
-                        transport=transport,
-                    ),
+                    lambda slots: httpx.Client(limits=pool_limits(slots), **options),
                 )
             return self._sync
 
@@ -300,33 +267,30 @@ class OpenAIClient:
                 # them and their sockets instead of keeping one set per run.
                 for ended in [old for old in self._async if old.is_closed()]:
                     del self._async[ended]
-                headers, verify = self._pool_headers(), self._ssl_context()
+                options = self._pool_options()
                 pools = AsyncPools(
                     self._slots,
-                    lambda slots: httpx.AsyncClient(
-                        headers=headers,
-                        verify=verify,
-                        timeout=self._timeout,
-                        limits=pool_limits(slots),
-                        transport=transport,
-                    ),
+                    lambda slots: httpx.AsyncClient(limits=pool_limits(slots), **options),
                 )
                 self._async[loop] = pools
             return pools
 
-    def _ssl_context(self) -> ssl.SSLContext:
-        # Built once and shared by every pool: each build loads the CA bundle
-        # (tens of ms), which httpx would otherwise repeat per pool. Called
-        # with self._lock held.
+    def _pool_options(self) -> dict[str, Any]:
+        """Keyword arguments shared by every httpx client. Called with self._lock held."""
+        # The SSL context is built once and shared by every pool: each build
+        # loads the CA bundle (tens of ms), which httpx would otherwise repeat
+        # per pool.
         if self._ssl is None:
             self._ssl = httpx.create_ssl_context()
-        return self._ssl
-
-    def _pool_headers(self) -> httpx.Headers:
         headers = httpx.Headers(self._headers)
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
-        return headers
+        return {
+            "headers": headers,
+            "verify": self._ssl,
+            "timeout": self._timeout,
+            "transport": self._transport,
+        }
 
     def _check_open(self) -> None:
         if self._closed:
@@ -335,59 +299,18 @@ class OpenAIClient:
     def _outcome(
         self, response: httpx.Response, model: str, attempt: int, started: float
     ) -> Completion | LLMError:
-        status = response.status_code
-        if 200 <= status < 300:
-            return self._parse(response, model, attempt, time.perf_counter() - started)
-        retryable = is_retryable_status(status)
-        cls: type[LLMError]
-        if status == 429:
-            cls = RateLimitError
-        elif retryable:
-            cls = ServerError
-        elif 400 <= status < 500:
-            cls = ClientRequestError
-        else:
-            cls = BadResponseError
-        return cls(
-            f"{self._url} answered HTTP {status}: {self._detail(response)}",
-            status=status,
-            model=model,
-            attempts=attempt,
-            retryable=retryable,
-            retry_after=parse_retry_after(response.headers) if retryable else None,
-        )
-
-    def _parse(
-        self, response: httpx.Response, model: str, attempt: int, latency: float
-    ) -> Completion | LLMError:
+        if not 200 <= response.status_code < 300:
+            return status_error(self._url, response, model=model, attempt=attempt, key=self._key)
+        latency = time.perf_counter() - started
         try:
             return decode_completion(response.content, model=model, latency_s=latency)
         except ReplyProblem as problem:
-            status = response.status_code
-            return BadResponseError(
-                f"{self._url} answered HTTP {status} but {self._snippet(str(problem))}",
-                status=response.status_code,
-                model=model,
-                attempts=attempt,
+            return reply_error(
+                self._url, response, problem, model=model, attempt=attempt, key=self._key
             )
 
     def _request_failure(self, exc: httpx.RequestError, model: str, attempt: int) -> LLMError:
-        cls: type[LLMError]
-        if isinstance(exc, httpx.TimeoutException):
-            cls = LLMTimeoutError
-        elif isinstance(exc, httpx.TransportError):
-            cls = LLMConnectionError
-        else:  # DecodingError: a body httpx could not decompress or decode
-            cls = BadResponseError
-        detail = self._snippet(str(exc)) or "no detail"
-        error = cls(
-            f"POST {self._url} failed: {type(exc).__name__}: {detail}",
-            model=model,
-            attempts=attempt,
-            retryable=cls is not BadResponseError,
-        )
-        error.__cause__ = exc
-        return error
+        return request_error(self._url, exc, model=model, attempt=attempt, key=self._key)
 
     def _wait_or_raise(self, error: LLMError) -> float:
         """Seconds to wait before the next attempt, or raise ``error`` if there is none."""
@@ -402,20 +325,6 @@ class OpenAIClient:
             error,
         )
         return delay
-
-    def _detail(self, response: httpx.Response) -> str:
-        try:
-            data = json.loads(response.content)
-        except ValueError:
-            return self._snippet(response.text) or "(empty body)"
-        return self._snippet(error_text(data) if isinstance(data, dict) else response.text)
-
-    def _snippet(self, text: str) -> str:
-        """Shortened and with the API key scrubbed: servers sometimes echo it back."""
-        if self._key is not None:
-            text = text.replace(self._key.reveal(), _REDACTED)
-        text = " ".join(text.split())
-        return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
 
 
 def _check_base_url(base_url: str) -> str:

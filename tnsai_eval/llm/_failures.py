@@ -1,0 +1,140 @@
+"""How ``OpenAIClient`` turns failed attempts into typed ``LLMError``s.
+
+Pure functions (no I/O, no sleeping), shared by the sync and async paths: an
+HTTP status, an unusable 2xx body or an httpx transport failure becomes the
+``LLMError`` subclass the client documents, carrying the status, the model,
+the attempt number and whether it is worth retrying. Every message is
+shortened and has the API key scrubbed out, because servers sometimes echo
+the key back in an error body.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from tnsai_eval.errors import (
+    BadResponseError,
+    ClientRequestError,
+    LLMConnectionError,
+    LLMError,
+    LLMTimeoutError,
+    RateLimitError,
+    ServerError,
+)
+from tnsai_eval.llm._retry import is_retryable_status, parse_retry_after
+from tnsai_eval.llm._wire import ReplyProblem, error_text
+
+__all__ = ["REDACTED", "Secret", "reply_error", "request_error", "scrub", "status_error"]
+
+REDACTED = "***"
+# How much of an error body goes into an exception message.
+_DETAIL_CHARS = 300
+
+
+class Secret:
+    """Holds the API key so that no repr, ``vars()`` dump or log shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The key itself, for the Authorization header and for scrubbing."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return REDACTED
+
+
+def scrub(text: str, key: Secret | None) -> str:
+    """``text`` on one line, at most 300 characters, with the key replaced by ``***``.
+
+    >>> scrub("bad key sk-123\\n  try again", Secret("sk-123"))
+    'bad key *** try again'
+    """
+    if key is not None:
+        text = text.replace(key.reveal(), REDACTED)
+    text = " ".join(text.split())
+    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
+
+
+def status_error(
+    url: str, response: httpx.Response, *, model: str, attempt: int, key: Secret | None
+) -> LLMError:
+    """The error for a non-2xx reply: 429 rate limit, other retryable statuses
+    (408, 409, 5xx) server errors, other 4xx client errors, anything else a bad
+    response. Retryable ones carry the server's ``retry-after`` hint."""
+    status = response.status_code
+    retryable = is_retryable_status(status)
+    cls: type[LLMError]
+    if status == 429:
+        cls = RateLimitError
+    elif retryable:
+        cls = ServerError
+    elif 400 <= status < 500:
+        cls = ClientRequestError
+    else:
+        cls = BadResponseError
+    return cls(
+        f"{url} answered HTTP {status}: {_detail(response, key)}",
+        status=status,
+        model=model,
+        attempts=attempt,
+        retryable=retryable,
+        retry_after=parse_retry_after(response.headers) if retryable else None,
+    )
+
+
+def reply_error(
+    url: str,
+    response: httpx.Response,
+    problem: ReplyProblem,
+    *,
+    model: str,
+    attempt: int,
+    key: Secret | None,
+) -> BadResponseError:
+    """The error for a 2xx reply whose body is not a usable completion (not retried)."""
+    status = response.status_code
+    return BadResponseError(
+        f"{url} answered HTTP {status} but {scrub(str(problem), key)}",
+        status=status,
+        model=model,
+        attempts=attempt,
+    )
+
+
+def request_error(
+    url: str, exc: httpx.RequestError, *, model: str, attempt: int, key: Secret | None
+) -> LLMError:
+    """The error for a request that got no reply: timeouts and connection
+    failures are retryable; a body httpx could not decode is not."""
+    cls: type[LLMError]
+    if isinstance(exc, httpx.TimeoutException):
+        cls = LLMTimeoutError
+    elif isinstance(exc, httpx.TransportError):
+        cls = LLMConnectionError
+    else:  # DecodingError: a body httpx could not decompress or decode
+        cls = BadResponseError
+    detail = scrub(str(exc), key) or "no detail"
+    error = cls(
+        f"POST {url} failed: {type(exc).__name__}: {detail}",
+        model=model,
+        attempts=attempt,
+        retryable=cls is not BadResponseError,
+    )
+    error.__cause__ = exc
+    return error
+
+
+def _detail(response: httpx.Response, key: Secret | None) -> str:
+    # OpenAI-style servers put the reason in {"error": {"message": ...}}; show
+    # that rather than the whole JSON, and the raw text for anything else.
+    try:
+        data = json.loads(response.content)
+    except ValueError:
+        return scrub(response.text, key) or "(empty body)"
+    return scrub(error_text(data) if isinstance(data, dict) else response.text, key)
