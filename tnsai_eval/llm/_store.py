@@ -125,19 +125,18 @@ class StoredRequest:
 class ResponseStore:
     """A directory of recorded replies, one reviewable JSON file per request.
 
-        Safe with several processes (pytest-xdist workers) writing at once, and
-        never corrupted by a writer killed mid-way. Usually used through
-        ``CachedLLM``.
+    Safe with several processes (pytest-xdist workers) writing at once, and
+    never corrupted by a writer killed mid-way. Usually used through
+    ``CachedLLM``.
 
-        >>> import tempfile
-    import time
-        >>> store = ResponseStore(tempfile.mkdtemp())
-        >>> req = StoredRequest.build("smol", "What is 2+2?")
-        >>> _ = store.put(req, Completion(text="4"))
-        >>> store.get(req.key).text, store.get(req.key).cached
-        ('4', True)
-        >>> len(store)
-        1
+    >>> import tempfile
+    >>> store = ResponseStore(tempfile.mkdtemp())
+    >>> req = StoredRequest.build("smol", "What is 2+2?")
+    >>> _ = store.put(req, Completion(text="4"))
+    >>> store.get(req.key).text, store.get(req.key).cached
+    ('4', True)
+    >>> len(store)
+    1
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
