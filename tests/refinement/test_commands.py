@@ -44,7 +44,7 @@ def test_compiler_message_reaches_the_revision_prompt() -> None:
     assert "## Failed checks (1 of 1)" in call.prompt
     assert "SyntaxError" in call.prompt
     assert "def add(a, b)\n    return a + b" in call.prompt
-    assert result.metrics.score_progression == (0.0, 1.0)
+    assert result.metrics.score_progression == [0.0, 1.0]
 
 
 def test_test_command_and_lint_check_pass_on_exit_zero() -> None:

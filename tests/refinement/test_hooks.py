@@ -122,7 +122,7 @@ def test_on_compile_success_stops_a_loop_once_the_code_compiles() -> None:
     result = loop.execute(llm, "x = (\n")
     assert result.status is RefinementStatus.STOPPED
     assert result.final_output == "x = 1\n"
-    assert result.metrics.score_progression == (0.0, 0.5)
+    assert result.metrics.score_progression == [0.0, 0.5]
     assert len(llm.calls) == 1
 
 

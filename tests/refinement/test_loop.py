@@ -43,7 +43,7 @@ def test_success_without_a_call_when_the_draft_passes() -> None:
     assert result.status is RefinementStatus.SUCCESS
     assert result.is_success
     assert (result.iteration_count, result.final_score) == (1, 1.0)
-    assert result.metrics.score_progression == (1.0,)
+    assert result.metrics.score_progression == [1.0]
     assert llm.calls == []
     assert result.reason == "all 2 checks passed"
 
@@ -54,7 +54,7 @@ def test_success_after_revisions_and_the_revision_prompt() -> None:
     assert result.status is RefinementStatus.SUCCESS
     assert result.final_output == '{"name": "Ada"}'
     assert result.iteration_count == 3
-    assert result.metrics.score_progression == (0.0, 0.5, 1.0)
+    assert result.metrics.score_progression == [0.0, 0.5, 1.0]
     assert result.metrics.total_iterations == 3
     first, second = (call.prompt for call in llm.calls)
     assert TASK in first
@@ -77,7 +77,7 @@ def test_max_iterations_returns_the_last_reply_unchecked() -> None:
     assert result.final_output == "still wrong"
     assert result.iteration_count == 2
     assert len(llm.calls) == 2
-    assert result.metrics.score_progression == (0.0, 0.5)
+    assert result.metrics.score_progression == [0.0, 0.5]
     assert result.final_score == 0.5  # of the last *checked* output
     assert (result.best_output, result.best_score) == ("{}", 0.5)
     assert result.iterations[-1].revision == "still wrong"
@@ -129,7 +129,7 @@ def test_error_later_keeps_the_last_output() -> None:
     result = RefinementLoop(TASK, json_criteria()).execute(llm, "draft")
     assert result.status is RefinementStatus.ERROR
     assert result.final_output == "{}"
-    assert result.metrics.score_progression == (0.0, 0.5)
+    assert result.metrics.score_progression == [0.0, 0.5]
 
 
 def test_a_chat_that_returns_neither_text_nor_completion_is_an_error() -> None:
@@ -234,7 +234,7 @@ def test_repeated_output_is_not_an_improvement() -> None:
     loop = RefinementLoop(TASK, criteria, stop_hook=StopHook.on_no_improvement(2))
     result = loop.execute(llm, "A")
     assert result.status is RefinementStatus.STOPPED
-    assert result.metrics.score_progression == (0.0, 0.0, 0.5)
+    assert result.metrics.score_progression == [0.0, 0.0, 0.5]
     third = result.iterations[2]
     assert (third.output, third.repeated, third.improved) == ("A", True, False)
     assert len(llm.calls) == 2

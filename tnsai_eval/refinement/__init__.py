@@ -5,7 +5,7 @@
 >>> llm = ScriptedLLM(['```json\\n{"id": 7}\\n```'])
 >>> result = RefinementLoop("Write the record as JSON.", criteria).execute(llm, "id: 7")
 >>> result.status.name, result.metrics.score_progression, result.final_output
-('SUCCESS', (0.0, 1.0), '{"id": 7}')
+('SUCCESS', [0.0, 1.0], '{"id": 7}')
 
 See ``CompletionCriteria`` for the checks (and the order they run in: string,
 regex, JSON and count checks, then custom predicates, then commands, then judge
@@ -30,6 +30,17 @@ first block) it turns ``name: Alice, age: 30`` into JSON that passes
 ``valid_json`` and ``must_contain`` in one revision (tests/refinement/
 test_local_model.py); with the default parser the sentence fails
 ``valid_json``.
+
+Where this package reads API.md in a particular way:
+
+* ``StopHook.on_score_above(t)`` fires at ``score >= t`` (inclusive, despite
+  the name), so that ``on_score_above(1.0)`` can fire at all.
+* ``RefinementMetrics.score_progression`` is a ``list`` as API.md says, built
+  afresh from the record's ``scores`` tuple on each access: the record stays
+  frozen and a caller who mutates the list changes nothing.
+  ``total_iterations`` and ``final_score`` are derived from ``scores`` too.
+* ``llm_check`` before ``with_llm`` raises ``ConfigError`` at the
+  ``llm_check`` call, not at ``build()``.
 """
 
 from tnsai_eval.refinement._checks import Check, CheckKind, CheckOutcome, Verdict

@@ -1,4 +1,10 @@
-"""Stop hooks: end a refinement loop early (status ``STOPPED``)."""
+"""Stop hooks: end a refinement loop early (status ``STOPPED``).
+
+A hook sees a ``LoopState`` after each checked output that did not pass every
+check (a passing one ends the run with ``SUCCESS`` first).
+``on_score_above(t)`` is inclusive (``score >= t``): with the exclusive
+reading ``on_score_above(1.0)`` could never fire.
+"""
 
 from __future__ import annotations
 

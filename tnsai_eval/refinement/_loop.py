@@ -71,7 +71,7 @@ class RefinementLoop:
     >>> llm = ScriptedLLM(['{"id": 1}'])
     >>> result = RefinementLoop("Emit a JSON record", criteria).execute(llm, "id=1")
     >>> result.status, result.metrics.score_progression
-    (<RefinementStatus.SUCCESS: 'success'>, (0.0, 1.0))
+    (<RefinementStatus.SUCCESS: 'success'>, [0.0, 1.0])
     """
 
     def __init__(
@@ -255,13 +255,10 @@ class _Run:
         error: BaseException | None = None,
     ) -> RefinementResult:
         elapsed = max(0.0, self.loop._clock() - self.started)
-        progression = tuple(r.score for r in self.records)
         metrics = RefinementMetrics(
-            total_iterations=len(self.records),
             total_duration_ms=elapsed * 1000.0,
             total_tokens=self.tokens,
-            score_progression=progression,
-            final_score=progression[-1] if progression else 0.0,
+            scores=tuple(r.score for r in self.records),
             tokens_estimated=self.estimated,
         )
         return RefinementResult(

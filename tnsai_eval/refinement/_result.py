@@ -74,18 +74,38 @@ class IterationRecord:
 class RefinementMetrics:
     """Totals of a run.
 
-    ``score_progression`` has one score per checked output. ``total_tokens``
-    counts revision calls and judge (``llm_check``) calls: what the client
-    reported when nonzero, else an estimate; ``tokens_estimated`` says whether
-    any revision call had to be estimated.
+    ``scores`` has one score per checked output, oldest first; it is stored as
+    a tuple so that the record stays immutable, and ``score_progression``
+    returns it as a fresh ``list`` (the type API.md names; mutating it changes
+    nothing here). ``total_iterations`` and ``final_score`` are derived from
+    it. ``total_tokens`` counts revision calls and judge (``llm_check``) calls:
+    what the client reported when nonzero, else an estimate;
+    ``tokens_estimated`` says whether any revision call had to be estimated.
+
+    >>> metrics = RefinementMetrics(total_duration_ms=12.0, total_tokens=40, scores=(0.0, 0.5))
+    >>> metrics.score_progression, metrics.total_iterations, metrics.final_score
+    ([0.0, 0.5], 2, 0.5)
     """
 
-    total_iterations: int
     total_duration_ms: float
     total_tokens: int
-    score_progression: tuple[float, ...]
-    final_score: float
+    scores: tuple[float, ...]
     tokens_estimated: bool = False
+
+    @property
+    def score_progression(self) -> list[float]:
+        """The score of each checked output, oldest first (a new list each time)."""
+        return list(self.scores)
+
+    @property
+    def total_iterations(self) -> int:
+        """How many outputs were checked."""
+        return len(self.scores)
+
+    @property
+    def final_score(self) -> float:
+        """The score of the last checked output (0.0 when none was checked)."""
+        return self.scores[-1] if self.scores else 0.0
 
 
 @dataclass(frozen=True, slots=True)
