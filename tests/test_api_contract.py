@@ -246,7 +246,7 @@ def test_on_score_above_fires_at_the_threshold_itself() -> None:
 
 
 def _modules(*packages: str) -> Sequence[str]:
-    names: list[str] = ["tnsai_eval.testing"]
+    names: list[str] = ["tnsai_eval.testing", "tnsai_eval._enums"]
     for package in packages:
         module = importlib.import_module(package)
         names.append(package)

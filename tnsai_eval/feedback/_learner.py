@@ -82,6 +82,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from tnsai_eval._enums import parse_member
 from tnsai_eval.errors import ConfigError, LLMError
 from tnsai_eval.feedback._store import FeedbackStore
 from tnsai_eval.feedback._types import Feedback, FeedbackType
@@ -105,15 +106,7 @@ class LearningStrategy(Enum):
     @classmethod
     def parse(cls, value: LearningStrategy | str) -> LearningStrategy:
         """The member named ``value`` in any case; ``ConfigError`` otherwise."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            try:
-                return cls(value.strip().lower())
-            except ValueError:
-                pass
-        choices = ", ".join(member.value for member in cls)
-        raise ConfigError(f"unknown learning strategy {value!r}; expected one of {choices}")
+        return parse_member(cls, value, what="learning strategy")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from tnsai_eval._enums import parse_member
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["Feedback", "FeedbackType"]
@@ -34,20 +35,7 @@ class FeedbackType(Enum):
         Raises ``ConfigError`` (a ``ValueError``) naming the value and the
         accepted names for anything else.
         """
-        if isinstance(value, cls):
-            return value
-        choices = ", ".join(member.value for member in cls)
-        if not isinstance(value, str):
-            raise ConfigError(
-                f"feedback type must be a FeedbackType or one of {choices}; "
-                f"got {type(value).__name__} {value!r}"
-            )
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            raise ConfigError(
-                f"unknown feedback type {value!r}; expected one of {choices} (any case)"
-            ) from None
+        return parse_member(cls, value, what="feedback type")
 
 
 def _kind(value: object) -> str:

@@ -12,7 +12,8 @@ import threading
 from enum import StrEnum
 from typing import Any
 
-from tnsai_eval.errors import ConfigError, ReplayMissError
+from tnsai_eval._enums import parse_member
+from tnsai_eval.errors import ReplayMissError
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
 
@@ -34,13 +35,7 @@ class RecordMode(StrEnum):
     @classmethod
     def parse(cls, value: RecordMode | str) -> RecordMode:
         """A mode from itself or its name in any case; anything else is a ConfigError."""
-        if isinstance(value, RecordMode):
-            return value
-        try:
-            return cls(str(value).strip().lower())
-        except ValueError:
-            choices = ", ".join(repr(m.value) for m in cls)
-            raise ConfigError(f"record mode {value!r} is not one of {choices}") from None
+        return parse_member(cls, value, what="record mode")
 
 
 class CachedLLM:
@@ -94,6 +89,11 @@ class CachedLLM:
         )
 
     def chat(self, messages: MessagesInput, *, sample: int = 0, **params: Any) -> Completion:
+        """One completion, from the store or the inner client as ``mode`` says.
+
+        ``sample`` tells apart several recorded replies to the same request; it
+        is part of the store key and is not sent to the model.
+        """
         request = self._request(messages, params, sample)
         cached = self._from_store(request)
         if cached is not None:
@@ -103,6 +103,7 @@ class CachedLLM:
         return completion
 
     async def achat(self, messages: MessagesInput, *, sample: int = 0, **params: Any) -> Completion:
+        """Like ``chat``, using the inner client's ``achat`` when it has one."""
         request = self._request(messages, params, sample)
         cached = self._from_store(request)
         if cached is not None:

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from tnsai_eval._enums import parse_member
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["CheckResult", "NormEntry", "NormType", "NormViolation"]
@@ -30,11 +31,7 @@ class NormType(enum.Enum):
         >>> NormType.parse("Obligation")
         <NormType.OBLIGATION: 'obligation'>
         """
-        try:
-            return cls(text.strip().lower())
-        except (ValueError, AttributeError):
-            expected = ", ".join(member.name for member in cls)
-            raise ConfigError(f"unknown norm type {text!r}; expected one of {expected}") from None
+        return parse_member(cls, text, what="norm type")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,46 @@
+"""Parsing the library's closed sets (enums) from user input.
+
+Every enum whose members users may name in configuration, on the command
+line or in API calls (``FeedbackType``, ``LearningStrategy``, ``NormType``,
+``RecordMode``) reads names the same way, through ``parse_member``: the
+member itself, or its value in any case with surrounding spaces ignored.
+Anything else is a ``ConfigError`` naming the bad value and the choices.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TypeVar
+
+from tnsai_eval.errors import ConfigError
+
+__all__ = ["parse_member"]
+
+_E = TypeVar("_E", bound=Enum)
+
+
+def parse_member(cls: type[_E], value: object, *, what: str) -> _E:
+    """The member of ``cls`` that ``value`` names; ``what`` names the set in errors.
+
+    >>> from tnsai_eval.norms import NormType
+    >>> parse_member(NormType, " Obligation ", what="norm type")
+    <NormType.OBLIGATION: 'obligation'>
+    >>> parse_member(NormType, "maybe", what="norm type")
+    Traceback (most recent call last):
+    ...
+    tnsai_eval.errors.ConfigError: norm type 'maybe' is not one of \
+'obligation', 'prohibition', 'permission' (any case)
+    """
+    if isinstance(value, cls):
+        return value
+    choices = ", ".join(repr(member.value) for member in cls)
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{what} must be a {cls.__name__} or one of {choices}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    key = value.strip().lower()
+    for member in cls:
+        if member.value == key:
+            return member
+    raise ConfigError(f"{what} {value!r} is not one of {choices} (any case)")
