@@ -128,11 +128,13 @@ class ScriptedLLM:
             self._queue.extend(replies)
 
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """The next scripted reply (queue, then rules, then ``fn``, then ``default``)."""
         if self.latency_s:
             time.sleep(self.latency_s)
         return self._answer(messages, params)
 
     async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """Like ``chat``, awaiting ``latency_s`` instead of sleeping."""
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         return self._answer(messages, params)

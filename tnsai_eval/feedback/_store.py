@@ -85,6 +85,7 @@ def check_limit(limit: int) -> int:
 
 
 def check_feedback(feedback: object) -> Feedback:
+    """``feedback`` if it is a ``Feedback``, else a ConfigError naming its type."""
     if not isinstance(feedback, Feedback):
         raise ConfigError(f"can only save Feedback, got {type(feedback).__name__}")
     return feedback

@@ -133,14 +133,17 @@ class OpenAIClient:
 
     @property
     def model(self) -> str:
+        """The model requests go to unless a call passes ``model=``."""
         return self._model
 
     @property
     def base_url(self) -> str:
+        """The server's base URL, without a trailing slash."""
         return self._base_url
 
     @property
     def max_concurrency(self) -> int:
+        """The most requests in flight at once (per event loop for ``achat``)."""
         return self._max_concurrency
 
     def __repr__(self) -> str:

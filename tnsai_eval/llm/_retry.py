@@ -98,6 +98,7 @@ class RetryPolicy:
 
     @property
     def max_attempts(self) -> int:
+        """The first attempt plus ``max_retries``."""
         return self.max_retries + 1
 
     def delay(

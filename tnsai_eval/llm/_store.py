@@ -100,6 +100,7 @@ class StoredRequest:
         return cls(str(model), tuple(normalize_messages(messages)), kept, sample)
 
     def to_dict(self) -> dict[str, Any]:
+        """The request as a JSON-ready mapping, as its recording shows it."""
         return {
             "model": self.model,
             "messages": [m.to_dict() for m in self.messages],

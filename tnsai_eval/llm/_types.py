@@ -41,6 +41,7 @@ class Message:
             raise ConfigError(f"message content must be a str, got {type(self.content).__name__}")
 
     def to_dict(self) -> dict[str, str]:
+        """The ``{"role", "content"}`` mapping of the chat-completions wire format."""
         return {"role": self.role, "content": self.content}
 
 
@@ -53,6 +54,7 @@ class Usage:
 
     @property
     def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
@@ -85,14 +87,19 @@ MessagesInput: TypeAlias = str | Sequence[Message | Mapping[str, Any]]
 class LLMClient(Protocol):
     """Anything with ``chat(messages, **params) -> Completion`` is a model client."""
 
-    def chat(self, messages: MessagesInput, **params: Any) -> Completion: ...
+    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """One reply to ``messages`` (a str is one user message); ``params`` are
+        sampling parameters such as ``temperature`` or ``max_tokens``."""
+        ...
 
 
 @runtime_checkable
 class AsyncLLMClient(LLMClient, Protocol):
     """A client that also has a native ``achat``; used for concurrency."""
 
-    async def achat(self, messages: MessagesInput, **params: Any) -> Completion: ...
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """Like ``chat`` without blocking the event loop."""
+        ...
 
 
 def normalize_messages(messages: MessagesInput) -> list[Message]:

@@ -62,6 +62,7 @@ class CompletionCriteria:
 
     @staticmethod
     def builder() -> CompletionCriteriaBuilder:
+        """A new, empty ``CompletionCriteriaBuilder``."""
         return CompletionCriteriaBuilder()
 
     @property
@@ -256,4 +257,5 @@ class CompletionCriteriaBuilder:
         return self
 
     def build(self) -> CompletionCriteria:
+        """The criteria with the checks added so far (at least one)."""
         return CompletionCriteria(self._checks, llm_checks_always=self._llm_checks_always)

@@ -72,6 +72,7 @@ class StopHook:
         return f"StopHook({self.name})"
 
     def should_stop(self, state: LoopState) -> bool:
+        """Whether the loop should stop now, given ``state``."""
         return bool(self._predicate(state))
 
     __call__ = should_stop

@@ -60,6 +60,7 @@ def parse_score(reply: str) -> float | None:
 
 
 def judge_check(client: LLMClient, question: str, threshold: float) -> Check:
+    """The ``llm_check`` check: ``client`` scores outputs against ``question``."""
     if not isinstance(question, str) or not question.strip():
         raise ConfigError(f"llm_check needs a non-empty question, got {question!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):

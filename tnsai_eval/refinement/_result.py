@@ -63,10 +63,12 @@ class IterationRecord:
 
     @property
     def failed_checks(self) -> tuple[CheckOutcome, ...]:
+        """The outcomes of the checks that failed, in declaration order."""
         return tuple(check for check in self.checks if not check.passed)
 
     @property
     def passed_checks(self) -> tuple[CheckOutcome, ...]:
+        """The outcomes of the checks that passed, in declaration order."""
         return tuple(check for check in self.checks if check.passed)
 
 
@@ -140,19 +142,23 @@ class RefinementResult:
 
     @property
     def is_success(self) -> bool:
+        """The run ended with every check passing."""
         return self.status is RefinementStatus.SUCCESS
 
     @property
     def final_score(self) -> float:
+        """The score of the last checked output (``metrics.final_score``)."""
         return self.metrics.final_score
 
     @property
     def best_output(self) -> str:
+        """The highest-scoring checked output (the earliest on ties)."""
         best = self._best()
         return self.final_output if best is None else best.output
 
     @property
     def best_score(self) -> float:
+        """The score of ``best_output`` (0.0 when nothing was checked)."""
         best = self._best()
         return 0.0 if best is None else best.score
 
