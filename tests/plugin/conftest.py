@@ -28,6 +28,7 @@ RULES = [
     (r"capital of Italy", "Rome"),
     (r"capital of Spain", "Lisbon"),
     (r"id: 7", '{"id": 7}'),
+    (r"strict reviewer", "It is a JSON record.\\nSCORE: 90"),
 ]
 
 @pytest.fixture(scope="session")

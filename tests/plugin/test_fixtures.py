@@ -60,6 +60,16 @@ def test_llm_records_then_replays_without_the_model(
     assert by_id["test_miss.py::test_not_recorded"]["status"] == "failed"
     assert "sk-secret" not in (pytester.path / "r.json").read_text()
 
+    # With --tnsai-repeat each sample has its own recording: sample 0 replays,
+    # sample 1 is new and asks the model.
+    server.reset(default=Step.ok("Paris"))
+    repeated = pytester.runpytest_inprocess(
+        *model, "--llm-record", "record", "--tnsai-repeat", "2", "test_ask.py"
+    )
+    repeated.assert_outcomes(passed=1)
+    assert len(server.requests) == 1
+    assert len(list((pytester.path / "store").rglob("*.json"))) == 2
+
 
 EVALUATE = """
 import pytest
@@ -96,6 +106,20 @@ def test_a_failed_call_fails_after_scoring_the_rest(evaluate_prompt, llm):
     evaluate_prompt("Answer in one word.", CASES[:2], concurrency=1)
 
 
+def test_dataset_file(evaluate_prompt):
+    from pathlib import Path
+
+    Path("cases.jsonl").write_text(
+        '{"input": "What is the capital of France?", "expected": "Paris"}\\n'
+    )
+    assert evaluate_prompt("Answer in one word.", Path("cases.jsonl")).scores == (1.0,)
+
+
+def test_prompt_optimizer(prompt_optimizer):
+    result = prompt_optimizer.optimize("Answer in one word.", [CASES[1]])
+    assert result.score == 1.0
+
+
 def test_feedback_store(feedback_store):
     from tnsai_eval.feedback import Feedback
 
@@ -111,7 +135,7 @@ def test_each_test_gets_a_fresh_store(feedback_store):
 def test_evaluate_prompt_and_feedback_store(scripted: pytest.Pytester) -> None:
     scripted.makepyfile(test_eval=EVALUATE)
     result = scripted.runpytest_inprocess("--tnsai-report", "r.json")
-    result.assert_outcomes(passed=4, failed=2)
+    result.assert_outcomes(passed=6, failed=2)
     result.stdout.fnmatch_lines(
         [
             "*prompt scored 0.* < min_score 0.9 over 3 case(s)",
@@ -125,6 +149,7 @@ def test_evaluate_prompt_and_feedback_store(scripted: pytest.Pytester) -> None:
     tests = {t["nodeid"].split("::")[1]: t for t in read_json(scripted.path / "r.json")["tests"]}
     assert tests["test_min_score_met"]["metrics"]["capitals"]["mean"] == 1.0
     assert tests["test_min_score_met"]["calls"] == 2
+    assert tests["test_prompt_optimizer"]["calls"] >= 1  # the optimizer's calls are metered
     assert tests["test_min_score_missed_lists_the_worst_cases"]["status"] == "failed"
     # The failed call still left the other case's score in the report.
     assert tests["test_a_failed_call_fails_after_scoring_the_rest"]["metrics"]["score"][

@@ -146,6 +146,12 @@ def test_stop_hook(refine):
     assert result.status.name == "STOPPED"
 
 
+@refine_until(task="Return JSON", valid_json=True, llm_check=("Is it a JSON record?", 0.8))
+def test_llm_check_is_judged_by_the_llm_fixture(refine, llm):
+    assert refine('{"id": 7}').iteration_count == 1
+    assert any("strict reviewer" in call.prompt for call in llm.calls)
+
+
 def test_keywords_without_a_mark(refine):
     refine("id: 7", task="JSON please", valid_json=True)
 
@@ -179,7 +185,7 @@ def test_no_checks(refine):
 def test_refine_until(scripted: pytest.Pytester) -> None:
     scripted.makepyfile(test_refine=REFINE_TESTS)
     result = scripted.runpytest_inprocess("--strict-markers", "-rA")
-    result.assert_outcomes(passed=4, failed=2, errors=4)
+    result.assert_outcomes(passed=5, failed=2, errors=4)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
