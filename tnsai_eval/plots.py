@@ -100,7 +100,7 @@ def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") ->
     The best-so-far line is the running maximum of the round-best scores.
     """
     scores = frames.variant_scores(result)
-    fig = Figure(figsize=(6.4, 3.8), layout="constrained")
+    fig = Figure(figsize=(7.6, 3.8), layout="constrained")
     ax = fig.add_subplot()
     for strategy, group in scores.groupby("strategy", sort=False, dropna=False):
         label = "initial" if pd.isna(strategy) else str(strategy)
@@ -118,7 +118,7 @@ def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") ->
     ax.set_title(title)
     ax.set_xticks(sorted(scores["round"].unique()))
     _score_axis(ax)
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
 
 
@@ -298,8 +298,15 @@ def plot_report_comparison(
             tick.set_fontstyle("italic")
     ax.invert_yaxis()  # first row (worst regression) on top
     ax.set_xlabel("mean")
-    top = np.nanmax(np.concatenate([baseline, high, [1.0]]))
-    ax.set_xlim(0, float(top) * 1.02)
+    top = float(np.nanmax(np.concatenate([baseline, high, [1.0]])))
+    # Room on the right for the value labels: a score that fell to 0 has no bar to see.
+    ax.set_xlim(0, top * 1.25)
+    for y, now, delta, kind in zip(ys, current, data["delta"], data["kind"], strict=True):
+        if np.isnan(now):
+            continue
+        label = f"{now:.2f}" if pd.isna(delta) else f"{now:.2f} ({delta:+.2f})"
+        color = REGRESSION_COLOR if kind == "regressed" else "black"
+        ax.text(top * 1.01, y + height / 2, label, va="center", fontsize=8, color=color)
     regressed = int((data["kind"] == "regressed").sum())
     ax.set_title(f"{title} ({regressed} regressed)")
     # Explicit handles: the first current bar may be red, and must not define the key.

@@ -113,6 +113,9 @@ def test_report_comparison_highlights_regressions() -> None:
     assert labels[0].get_color() == red
     assert labels[1].get_fontstyle() == "italic"
     assert ax.get_title().endswith("(1 regressed)")
+    # Values are written out (a score that fell to 0 draws no bar); the new test has none.
+    assert [t.get_text() for t in ax.texts] == ["0.30 (-0.60)", "0.85 (+0.05)"]
+    assert ax.texts[0].get_color() == red
     # The current bars carry their 95% intervals as error bars.
     (current_bars,) = [c for c in ax.containers if isinstance(c, BarContainer) and c.errorbar]
     (segments,) = current_bars.errorbar.lines[2]

@@ -187,6 +187,15 @@ def test_report_browser_loads_from_its_text_box(report_paths: list[Path], tmp_pa
     assert "missing.json" in browser.status.value
 
 
+def test_report_browser_takes_its_baseline_up_front(report_paths: list[Path]) -> None:
+    browser = ReportBrowser(report_paths, baseline="main", tolerance=0.5)
+    assert browser.baseline.value == "main"
+    assert browser.comparison is not None
+    # With a tolerance of 0.5 the drop of t::a (0.9 -> 0.4) is not a regression.
+    assert "0 regressed against" in browser.status.value
+    assert browser.comparison["kind"].tolist().count("unchanged") == 2
+
+
 def test_report_browser_rejects_an_unknown_baseline(report_paths: list[Path]) -> None:
     with pytest.raises(ValueError, match="baseline 'nope'"):
         ReportBrowser(report_paths, baseline="nope")

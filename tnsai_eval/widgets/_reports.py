@@ -59,8 +59,9 @@ class ReportBrowser(DisplayMixin):
         self.comparison: pd.DataFrame | None = None
         self._paths: dict[str, Path] = {}
         self.load_button.on_click(lambda _: self._load_from_box())
-        self.baseline.observe(lambda _: self.update(), names="value")
-        self.filter.observe(lambda _: self.update(), names="value")
+        self._quiet = False
+        self.baseline.observe(lambda _: self._changed(), names="value")
+        self.filter.observe(lambda _: self._changed(), names="value")
         self.widget = w.VBox(
             [
                 w.HBox([self.paths_box, self.load_button]),
@@ -97,10 +98,18 @@ class ReportBrowser(DisplayMixin):
         self._paths = dict(zip(names, files, strict=True))
         if baseline is not None and baseline not in names[:-1]:
             raise ConfigError(f"baseline {baseline!r} is not one of the earlier runs {names[:-1]}")
-        with self.baseline.hold_trait_notifications():
+        # Setting options resets the value; one update once both are set, not two.
+        self._quiet = True
+        try:
             self.baseline.options = [_NO_BASELINE, *names[:-1]]
             self.baseline.value = baseline or _NO_BASELINE
+        finally:
+            self._quiet = False
         self.update()
+
+    def _changed(self) -> None:
+        if not self._quiet:
+            self.update()
 
     def update(self) -> None:
         """Recompute the comparison, the filtered table and the plot from the controls."""
