@@ -13,14 +13,18 @@ before the next rung, a challenger is dropped when
    of the paired differences (challenger minus best, on the cases both have a
    score for) is zero or less, or it has no scored case at all. A tie drops
    the challenger: only a higher score can replace the best; or
-3. it is not in the better half: of the challengers that started the rung,
-   only ``ceil(k / 2)`` go on, those with the largest paired difference (ties
-   to the earlier variant).
+3. it is not in the better half: of the ``k`` challengers that started the
+   rung, only ``max(2, ceil(k / 2))`` go on, those with the largest paired
+   difference (ties to the earlier variant). Two always reach the last rung
+   when two qualify: on the benchmark, halving down to a single survivor
+   picked the wrong one on small, noisy datasets (arithmetic) while keeping
+   two found exhaustive search's best on every dataset and seed tried.
 
 Survivors of the last rung have been scored on every case and compete for
 "best" exactly as in exhaustive search. Rule 1 never drops a variant that
-could win; rules 2 and 3 are the gamble that saves calls, which
-``bench/optimizer.py`` measures against exhaustive search.
+could win (when no call failed, rule 2 already covers it; it matters when
+failed cases shrink a challenger's mean); rules 2 and 3 are the gamble that
+saves calls, which ``bench/optimizer.py`` measures against exhaustive search.
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ async def race(
                 variant.status = VariantStatus.DROPPED
             else:
                 advantages[variant.id] = advantage if advantage is not None else 0.0
-        keep = math.ceil(len(alive) / 2)
+        keep = max(2, math.ceil(len(alive) / 2))
         ranked = sorted(
             (v for v in alive if v.id in advantages), key=lambda v: (-advantages[v.id], v.id)
         )
