@@ -163,15 +163,19 @@ class _ProgressBar:
         if self._bar is None:
             return
         self._bar.n = event.calls
-        if event.best_score is not None:
-            self._bar.set_postfix(round=event.round, best=f"{event.best_score:.3f}", refresh=False)
         if event.kind is EventKind.ROUND:
+            # Only a finished round has a best score worth showing; mid-round
+            # it would be the partial mean of the prompt being scored.
+            self._bar.set_postfix(round=event.round, best=f"{event.best_score:.3f}", refresh=False)
             self._bar.refresh()
         else:
             self._bar.update(0)
 
     def close(self) -> None:
         if self._bar is not None:
+            # The total was an upper bound; an early stop is a finished run too.
+            self._bar.total = self._bar.n
+            self._bar.refresh()
             self._bar.close()
 
 
