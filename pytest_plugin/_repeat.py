@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+
+# pytest has no public way to run one item's protocol again; this private
+# function is the one pytest-rerunfailures calls for the same purpose.
 from _pytest.runner import runtestprotocol
 
 from pytest_plugin._session import SAMPLES_PROPERTY, PluginSession

@@ -245,7 +245,10 @@ class MeteredLLM:
 
     def __getattr__(self, name: str) -> Any:
         # Transparent: a test that overrides `llm` with a ScriptedLLM still reaches
-        # its `calls`, `add_replies`... through the metered wrapper.
+        # its `calls`, `add_replies`... through the metered wrapper. (`inner` itself
+        # is refused so that a half-built copy cannot recurse forever.)
+        if name == "inner":
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def _params(self, params: dict[str, Any]) -> dict[str, Any]:
