@@ -32,15 +32,20 @@ comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COL
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any
 
 import pandas as pd
 
+from tnsai_eval._frames_base import call_frame, require_columns
+from tnsai_eval._frames_reports import (
+    COMPARISON_COLUMNS,
+    compare_reports,
+    comparison_frame,
+    load_report,
+    load_reports,
+)
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.reports import Report, compare, load_report
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -139,51 +144,6 @@ NORM_CHECK_COLUMNS = (
     "reason",
 )
 
-#: ``comparison_frame``: one row per (test, gated metric). ``baseline`` is the
-#: baseline's mean, ``current`` this run's mean with its 95% interval
-#: (``current_low``, ``current_high``), ``delta`` = current - baseline. ``kind``
-#: is ``regressed``, ``improved``, ``unchanged``, ``new`` or ``vanished``.
-COMPARISON_COLUMNS = (
-    "nodeid",
-    "metric",
-    "baseline",
-    "current",
-    "current_low",
-    "current_high",
-    "delta",
-    "kind",
-)
-
-
-@runtime_checkable
-class _FrameSource(Protocol):
-    def to_dataframe(self) -> pd.DataFrame: ...
-
-
-PathLike: TypeAlias = str | os.PathLike[str]
-
-
-def require_columns(frame: pd.DataFrame, columns: Iterable[str], *, what: str) -> None:
-    """Raise ConfigError naming the columns ``frame`` lacks (``what`` names the frame)."""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ConfigError(
-            f"{what} lacks column(s) {', '.join(map(repr, missing))}; "
-            f"it has {', '.join(map(repr, map(str, frame.columns)))}"
-        )
-
-
-def _call_frame(result: object, method: str, *, what: str) -> pd.DataFrame:
-    fn = getattr(result, method, None)
-    if not callable(fn):
-        raise ConfigError(
-            f"expected {what} (an object with {method}()), got {type(result).__name__}"
-        )
-    frame = fn()
-    if not isinstance(frame, pd.DataFrame):
-        raise ConfigError(f"{type(result).__name__}.{method}() returned {type(frame).__name__}")
-    return frame
-
 
 # -- optimizer -------------------------------------------------------------------------
 
@@ -197,7 +157,7 @@ def optimizer_cases(result: object) -> pd.DataFrame:
     frame = (
         result
         if isinstance(result, pd.DataFrame)
-        else _call_frame(result, "to_dataframe", what="an OptimizationResult")
+        else call_frame(result, "to_dataframe", what="an OptimizationResult")
     )
     require_columns(frame, OPTIMIZER_CASE_COLUMNS, what="optimizer case frame")
     return frame
@@ -208,7 +168,7 @@ def optimizer_rounds(result: object) -> pd.DataFrame:
     if isinstance(result, pd.DataFrame):
         require_columns(result, ("round",), what="optimizer rounds frame")
         return result
-    return _call_frame(result, "rounds_dataframe", what="an OptimizationResult")
+    return call_frame(result, "rounds_dataframe", what="an OptimizationResult")
 
 
 def variant_scores(result: object) -> pd.DataFrame:
@@ -292,7 +252,7 @@ def refinement_iterations(result: object) -> pd.DataFrame:
     if isinstance(result, pd.DataFrame):
         require_columns(result, ("iteration",), what="refinement iteration frame")
         return result
-    return _call_frame(result, "to_dataframe", what="a RefinementResult")
+    return call_frame(result, "to_dataframe", what="a RefinementResult")
 
 
 def refinement_checks(result: object) -> pd.DataFrame:
@@ -300,7 +260,7 @@ def refinement_checks(result: object) -> pd.DataFrame:
     if isinstance(result, pd.DataFrame):
         require_columns(result, ("iteration", "check", "passed"), what="refinement check frame")
         return result
-    return _call_frame(result, "checks_dataframe", what="a RefinementResult")
+    return call_frame(result, "checks_dataframe", what="a RefinementResult")
 
 
 # -- progressions ----------------------------------------------------------------------
@@ -419,81 +379,3 @@ def norm_checks(checks: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> pd.Dat
                 )
             )
     return pd.DataFrame(rows, columns=list(NORM_CHECK_COLUMNS))
-
-
-# -- pytest reports --------------------------------------------------------------------
-
-
-def load_reports(
-    paths: Iterable[PathLike] | Mapping[str, PathLike], *, runs: Sequence[str] | None = None
-) -> pd.DataFrame:
-    """Several pytest JSON reports in one frame, with a leading ``run`` column.
-
-    Each report is read with ``load_report``; ``run`` is the mapping's key, the
-    matching item of ``runs``, or else the file's stem (e.g. the commit it was
-    written for), so that trends across commits are one ``groupby("run")`` away.
-    """
-    if isinstance(paths, Mapping):
-        named = [(str(k), Path(v)) for k, v in paths.items()]
-    else:
-        files = [Path(p) for p in paths]
-        if runs is None:
-            names = [f.stem for f in files]
-        elif len(runs) != len(files):
-            raise ConfigError(f"runs has {len(runs)} names for {len(files)} report paths")
-        else:
-            names = [str(r) for r in runs]
-        named = list(zip(names, files, strict=True))
-    if not named:
-        raise ConfigError("load_reports needs at least one report path")
-    frames = [load_report(path).assign(run=name) for name, path in named]
-    out = pd.concat(frames, ignore_index=True)
-    return out.loc[:, ["run", *[c for c in out.columns if c != "run"]]]
-
-
-def comparison_frame(comparison: object) -> pd.DataFrame:
-    """A ``reports.Comparison`` as one row per (test, metric) (``COMPARISON_COLUMNS``).
-
-    Gated metrics present in both runs keep the comparison's ``kind``
-    (``regressed``, ``improved``, ``unchanged``); tests and metrics that
-    appeared or vanished get ``kind`` ``new`` or ``vanished`` and NaN values.
-    Regressions come first, worst first. A frame that already has the columns
-    is returned as is.
-    """
-    if isinstance(comparison, pd.DataFrame):
-        require_columns(comparison, COMPARISON_COLUMNS, what="comparison frame")
-        return comparison
-    changes = _call_frame(comparison, "to_dataframe", what="a reports.Comparison")
-    listed = [
-        (*_split_test_metric(name), kind)
-        for kind in ("new", "vanished")
-        for name in getattr(comparison, kind, ())
-    ]
-    extra = pd.DataFrame(listed, columns=["nodeid", "metric", "kind"])
-    parts = [frame for frame in (changes, extra) if not frame.empty]
-    out = pd.concat(parts, ignore_index=True) if parts else changes
-    order = {"regressed": 0, "new": 1, "vanished": 2, "improved": 3, "unchanged": 4}
-    out = out.assign(_order=out["kind"].map(order)).sort_values(
-        ["_order", "delta"], kind="stable", na_position="last"
-    )
-    return (
-        out.drop(columns="_order").reset_index(drop=True).reindex(columns=list(COMPARISON_COLUMNS))
-    )
-
-
-def _split_test_metric(name: str) -> tuple[str, str | None]:
-    # reports.Comparison names a metric added to or dropped from a test that is
-    # in both runs as "nodeid :: metric"; a whole test is just its nodeid.
-    nodeid, sep, metric = name.rpartition(" :: ")
-    return (nodeid, metric) if sep else (name, None)
-
-
-def compare_reports(
-    current: Report | PathLike, baseline: Report | PathLike, *, tolerance: float = 0.05
-) -> pd.DataFrame:
-    """Compare two reports (paths or ``Report`` objects) as the CI gate does.
-
-    Runs ``tnsai_eval.reports.compare`` (same tolerance and interval rules as
-    ``--tnsai-baseline``) and returns its ``comparison_frame``.
-    """
-    return comparison_frame(compare(current, baseline, tolerance=tolerance))
