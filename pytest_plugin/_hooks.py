@@ -12,7 +12,7 @@ from pytest_plugin._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KE
 from pytest_plugin._markers import MarkerError, norm_spec, refine_spec
 from pytest_plugin._repeat import run_samples
 from pytest_plugin._report import write_summary
-from pytest_plugin._session import MeteredLLM, PluginSession
+from pytest_plugin._session import PluginSession
 
 if TYPE_CHECKING:
     from pytest_plugin._fixtures import NormActions
@@ -90,22 +90,6 @@ class TnsaiHooks:
         except MarkerError as exc:
             return str(exc)
         return None
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(
-        self, fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest
-    ) -> Generator[None, object, object]:
-        value = yield
-        if fixturedef.argname != "llm" or isinstance(value, MeteredLLM):
-            return value
-        # A conftest overrode `llm` (with a ScriptedLLM, say): meter it anyway, so
-        # calls, tokens and cache hits are counted whoever made the client. The
-        # cached value is swapped too, or later requests would get the bare one.
-        metered = self.session.meter(value)  # type: ignore[arg-type]
-        cached = fixturedef.cached_result
-        if cached is not None and cached[0] is value:
-            fixturedef.cached_result = (metered, cached[1], None)
-        return metered
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:

@@ -70,6 +70,13 @@ def test_llm_records_then_replays_without_the_model(
     assert len(server.requests) == 1
     assert len(list((pytester.path / "store").rglob("*.json"))) == 2
 
+    # Off: the model is asked every time and the store is left alone.
+    server.reset(default=Step.ok("Paris"))
+    direct = pytester.runpytest_inprocess(*model, "--llm-record", "off", "test_ask.py")
+    direct.assert_outcomes(passed=1)
+    assert len(server.requests) == 1
+    assert len(list((pytester.path / "store").rglob("*.json"))) == 2
+
 
 EVALUATE = """
 import pytest

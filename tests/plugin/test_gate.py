@@ -72,9 +72,17 @@ def test_baseline_gate_passes_and_fails(
             "*regressions beyond tolerance fail this session*",
         ]
     )
-    # A wider tolerance (ini twin) lets the same drop through.
-    pytester.makeini("[pytest]\ntnsai_tolerance = 0.25\n")
-    assert pytester.runpytest_inprocess("--tnsai-baseline", "baseline.json").ret == 0
+    # The ini twins: a wider tolerance lets the same drop through.
+    pytester.makeini(
+        "[pytest]\n"
+        "tnsai_tolerance = 0.25\n"
+        "tnsai_baseline = baseline.json\n"
+        "tnsai_report = from-ini.json\n"
+    )
+    from_ini = pytester.runpytest_inprocess()
+    assert from_ini.ret == pytest.ExitCode.OK
+    from_ini.stdout.fnmatch_lines(["*no regressions beyond tolerance 0.25"])
+    assert read_json(pytester.path / "from-ini.json")["config"]["tolerance"] == 0.25
 
 
 REPEATED = """
@@ -117,9 +125,9 @@ XDIST_TESTS = """
 import pytest
 
 @pytest.mark.parametrize("n", range(6))
-def test_case(n, tnsai_record, llm):
+def test_case(n, tnsai_record, evaluate_prompt):
+    evaluate_prompt("Answer in one word.", [(f"What is the capital of France? {n}", "Paris")])
     tnsai_record("score", n / 10)
-    assert llm.chat(f"What is the capital of France? {n}").text == "Paris"
 """
 
 
