@@ -14,17 +14,22 @@ one with ``fig.savefig(path)`` or get PNG bytes with ``to_png(fig)``.
 
 from __future__ import annotations
 
-import io
-import textwrap
-from typing import Any
-
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
 from tnsai_eval import frames
+from tnsai_eval._plots_base import (
+    BASE_COLOR,
+    CURRENT_COLOR,
+    PASS_COLOR,
+    REGRESSION_COLOR,
+    score_axis,
+    short,
+    to_png,
+)
+from tnsai_eval._plots_reports import plot_report_comparison, plot_report_scores, plot_report_trend
 from tnsai_eval.errors import ConfigError
 
 __all__ = [
@@ -41,30 +46,8 @@ __all__ = [
     "to_png",
 ]
 
-#: Colour of regressed tests (and failed checks), so that a glance finds them.
-REGRESSION_COLOR = "#d62728"
-_PASS_COLOR = "#2ca02c"
-_BASE_COLOR = "#9e9e9e"
-_CURRENT_COLOR = "#1f77b4"
 # The check matrix's value for a skipped check: between fail (0) and pass (1).
 _SKIPPED = 0.5
-
-
-def to_png(fig: Figure, *, dpi: int = 100) -> bytes:
-    """The figure as PNG bytes (for widgets, HTML pages and files)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
-    return buffer.getvalue()
-
-
-def _short(text: object, width: int) -> str:
-    return textwrap.shorten(" ".join(str(text).split()), width=width, placeholder="…")
-
-
-def _score_axis(ax: Any) -> None:
-    # Scores live in [0, 1]; a fixed axis makes figures of different runs comparable.
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(True, alpha=0.3)
 
 
 def plot_score_progression(
@@ -85,7 +68,7 @@ def plot_score_progression(
     ax.set_xlabel(xlabel)
     ax.set_ylabel("score")
     ax.set_title(title)
-    _score_axis(ax)
+    score_axis(ax)
     if data["run"].nunique() > 1:
         ax.legend(loc="lower right")
     if len(data):
@@ -117,14 +100,14 @@ def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") ->
     ax.set_ylabel("mean score over cases")
     ax.set_title(title)
     ax.set_xticks(sorted(scores["round"].unique()))
-    _score_axis(ax)
+    score_axis(ax)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
 
 
 def _variant_label(round_: object, variant: object, strategy: object) -> str:
     name = "initial" if pd.isna(strategy) or not str(strategy) else str(strategy)  # type: ignore[call-overload]
-    return f"r{round_} v{variant} {_short(name, 24)}"
+    return f"r{round_} v{variant} {short(name, 24)}"
 
 
 def plot_variant_case_heatmap(
@@ -159,7 +142,7 @@ def plot_variant_case_heatmap(
     fig.set_layout_engine("constrained")
     ax = fig.add_subplot()
     image = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    ax.set_xticks(range(values.shape[1]), [_short(i, 18) for i in inputs.values])
+    ax.set_xticks(range(values.shape[1]), [short(i, 18) for i in inputs.values])
     ax.tick_params(axis="x", labelrotation=45)
     ax.set_yticks(range(values.shape[0]), labels)
     for (row, col), value in np.ndenumerate(values):
@@ -197,7 +180,7 @@ def plot_check_matrix(result: object, *, title: str = "Checks by iteration") -> 
     fig = Figure(figsize=(1.8 + 0.6 * len(iterations), 1.0 + 0.45 * len(matrix)))
     fig.set_layout_engine("constrained")
     ax = fig.add_subplot()
-    cmap = ListedColormap([REGRESSION_COLOR, _BASE_COLOR, _PASS_COLOR])
+    cmap = ListedColormap([REGRESSION_COLOR, BASE_COLOR, PASS_COLOR])
     ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
     marks = {0.0: "fail", _SKIPPED: "skip", 1.0: "pass"}
     for (row, col), value in np.ndenumerate(values):
@@ -205,17 +188,10 @@ def plot_check_matrix(result: object, *, title: str = "Checks by iteration") -> 
             ax.text(col, row, marks[float(value)], ha="center", va="center", color="white",
                     fontsize=8)  # fmt: skip
     ax.set_xticks(range(len(iterations)), [str(i) for i in iterations])
-    ax.set_yticks(range(len(matrix)), [_short(c, 40) for c in matrix.index])
+    ax.set_yticks(range(len(matrix)), [short(c, 40) for c in matrix.index])
     ax.set_xlabel("iteration")
     ax.set_title(title)
     return fig
-
-
-def _test_label(nodeid: object, metric: object, *, show_metric: bool) -> str:
-    # Node ids are long paths; their end (file::test[param]) is what tells tests apart.
-    text = str(nodeid)
-    text = text if len(text) <= 48 else "…" + text[-47:]
-    return f"{text} · {metric}" if show_metric and isinstance(metric, str) else text
 
 
 def plot_norm_checks(checks: pd.DataFrame, *, title: str = "Norm checks") -> Figure:
@@ -242,147 +218,18 @@ def plot_norm_checks(checks: pd.DataFrame, *, title: str = "Norm checks") -> Fig
     fig = Figure(figsize=(2.6 + 1.6 * max(len(norms), 1), 1.2 + 0.45 * len(names)))
     fig.set_layout_engine("constrained")
     ax = fig.add_subplot()
-    ax.imshow(values > 0, cmap=ListedColormap([_PASS_COLOR, REGRESSION_COLOR]), vmin=0, vmax=1,
+    ax.imshow(values > 0, cmap=ListedColormap([PASS_COLOR, REGRESSION_COLOR]), vmin=0, vmax=1,
               aspect="auto")  # fmt: skip
     for (row, col), value in np.ndenumerate(values):
         count = int(value)
         text = "ok" if count == 0 else f"{count} violation{'s' if count > 1 else ''}"
         ax.text(col, row, text, ha="center", va="center", color="white", fontsize=8)
-    ax.set_xticks(range(values.shape[1]), [_short(n, 30) for n in norms] or ["(no violations)"])
+    ax.set_xticks(range(values.shape[1]), [short(n, 30) for n in norms] or ["(no violations)"])
     ax.tick_params(axis="x", labelrotation=20)
-    ax.set_yticks(range(len(names)), [_short(n, 30) for n in names])
+    ax.set_yticks(range(len(names)), [short(n, 30) for n in names])
     ax.set_xlabel("norm")
     ax.set_ylabel("check")
     ax.set_title(title)
-    return fig
-
-
-def plot_report_comparison(
-    comparison: object, *, title: str = "Baseline vs current", max_tests: int = 40
-) -> Figure:
-    """Baseline and current mean per (test, metric) as paired bars; regressions in red.
-
-    ``comparison`` is a ``reports.Comparison`` or its ``frames.comparison_frame``.
-    The current bar carries its 95% interval as an error bar when it has one.
-    The first ``max_tests`` rows are drawn (regressions come first).
-    """
-    data = frames.comparison_frame(comparison)
-    if max_tests < 1:
-        raise ConfigError(f"max_tests must be >= 1, got {max_tests!r}")
-    data = data.head(max_tests).reset_index(drop=True)
-    n = len(data)
-    show_metric = data["metric"].dropna().nunique() > 1
-    fig = Figure(figsize=(8.0, 1.4 + 0.4 * max(n, 1)), layout="constrained")
-    ax = fig.add_subplot()
-    ys = np.arange(n)
-    height = 0.38
-    current = data["current"].to_numpy(float)
-    baseline = data["baseline"].to_numpy(float)
-    ax.barh(ys - height / 2, np.nan_to_num(baseline), height, color=_BASE_COLOR)
-    colors = [REGRESSION_COLOR if kind == "regressed" else _CURRENT_COLOR for kind in data["kind"]]
-    low = data["current_low"].to_numpy(float)
-    high = data["current_high"].to_numpy(float)
-    errors = np.nan_to_num(np.vstack([current - low, high - current]))
-    ax.barh(ys + height / 2, np.nan_to_num(current), height, color=colors,
-            xerr=errors if errors.any() else None, capsize=2)  # fmt: skip
-    labels = [
-        _test_label(nodeid, metric, show_metric=show_metric)
-        for nodeid, metric in zip(data["nodeid"], data["metric"], strict=True)
-    ]
-    ax.set_yticks(ys, labels)
-    for tick, kind in zip(ax.get_yticklabels(), data["kind"], strict=True):
-        if kind == "regressed":
-            tick.set_color(REGRESSION_COLOR)
-            tick.set_fontweight("bold")
-        elif kind in ("new", "vanished"):
-            tick.set_fontstyle("italic")
-    ax.invert_yaxis()  # first row (worst regression) on top
-    ax.set_xlabel("mean")
-    top = float(np.nanmax(np.concatenate([baseline, high, [1.0]])))
-    # Room on the right for the value labels: a score that fell to 0 has no bar to see.
-    ax.set_xlim(0, top * 1.25)
-    for y, now, delta, kind in zip(ys, current, data["delta"], data["kind"], strict=True):
-        if np.isnan(now):
-            continue
-        label = f"{now:.2f}" if pd.isna(delta) else f"{now:.2f} ({delta:+.2f})"
-        color = REGRESSION_COLOR if kind == "regressed" else "black"
-        ax.text(top * 1.01, y + height / 2, label, va="center", fontsize=8, color=color)
-    regressed = int((data["kind"] == "regressed").sum())
-    ax.set_title(f"{title} ({regressed} regressed)")
-    # Explicit handles: the first current bar may be red, and must not define the key.
-    handles = [
-        Patch(color=_BASE_COLOR, label="baseline"),
-        Patch(color=_CURRENT_COLOR, label="current"),
-        Patch(color=REGRESSION_COLOR, label="current (regressed)"),
-    ]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    ax.grid(True, axis="x", alpha=0.3)
-    return fig
-
-
-def plot_report_trend(
-    reports: pd.DataFrame, *, metric: str = "score", title: str = "Trend across runs"
-) -> Figure:
-    """One line per test: ``metric`` (y) in each run (x, in the frame's order).
-
-    ``reports`` is a ``frames.load_reports`` frame (``run``, ``nodeid`` and the
-    metric column). A test missing from a run leaves a gap in its line.
-    """
-    frames.require_columns(reports, ("run", "nodeid", metric), what="reports frame")
-    runs = list(dict.fromkeys(reports["run"]))
-    table = reports.pivot_table(
-        index="run", columns="nodeid", values=metric, aggfunc="mean", sort=False
-    ).reindex(index=runs)
-    fig = Figure(figsize=(7.0, 3.8), layout="constrained")
-    ax = fig.add_subplot()
-    xs = np.arange(len(runs))
-    for nodeid in table.columns:
-        ax.plot(xs, table[nodeid].to_numpy(float), marker="o",
-                label=_test_label(nodeid, None, show_metric=False))  # fmt: skip
-    ax.set_xticks(xs, [_short(r, 16) for r in runs])
-    ax.set_xlabel("run")
-    ax.set_ylabel(metric)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    if len(table.columns) <= 12:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    return fig
-
-
-def plot_report_scores(report: pd.DataFrame, *, title: str = "Scores by test") -> Figure:
-    """Each test's score in one report as a bar (with its 95% interval); failures in red.
-
-    ``report`` is a ``frames.load_report`` frame (``nodeid``, ``status``,
-    ``score`` and, when present, ``score_low``/``score_high``). Tests without a
-    score are left out.
-    """
-    frames.require_columns(report, ("nodeid", "status", "score"), what="report frame")
-    data = report[report["score"].notna()].reset_index(drop=True)
-    n = len(data)
-    fig = Figure(figsize=(8.0, 1.2 + 0.35 * max(n, 1)), layout="constrained")
-    ax = fig.add_subplot()
-    scores = data["score"].to_numpy(float)
-    failing = data["status"].isin(("failed", "error")).to_numpy()
-    colors = [REGRESSION_COLOR if bad else _CURRENT_COLOR for bad in failing]
-    errors = None
-    if {"score_low", "score_high"} <= set(data.columns) and n:
-        spread = np.vstack(
-            [
-                scores - data["score_low"].to_numpy(float),
-                data["score_high"].to_numpy(float) - scores,
-            ]
-        )
-        errors = spread if np.nan_to_num(spread).any() else None
-    ax.barh(np.arange(n), scores, color=colors, xerr=errors, capsize=2)
-    ax.set_yticks(np.arange(n), [_test_label(t, None, show_metric=False) for t in data["nodeid"]])
-    for tick, bad in zip(ax.get_yticklabels(), failing, strict=True):
-        if bad:
-            tick.set_color(REGRESSION_COLOR)
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(1.0, float(np.nanmax(scores, initial=0.0))) * 1.02)
-    ax.set_xlabel("score")
-    ax.set_title(f"{title} ({int(failing.sum())} failing)")
-    ax.grid(True, axis="x", alpha=0.3)
     return fig
 
 
@@ -399,7 +246,7 @@ def plot_cost_per_round(result: object, *, title: str = "Cost per round") -> Fig
     cost = rounds.groupby("round", sort=True)[["calls", "tokens"]].sum().reset_index()
     fig = Figure(figsize=(7.0, 3.0), layout="constrained")
     calls_ax, tokens_ax = fig.subplots(1, 2)
-    calls_ax.bar(cost["round"], cost["calls"], color=_CURRENT_COLOR)
+    calls_ax.bar(cost["round"], cost["calls"], color=CURRENT_COLOR)
     calls_ax.set_ylabel("calls")
     tokens_ax.bar(cost["round"], cost["tokens"], color="#ff7f0e")
     tokens_ax.set_ylabel("tokens")

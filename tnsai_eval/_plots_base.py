@@ -1,0 +1,53 @@
+"""Colours and helpers shared by ``tnsai_eval.plots`` and its private modules."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from typing import Any
+
+from matplotlib.figure import Figure
+
+__all__ = [
+    "BASE_COLOR",
+    "CURRENT_COLOR",
+    "PASS_COLOR",
+    "REGRESSION_COLOR",
+    "nodeid_label",
+    "score_axis",
+    "short",
+    "to_png",
+]
+
+#: Colour of regressed tests (and failed checks), so that a glance finds them.
+REGRESSION_COLOR = "#d62728"
+PASS_COLOR = "#2ca02c"
+BASE_COLOR = "#9e9e9e"
+CURRENT_COLOR = "#1f77b4"
+
+
+def to_png(fig: Figure, *, dpi: int = 100) -> bytes:
+    """The figure as PNG bytes (for widgets, HTML pages and files)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def short(text: object, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    return textwrap.shorten(" ".join(str(text).split()), width=width, placeholder="…")
+
+
+def score_axis(ax: Any) -> None:
+    """A [0, 1] score axis with a light grid."""
+    # Scores live in [0, 1]; a fixed axis makes figures of different runs comparable.
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(True, alpha=0.3)
+
+
+def nodeid_label(nodeid: object, metric: object, *, show_metric: bool) -> str:
+    """A test's axis label: the end of its node id, and its metric when asked."""
+    # Node ids are long paths; their end (file::test[param]) is what tells tests apart.
+    text = str(nodeid)
+    text = text if len(text) <= 48 else "…" + text[-47:]
+    return f"{text} · {metric}" if show_metric and isinstance(metric, str) else text
