@@ -65,21 +65,47 @@ def add_parser(subparsers: Any) -> None:
         help=f"comma-separated strategies to try each round (default: {DEFAULT_STRATEGIES}; "
         f"choices: {', '.join(s.value for s in PromptStrategy)})",
     )
-    parser.add_argument("--rounds", type=_positive_int, default=2, help="at most N rounds")
-    parser.add_argument("--target", type=float, default=0.9, help="stop at this score")
-    parser.add_argument("--search", choices=("exhaustive", "racing"), default="exhaustive")
-    parser.add_argument("--evaluator", choices=_EVALUATORS, default="default")
+    parser.add_argument(
+        "--rounds", type=_positive_int, default=2, help="at most N rounds (default: 2)"
+    )
+    parser.add_argument(
+        "--target", type=float, default=0.9, help="stop at this score (default: 0.9)"
+    )
+    parser.add_argument(
+        "--search",
+        choices=("exhaustive", "racing"),
+        default="exhaustive",
+        help="score every variant on every case, or race them and drop the hopeless "
+        "early (default: exhaustive)",
+    )
+    parser.add_argument(
+        "--evaluator",
+        choices=_EVALUATORS,
+        default="default",
+        help="how an answer is scored; judge asks the model itself (default: default)",
+    )
     parser.add_argument(
         "--no-rewrite", action="store_true", help="do not ask the model to rewrite the prompt"
     )
     parser.add_argument("--validation", help="a dataset to report the best prompt on")
-    parser.add_argument("--reply-tokens", type=_positive_int, default=32, help="max reply tokens")
+    parser.add_argument(
+        "--reply-tokens", type=_positive_int, default=32, help="max reply tokens (default: 32)"
+    )
     parser.add_argument("--max-calls", type=_positive_int, help="stop after N model calls")
     parser.add_argument("--max-tokens", type=_positive_int, help="stop after N tokens")
     parser.add_argument("--max-seconds", type=float, help="stop after S seconds")
-    parser.add_argument("--concurrency", type=_positive_int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("optimize-out"), help="output directory")
+    parser.add_argument(
+        "--concurrency", type=_positive_int, default=4, help="calls in flight (default: 4)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="racing order and few-shot examples (default: 0)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("optimize-out"),
+        help="output directory (default: optimize-out)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_options(parser)
     parser.set_defaults(func=_run)
