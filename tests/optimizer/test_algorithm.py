@@ -224,3 +224,42 @@ def test_suggest_strategies_table() -> None:
         s.CONFIDENCE_WEIGHTED,
     ]
     assert PromptOptimizer.suggest_strategies("say hello") == [s.CHAIN_OF_THOUGHT]
+
+
+def test_a_judge_scores_cases_and_its_failures_are_left_out() -> None:
+    from tnsai_eval.optimizer import LLMJudgeEvaluator
+
+    judge_llm = ScriptedLLM(
+        rules=[(r"Answer: wrong-2", LLMConnectionError("judge down"))], default="SCORE: 40"
+    )
+    model = ScriptedLLM(fn=lambda messages, params: f"wrong-{messages[-1].content[-1]}")
+    cases = [TestCase(f"q{i}", f"a{i}") for i in range(1, 4)]
+    result = PromptOptimizer(
+        model,
+        evaluator=LLMJudgeEvaluator(judge_llm),
+        candidate_strategies=[PromptStrategy.CONCISE],
+        rewrite=False,
+        max_iterations=1,
+        concurrency=1,
+    ).optimize("P", cases)
+    initial = [r for r in result.case_results if r.variant == 0]
+    assert [r.score for r in initial] == [0.4, None, 0.4]
+    assert "evaluator LLMConnectionError" in (initial[1].error or "")
+    assert initial[1].output == "wrong-2"
+    assert result.initial_score == pytest.approx(0.4)
+    # The model's calls all succeeded: only the judge failed.
+    assert result.failed_calls == 0
+    assert result.variants[0].cases_failed == 1
+
+
+def test_pytest_does_not_collect_test_case(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from tnsai_eval.optimizer import TestCase
+
+        def test_uses_cases():
+            assert TestCase("a", "b").expected == "b"
+        """
+    )
+    result = pytester.runpytest("-W", "error::pytest.PytestCollectionWarning")
+    result.assert_outcomes(passed=1)
