@@ -201,6 +201,7 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
     mark_spec = request.node.stash.get(REFINE_KEY, None)
 
     def do_refine(draft: str, *, check: bool = True, **overrides: Any) -> RefinementResult:
+        session.touch()  # a row even if the criteria turn out to be wrong
         spec = _spec_with(mark_spec, overrides)
         loop = RefinementLoop(
             spec.task,
@@ -310,6 +311,7 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     ) -> PromptEvaluation:
         from pytest_plugin._evaluate import evaluate
 
+        session.touch()  # a row even if the cases cannot be loaded
         result = evaluate(client, prompt, cases, evaluator=evaluator, **kwargs)
         session.record_metric(name or _free_name(session, "score"), result.mean_score)
         if result.errors:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
 
-#: Requesting any of these makes a test tracked (it gets a row in the summary).
+#: With --tnsai-repeat, tests requesting any of these (or marked) are repeated.
 TRACKING_FIXTURES = frozenset(
     {
         "llm",
@@ -38,6 +38,7 @@ _MARKERS = ("norm_check", "refine_until")
 
 
 def is_tracked(item: pytest.Item) -> bool:
+    """Whether ``item`` uses the plugin (decided before it runs, for --tnsai-repeat)."""
     names = getattr(item, "fixturenames", ())
     if not TRACKING_FIXTURES.isdisjoint(names):
         return True
@@ -57,8 +58,10 @@ class TnsaiHooks:
     def pytest_runtest_protocol(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
-        tracked = is_tracked(item)
-        if tracked:
+        # A marked test always gets a row; any other test gets one when it first
+        # records a metric or makes a call through the plugin's fixtures (so a
+        # project whose own fixture happens to be called `llm` sees no rows).
+        if any(item.get_closest_marker(name) is not None for name in _MARKERS):
             self.session.track(item.nodeid)
         self.session.current = item.nodeid
         try:

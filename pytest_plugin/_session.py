@@ -84,9 +84,10 @@ class _Run:
 class PluginSession:
     """Collects what tracked tests measured during one run.
 
-    A test becomes *tracked* the first time it touches the plugin: it requests
-    one of its fixtures, carries one of its markers, or records a metric.
-    Untracked tests cost a dictionary lookup per report and never appear.
+    A test becomes *tracked* (gets a row) when it carries one of the plugin's
+    markers, or the first time it records a metric or makes a model call
+    through the plugin's fixtures. Untracked tests cost a dictionary lookup
+    per report and never appear.
     """
 
     def __init__(self, options: PluginOptions) -> None:
@@ -149,6 +150,10 @@ class PluginSession:
         if run is not None:
             with self._lock:
                 run.iterations = (run.iterations or 0) + count
+
+    def touch(self) -> None:
+        """Make the running test tracked (a call is starting; it may fail)."""
+        self._current_run()
 
     def record_call(self, completion: Completion) -> None:
         run = self._current_run()
@@ -257,6 +262,7 @@ class MeteredLLM:
         return params
 
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        self.session.touch()
         completion = self.inner.chat(messages, **self._params(params))
         self.session.record_call(completion)
         return completion
@@ -264,6 +270,7 @@ class MeteredLLM:
     async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
         from tnsai_eval.llm import acall
 
+        self.session.touch()
         completion = await acall(self.inner, messages, **self._params(params))
         self.session.record_call(completion)
         return completion
