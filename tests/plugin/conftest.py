@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from typing import Any
 # process. Loaded here, it survives the restores.
 import pandas  # noqa: F401
 import pytest
+
+from tests.llm.fake_server import FakeOpenAIServer, Step
 
 # The conftest written into a pytester directory: a scripted model whose
 # replies depend on the prompt, so tests can make cases pass or fail at will.
@@ -35,6 +38,13 @@ RULES = [
 def llm():
     return ScriptedLLM(rules=RULES, default="I do not know", usage="estimate")
 """
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    """An OpenAI-compatible server on 127.0.0.1 that answers "Paris" to everything."""
+    with FakeOpenAIServer(default=Step.ok("Paris")) as running:
+        yield running
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
@@ -19,12 +17,6 @@ MISS = """
 def test_not_recorded(llm):
     llm.chat("A question nobody recorded")
 """
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(default=Step.ok("Paris")) as running:
-        yield running
 
 
 def test_llm_records_then_replays_without_the_model(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.llm.fake_server import FakeOpenAIServer
 from tests.plugin.conftest import read_json, write_report
 
 SCORED = """
@@ -131,16 +132,29 @@ def test_case(n, tnsai_record, evaluate_prompt):
 """
 
 
-def test_xdist_workers_report_to_the_controller(scripted: pytest.Pytester) -> None:
-    scripted.makepyfile(test_dist=XDIST_TESTS)
-    write_report(scripted.path / "baseline.json", {"test_dist.py::test_case[5]": 0.9})
-    result = scripted.runpytest_subprocess(
-        "-n", "2", "--tnsai-report", "r.json", "--tnsai-baseline", "baseline.json"
+def test_xdist_workers_record_and_report_to_the_controller(
+    pytester: pytest.Pytester, server: FakeOpenAIServer
+) -> None:
+    pytester.makepyfile(test_dist=XDIST_TESTS)
+    write_report(pytester.path / "baseline.json", {"test_dist.py::test_case[5]": 0.9})
+    result = pytester.runpytest_subprocess(
+        "-n",
+        "2",
+        f"--llm-base-url={server.base_url}",
+        "--llm-model=fake",
+        "--llm-record=record",
+        "--llm-store=store",
+        "--tnsai-report=r.json",
+        "--tnsai-baseline=baseline.json",
     )
     result.assert_outcomes(passed=6)
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # test_case[5] dropped 0.9 -> 0.5
     result.stdout.fnmatch_lines(["*test_dist.py::test_case[[]5[]]*0.900*0.500*-0.400"])
-    report = read_json(scripted.path / "r.json")
+    # Both workers recorded into one store at the same time, and the controller
+    # saw every worker's tests.
+    assert len(server.requests) == 6
+    assert len(list((pytester.path / "store").rglob("*.json"))) == 6
+    report = read_json(pytester.path / "r.json")
     assert len(report["tests"]) == 6
     assert report["totals"]["calls"] == 6
     scores = sorted(t["metrics"]["score"]["mean"] for t in report["tests"])
