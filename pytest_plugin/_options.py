@@ -100,6 +100,7 @@ class PluginOptions:
     baseline: Path | None = None
     tolerance: float = 0.05
     repeat: int = 1
+    rootdir: Path | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -138,6 +139,7 @@ class PluginOptions:
             baseline=path("tnsai_baseline"),
             tolerance=_number(values.get("tnsai_tolerance"), 0.05, float, "--tnsai-tolerance"),
             repeat=int(_number(values.get("tnsai_repeat"), 1, int, "--tnsai-repeat", minimum=1)),
+            rootdir=config.rootpath,
         )
 
     def describe(self) -> dict[str, object]:
@@ -147,11 +149,18 @@ class PluginOptions:
             "model": self.model,
             "record_mode": self.record_mode,
             "record_mode_source": self.record_mode_source,
-            "store": str(self.store),
+            "store": self._shown(self.store),
             "repeat": self.repeat,
             "tolerance": self.tolerance,
-            "baseline": None if self.baseline is None else str(self.baseline),
+            "baseline": None if self.baseline is None else self._shown(self.baseline),
         }
+
+    def _shown(self, path: Path) -> str:
+        # Relative to the rootdir when inside it: a committed report should not
+        # carry one machine's absolute paths.
+        if self.rootdir is not None and path.is_relative_to(self.rootdir):
+            return path.relative_to(self.rootdir).as_posix()
+        return str(path)
 
 
 def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:
