@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType
 from typing import Any, Literal
 
 from tnsai_eval.errors import ConfigError
@@ -24,7 +25,7 @@ SearchMode = Literal["exhaustive", "racing"]
 #: How a case call's single user message is made from the prompt and the case's input.
 DEFAULT_TEMPLATE = "{prompt}\n\n{input}"
 #: Parameters of every case call (and of rewrite requests), unless ``call_params`` is given.
-DEFAULT_CALL_PARAMS: Mapping[str, Any] = {"temperature": 0.0, "max_tokens": 128}
+DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "max_tokens": 128})
 
 
 class PromptOptimizer:

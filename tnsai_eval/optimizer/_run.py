@@ -50,7 +50,7 @@ class Run:
         cases: list[TestCase],
         validation: list[TestCase],
     ) -> None:
-        self.o = options
+        self.options = options
         self.prompt = prompt
         self.cases = cases
         self.validation = validation
@@ -84,9 +84,9 @@ class Run:
         return (self.best.mean() or 0.0) if self.best is not None else 0.0
 
     def _on_case(self, row: CaseResult) -> None:
-        if self.o.progress is not None:
+        if self.options.progress is not None:
             best = self.best_score if self.best is not None else None
-            self.o.progress(
+            self.options.progress(
                 ProgressEvent(EventKind.CASE, row.round, self.budget.calls, best, case=row)
             )
 
@@ -121,7 +121,7 @@ class Run:
             before = (self.budget.calls, self.budget.tokens, self.budget.failed_calls)
             fresh = await self._make_variants(round_no)
             scored = [v for v in fresh if v.status is not VariantStatus.DUPLICATE]
-            if self.o.search == "racing":
+            if self.options.search == "racing":
                 await race(self.engine, scored, self.best, self.order, self.cases)
             else:
                 await asyncio.gather(*(self.engine.score(v, range(n), self.cases) for v in scored))
@@ -133,9 +133,9 @@ class Run:
         return self._result(stop, round_no, validation_score, initial_validation)
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
-        if self.best_score >= self.o.target_score:
+        if self.best_score >= self.options.target_score:
             return StopReason.TARGET_REACHED
-        if rounds_done >= self.o.max_iterations:
+        if rounds_done >= self.options.max_iterations:
             return StopReason.MAX_ITERATIONS
         recent = [r.best_score for r in self.history[1:]][-_CONVERGENCE_ROUNDS:]
         if len(recent) == _CONVERGENCE_ROUNDS and max(recent) - min(recent) < _CONVERGENCE_SPREAD:
@@ -145,17 +145,19 @@ class Run:
     async def _make_variants(self, round_no: int) -> list[Variant]:
         assert self.best is not None
         parent = self.best
+        shots = self.options.few_shot_examples
         fresh = [
             self._new_variant(
                 round_no,
                 strategy.value,
-                strategy.apply(parent.prompt, self.examples, examples=self.o.few_shot_examples),
+                strategy.apply(parent.prompt, self.examples, examples=shots),
                 parent.id,
             )
-            for strategy in self.o.candidate_strategies
+            for strategy in self.options.candidate_strategies
         ]
-        if self.o.rewrite:
-            sent = await self.engine.send(rewrite_request(parent, self.cases), self.o.call_params)
+        if self.options.rewrite:
+            request = rewrite_request(parent, self.cases)
+            sent = await self.engine.send(request, self.options.call_params)
             text = getattr(sent.reply, "text", None)
             if isinstance(text, str) and clean_rewrite(text):
                 fresh.append(self._new_variant(round_no, "rewrite", clean_rewrite(text), parent.id))
@@ -193,8 +195,8 @@ class Run:
             elapsed_s=self.budget.elapsed(),
         )
         self.history.append(record)
-        if self.o.progress is not None:
-            self.o.progress(
+        if self.options.progress is not None:
+            self.options.progress(
                 ProgressEvent(
                     EventKind.ROUND,
                     round_no,
@@ -245,7 +247,7 @@ class Run:
             tokens=self.budget.tokens,
             failed_calls=self.budget.failed_calls,
             stop_reason=stop,
-            search=self.o.search,
+            search=self.options.search,
             elapsed_s=self.budget.elapsed(),
             best_variant=self.best.id,
             validation_score=validation_score,
