@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from tnsai_eval import datasets
-from tnsai_eval._cli_optimize import DEFAULT_PROMPTS, DEFAULT_STRATEGIES
+from tnsai_eval._cli_optimize import CLI_STRATEGIES, DEFAULT_PROMPTS
 from tnsai_eval.llm import (
     CachedLLM,
     Completion,
@@ -80,7 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=DATASETS)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--strategies", default=DEFAULT_STRATEGIES)
+    parser.add_argument("--strategies", default=CLI_STRATEGIES)
     parser.add_argument("--reply-tokens", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store", help="keep replies in this directory across runs")

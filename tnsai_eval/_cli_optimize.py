@@ -30,7 +30,7 @@ from tnsai_eval.optimizer import (
     TokenF1Evaluator,
 )
 
-__all__ = ["DEFAULT_PROMPTS", "DEFAULT_STRATEGIES", "add_parser"]
+__all__ = ["CLI_STRATEGIES", "DEFAULT_PROMPTS", "add_parser"]
 
 #: The starting prompt for each shipped dataset when ``--prompt`` is not given.
 DEFAULT_PROMPTS = {
@@ -44,7 +44,7 @@ DEFAULT_PROMPTS = {
 _GENERIC_PROMPT = "Answer the following."
 #: The CLI's default candidates: what helps a small model (the library's default
 #: is the original module's four reasoning strategies).
-DEFAULT_STRATEGIES = "few_shot,answer_only,concise"
+CLI_STRATEGIES = "few_shot,answer_only,concise"
 _EVALUATORS = ("default", "exact", "contains", "f1", "judge")
 
 
@@ -61,8 +61,8 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--strategies",
-        default=DEFAULT_STRATEGIES,
-        help=f"comma-separated strategies to try each round (default: {DEFAULT_STRATEGIES}; "
+        default=CLI_STRATEGIES,
+        help=f"comma-separated strategies to try each round (default: {CLI_STRATEGIES}; "
         f"choices: {', '.join(s.value for s in PromptStrategy)})",
     )
     parser.add_argument(
