@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tnsai_eval.optimizer._records import (
@@ -70,9 +70,10 @@ class OptimizationResult:
     best_variant: int = 0
     validation_score: float | None = None
     initial_validation_score: float | None = None
-    variants: tuple[VariantRecord, ...] = ()
-    history: tuple[RoundRecord, ...] = ()
-    case_results: tuple[CaseResult, ...] = ()
+    # Left out of repr: a run's rows would drown the summary in a notebook.
+    variants: tuple[VariantRecord, ...] = field(default=(), repr=False)
+    history: tuple[RoundRecord, ...] = field(default=(), repr=False)
+    case_results: tuple[CaseResult, ...] = field(default=(), repr=False)
 
     @property
     def was_improved(self) -> bool:
