@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -190,10 +191,10 @@ class ResponseStore:
 
     def get(self, key: str) -> Completion | None:
         """The recorded reply for ``key`` (``cached=True``), or ``None``."""
-        entry = self.read_entry(key)
+        file = self.path_for(key)
+        entry = self._read(file)
         if entry is None:
             return None
-        file = self.path_for(key)
         try:
             response = entry["response"]
             usage = response.get("usage") or {}
@@ -213,7 +214,9 @@ class ResponseStore:
 
     def read_entry(self, key: str) -> dict[str, Any] | None:
         """The whole decoded file for ``key`` (request and response), or ``None``."""
-        file = self.path_for(key)
+        return self._read(self.path_for(key))
+
+    def _read(self, file: Path) -> dict[str, Any] | None:
         try:
             text = file.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -262,5 +265,8 @@ class ResponseStore:
         return file
 
 
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
 def _is_key(key: str) -> bool:
-    return len(key) == 64 and all(c in "0123456789abcdef" for c in key)
+    return _KEY.fullmatch(key) is not None
