@@ -10,6 +10,8 @@ thread-safe, so each shared model carries its own lock and every call holds it.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import threading
 import time
@@ -59,6 +61,18 @@ class _Loaded:
 
 _LOADED: dict[_LoadKey, _Loaded] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Free the models while llama_cpp's module globals still exist: left to
+    # garbage collection at interpreter exit, Llama.__del__ can run after they
+    # are torn down and print a traceback.
+    with _LOAD_LOCK:
+        for loaded in _LOADED.values():
+            with contextlib.suppress(Exception):
+                loaded.llama.close()
+        _LOADED.clear()
 
 
 def _load(key: _LoadKey, seed: int) -> _Loaded:
