@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import doctest
-import importlib
 import inspect
-import pkgutil
 import threading
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -240,24 +236,3 @@ def test_on_score_above_fires_at_the_threshold_itself() -> None:
     result = loop.execute(ScriptedLLM([]), "a")
     assert result.status is RefinementStatus.STOPPED
     assert result.metrics.score_progression == [0.5]
-
-
-# -- docstring examples ----------------------------------------------------------------------
-
-
-def _modules(*packages: str) -> Sequence[str]:
-    names: list[str] = ["tnsai_eval.testing", "tnsai_eval._enums"]
-    for package in packages:
-        module = importlib.import_module(package)
-        names.append(package)
-        names += [f"{package}.{info.name}" for info in pkgutil.iter_modules(module.__path__)]
-    return names
-
-
-# tests/feedback/test_doctests.py covers the feedback modules.
-@pytest.mark.parametrize(
-    "name", _modules("tnsai_eval.llm", "tnsai_eval.norms", "tnsai_eval.refinement")
-)
-def test_docstring_examples_hold(name: str) -> None:
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from tnsai_eval._scores import parse_score
 from tnsai_eval.llm import Completion, LLMClient, acall
 from tnsai_eval.optimizer._evaluators import PromptEvaluator, normalize_answer
 
@@ -17,24 +17,15 @@ _DEFAULT_TEMPLATE = (
     "Answer: {actual}\n"
     "Reply with one line: SCORE: <0-100>, where 100 means the same meaning."
 )
-# Tried in order: the asked-for "SCORE: 85" (any case, ':' '=' or nothing),
-# then "85/100", then "85%", then a lone number that fits the scale.
-_PATTERNS = (
-    re.compile(r"score\W{0,5}(\d+(?:\.\d+)?)", re.IGNORECASE),
-    re.compile(r"(\d+(?:\.\d+)?)\s*/\s*100\b"),
-    re.compile(r"(\d+(?:\.\d+)?)\s*%"),
-)
-# A number not glued to other digits; a sentence's final period may follow it.
-_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?!\.?\d)")
 
 
 def parse_judge_score(reply: str) -> float | None:
     """The grade in a judge's reply as a fraction in [0, 1], or ``None``.
 
-    Tolerant of what small models write: ``SCORE: 85``, ``score=85``,
-    ``**Score**: 85``, ``85/100``, ``85%`` or a bare ``85``. A number above 100
-    is clamped to 100 (1.0); a bare number counts only when it is 0-100, so that
-    a year or a count in the reply's prose is not read as a grade.
+    The library's one judge-score reader (``tnsai_eval._scores.parse_score``)
+    without requiring the ``SCORE:`` label: a small model asked for one line
+    often answers with ``85/100``, ``85%`` or a bare ``85``, and only a number
+    in 0-100 counts, so that a year or a count in the prose is not a grade.
 
     >>> parse_judge_score("Score: 85 - close but vague")
     0.85
@@ -43,16 +34,7 @@ def parse_judge_score(reply: str) -> float | None:
     >>> parse_judge_score("no idea") is None
     True
     """
-    for pattern in _PATTERNS:
-        match = pattern.search(reply)
-        if match is not None:
-            value = float(match.group(1))
-            return min(value, 100.0) / 100.0
-    for match in _NUMBER.finditer(reply):
-        value = float(match.group(1))
-        if value <= 100.0:
-            return value / 100.0
-    return None
+    return parse_score(reply, require_label=False)
 
 
 class LLMJudgeEvaluator:

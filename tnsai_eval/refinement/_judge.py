@@ -11,21 +11,12 @@ check; a judge call that raises fails the check with the error as its message.
 
 from __future__ import annotations
 
-import re
-
+from tnsai_eval._scores import parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, estimate_tokens
 from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
 
 __all__ = ["judge_check", "parse_score"]
-
-# "score", then any decoration (markdown bold, colon, equals, spaces), then a
-# number, optionally "/ denominator" or "%". "score of 8" does not match: a
-# word between "score" and the number means it is prose, not the verdict.
-_SCORE = re.compile(
-    r"\bscore\b[\s*_:=#>-]*(\d+(?:\.\d+)?)\s*(?:(?:/|out\s+of)\s*(\d+(?:\.\d+)?)|%)?",
-    re.IGNORECASE,
-)
 
 _JUDGE_PROMPT = """You are a strict reviewer. Judge the text below against this question:
 
@@ -38,25 +29,6 @@ TEXT>>>
 Explain your judgement in one or two sentences, then end with a line of the form
 SCORE: N
 where N is a number from 0 (does not satisfy it at all) to 100 (fully satisfies it)."""
-
-
-def parse_score(reply: str) -> float | None:
-    """The judge's score in [0, 1], or ``None`` when the reply states none.
-
-    >>> parse_score("Good work.\\n**SCORE:** 85.5")
-    0.855
-    >>> parse_score("SCORE: 85/100"), parse_score("score = 7/10"), parse_score("no verdict")
-    (0.85, 0.7, None)
-    """
-    matches = list(_SCORE.finditer(reply))
-    if not matches:
-        return None
-    value_text, denominator_text = matches[-1].group(1), matches[-1].group(2)
-    value = float(value_text)
-    denominator = float(denominator_text) if denominator_text else 100.0
-    if denominator <= 0:
-        return None
-    return min(1.0, max(0.0, value / denominator))
 
 
 def judge_check(client: LLMClient, question: str, threshold: float) -> Check:
