@@ -143,6 +143,9 @@ class ResponseStore:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        # The replay path builds file names from plain strings: pathlib's
+        # object construction costs more than the file read it leads to.
+        self._root = os.fspath(self.path)
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"response store path {str(self.path)!r} is not a directory")
 
@@ -151,9 +154,12 @@ class ResponseStore:
 
     def path_for(self, key: str) -> Path:
         """The file that holds (or would hold) the reply for ``key``."""
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
         if not _is_key(key):
             raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
-        return self.path / key[:2] / f"{key}.json"
+        return os.path.join(self._root, key[:2], key + ".json")
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str) or not _is_key(key):
@@ -191,7 +197,7 @@ class ResponseStore:
 
     def get(self, key: str) -> Completion | None:
         """The recorded reply for ``key`` (``cached=True``), or ``None``."""
-        file = self.path_for(key)
+        file = self._file(key)
         entry = self._read(file)
         if entry is None:
             return None
@@ -214,11 +220,12 @@ class ResponseStore:
 
     def read_entry(self, key: str) -> dict[str, Any] | None:
         """The whole decoded file for ``key`` (request and response), or ``None``."""
-        return self._read(self.path_for(key))
+        return self._read(self._file(key))
 
-    def _read(self, file: Path) -> dict[str, Any] | None:
+    def _read(self, file: str) -> dict[str, Any] | None:
         try:
-            text = file.read_text(encoding="utf-8")
+            with open(file, encoding="utf-8") as handle:
+                text = handle.read()
         except FileNotFoundError:
             return None
         try:
