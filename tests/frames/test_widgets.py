@@ -17,10 +17,33 @@ from tnsai_eval.widgets import FeedbackPanel, RefinementExplorer, ReportBrowser
 PNG = b"\x89PNG"
 
 
+def _modules_loaded(code: str, *names: str) -> list[bool]:
+    """Which of ``names`` are in sys.modules after running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport sys\nprint(*[n in sys.modules for n in {names!r}])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return [word == "True" for word in out.stdout.split()]
+
+
 def test_importing_tnsai_eval_does_not_import_ipywidgets() -> None:
-    code = "import sys, tnsai_eval; print('ipywidgets' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert _modules_loaded("import tnsai_eval", "ipywidgets") == [False]
+
+
+def test_widgets_package_imports_ipywidgets_only_when_a_view_is_used() -> None:
+    assert _modules_loaded("import tnsai_eval.widgets", "ipywidgets") == [False]
+    code = "from tnsai_eval.widgets import ReportBrowser"
+    assert _modules_loaded(code, "ipywidgets") == [True]
+
+
+def test_frames_and_plots_never_import_pyplot() -> None:
+    code = "import tnsai_eval.frames, tnsai_eval.plots, tnsai_eval.widgets"
+    assert _modules_loaded(code, "matplotlib.pyplot", "matplotlib") == [False, True]
+
+
+def test_widgets_package_names_an_unknown_attribute() -> None:
+    import tnsai_eval.widgets as widgets
+
+    with pytest.raises(AttributeError, match="'Nope'"):
+        _ = widgets.Nope  # type: ignore[attr-defined]
 
 
 # -- RefinementExplorer ----------------------------------------------------------------

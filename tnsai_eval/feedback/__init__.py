@@ -7,7 +7,7 @@
 "Use the customer's name."
 """
 
-from tnsai_eval.feedback._agent import Agent
+from tnsai_eval.feedback._agent import Agent, learned_behavior_section
 from tnsai_eval.feedback._collector import FeedbackCollector
 from tnsai_eval.feedback._enricher import AdaptivePromptEnricher
 from tnsai_eval.feedback._learner import FeedbackLearner, LearningResult, LearningStrategy
@@ -27,4 +27,5 @@ __all__ = [
     "LearningResult",
     "LearningStrategy",
     "SqliteFeedbackStore",
+    "learned_behavior_section",
 ]

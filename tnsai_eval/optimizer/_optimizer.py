@@ -31,6 +31,11 @@ DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "
 class PromptOptimizer:
     """Searches for a better prompt by trying strategies and model rewrites.
 
+    Every option after ``llm`` is keyword-only, as in
+    ``PromptOptimizer(llm, max_iterations=5, target_score=0.9)``; defaults:
+    ``candidate_strategies=DEFAULT_STRATEGIES`` (the original four) and
+    ``evaluator=DefaultPromptEvaluator()``.
+
     The original module's algorithm, kept exactly:
 
     * a prompt's score is the mean evaluator score over the cases, one call per

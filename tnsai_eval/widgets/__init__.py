@@ -1,7 +1,8 @@
 """Notebook views over results (ipywidgets): thin layers over ``frames`` and ``plots``.
 
 Import this package explicitly (``from tnsai_eval.widgets import ...``):
-``import tnsai_eval`` never imports ipywidgets. Each view keeps its state in
+neither ``import tnsai_eval`` nor ``import tnsai_eval.widgets`` imports
+ipywidgets: the first view looked up does. Each view keeps its state in
 ordinary widgets (``HTML``, ``Image``, sliders, buttons) exposed as
 attributes, so it can be driven and inspected from Python, and displays
 itself when it is the last expression of a cell.
@@ -12,9 +13,38 @@ itself when it is the last expression of a cell.
 - ``ReportBrowser``: pytest JSON reports, baseline comparison, filters, plots.
 """
 
-from tnsai_eval.widgets._feedback import FeedbackPanel
-from tnsai_eval.widgets._optimizer import OptimizerDashboard
-from tnsai_eval.widgets._refinement import RefinementExplorer
-from tnsai_eval.widgets._reports import ReportBrowser
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tnsai_eval.widgets._feedback import FeedbackPanel
+    from tnsai_eval.widgets._optimizer import OptimizerDashboard
+    from tnsai_eval.widgets._refinement import RefinementExplorer
+    from tnsai_eval.widgets._reports import ReportBrowser
 
 __all__ = ["FeedbackPanel", "OptimizerDashboard", "RefinementExplorer", "ReportBrowser"]
+
+# ipywidgets (and the widget comm machinery it sets up) is imported on first use of
+# a view, not by ``import tnsai_eval.widgets``: scripts and the CLI that only touch
+# the package (an ``isinstance`` check, a docs build) stay free of it.
+_MODULES = {
+    "FeedbackPanel": "_feedback",
+    "OptimizerDashboard": "_optimizer",
+    "RefinementExplorer": "_refinement",
+    "ReportBrowser": "_reports",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -7,8 +7,7 @@ from typing import Any
 import ipywidgets as w
 
 from tnsai_eval import frames
-from tnsai_eval.feedback import Feedback, FeedbackStore
-from tnsai_eval.feedback._agent import learned_behavior_section
+from tnsai_eval.feedback import Feedback, FeedbackStore, learned_behavior_section
 from tnsai_eval.widgets._common import DisplayMixin, pre_html, table_html
 
 __all__ = ["FeedbackPanel"]
