@@ -156,14 +156,15 @@ def _run(args: argparse.Namespace) -> int:
         call_params={"temperature": 0.0, "max_tokens": args.reply_tokens},
         progress=bar.update if bar is not None else None,
     )
+    most_calls = optimizer.estimate_calls(prompt, cases, validation_cases=validation)
     print(
         f"optimizing {args.dataset!r}: {len(cases)} cases, prompt {prompt!r}, "
         f"strategies {', '.join(s.value for s in strategies)}, {args.search} search, "
-        f"at most {optimizer.estimate_calls(prompt, cases, validation_cases=validation)} calls",
+        f"at most {most_calls} calls",
         flush=True,
     )
     if bar is not None:
-        bar.open(optimizer.estimate_calls(prompt, cases, validation_cases=validation))
+        bar.open(most_calls)
     try:
         result = optimizer.optimize(prompt, cases, validation_cases=validation)
     finally:

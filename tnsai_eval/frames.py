@@ -7,17 +7,17 @@ so anything a user sees can also be had as a plain DataFrame.
 function               one row per ... (columns)
 =====================  ==========================================================
 optimizer_cases        (round, variant, case): ``OPTIMIZER_CASE_COLUMNS``
-optimizer_rounds       round, as ``OptimizationResult.rounds_dataframe()`` gives it
+optimizer_rounds       round: ``OPTIMIZER_ROUND_COLUMNS``
 variant_scores         (round, variant): ``VARIANT_COLUMNS``
 leaderboard            variant scored, best first: ``LEADERBOARD_COLUMNS``
 best_so_far            round: the best score after it (a Series)
-refinement_iterations  iteration, as ``RefinementResult.to_dataframe()`` gives it
-refinement_checks      (iteration, check), as ``RefinementResult.checks_dataframe()``
+refinement_iterations  iteration: ``RefinementResult.to_dataframe()`` (see function)
+refinement_checks      (iteration, check): ``RefinementResult.checks_dataframe()`` (see function)
 score_progressions     (run, step): ``PROGRESSION_COLUMNS``
 learning_frame         learned item: ``LEARNING_COLUMNS``
 feedback_frame         feedback item: ``FEEDBACK_COLUMNS``
 norm_checks            (check, violation): ``NORM_CHECK_COLUMNS``
-load_report            test (``tnsai_eval.reports.load_report``, re-exported)
+load_report            test (``tnsai_eval.reports.load_report``, re-exported; see its docstring)
 load_reports           (run, test): ``run`` + ``load_report``'s columns
 comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
 =====================  ==========================================================
@@ -32,6 +32,7 @@ comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COL
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,6 +47,8 @@ from tnsai_eval._frames_reports import (
     load_reports,
 )
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.optimizer import RoundRecord
+from tnsai_eval.optimizer._result import CASE_COLUMNS
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -54,6 +57,7 @@ __all__ = [
     "LEARNING_COLUMNS",
     "NORM_CHECK_COLUMNS",
     "OPTIMIZER_CASE_COLUMNS",
+    "OPTIMIZER_ROUND_COLUMNS",
     "PROGRESSION_COLUMNS",
     "VARIANT_COLUMNS",
     "best_so_far",
@@ -74,23 +78,23 @@ __all__ = [
     "variant_scores",
 ]
 
-#: ``optimizer_cases``: one row per (round, variant, case). ``round`` 0 scores the
-#: initial prompt; ``score`` is the evaluator's score in [0, 1] (NaN when the
-#: call failed); ``tokens`` the call's total tokens; ``latency`` seconds;
-#: ``cached`` whether the reply came from a cache or response store.
-OPTIMIZER_CASE_COLUMNS = (
-    "round",
-    "variant",
-    "strategy",
-    "case",
-    "input",
-    "expected",
-    "output",
-    "score",
-    "tokens",
-    "latency",
-    "cached",
-)
+#: ``optimizer_cases``: one row per (round, variant, case), exactly
+#: ``OptimizationResult.to_dataframe()``'s columns. ``round`` 0 scores the
+#: initial prompt; ``variant`` is the variant's id; ``case`` the case's index;
+#: ``score`` is the evaluator's score in [0, 1] (NaN when the call failed, and
+#: ``error`` then says why); ``tokens`` the call's total tokens; ``latency``
+#: seconds; ``cached`` whether the reply came from a cache or response store;
+#: ``split`` is ``train`` or ``validation``.
+OPTIMIZER_CASE_COLUMNS: tuple[str, ...] = CASE_COLUMNS
+# A frame passed in (say, read back from results.csv of an older run) needs only these.
+_CASE_REQUIRED = tuple(c for c in OPTIMIZER_CASE_COLUMNS if c not in ("error", "split"))
+
+#: ``optimizer_rounds``: one row per round, the fields of ``RoundRecord``:
+#: ``round`` (0 = scoring the initial prompt), ``best_score`` and
+#: ``best_variant`` after it, ``improved``, ``variants`` made in it, its
+#: ``calls``, ``tokens`` and ``failed_calls``, and ``elapsed_s`` since the run
+#: began.
+OPTIMIZER_ROUND_COLUMNS = tuple(f.name for f in dataclasses.fields(RoundRecord))
 
 #: ``variant_scores``: one row per (round, variant). ``score`` is the mean over
 #: the cases scored; ``cases`` how many were scored; ``cached`` how many of their
@@ -152,19 +156,23 @@ def optimizer_cases(result: object) -> pd.DataFrame:
     """One row per (round, variant, case) of an optimization (``OPTIMIZER_CASE_COLUMNS``).
 
     Accepts an ``OptimizationResult`` (delegates to its ``to_dataframe()``) or a
-    frame that already has those columns.
+    frame that already has those columns (``error`` and ``split`` may be absent).
     """
     frame = (
         result
         if isinstance(result, pd.DataFrame)
         else call_frame(result, "to_dataframe", what="an OptimizationResult")
     )
-    require_columns(frame, OPTIMIZER_CASE_COLUMNS, what="optimizer case frame")
+    require_columns(frame, _CASE_REQUIRED, what="optimizer case frame")
     return frame
 
 
 def optimizer_rounds(result: object) -> pd.DataFrame:
-    """One row per optimizer round: ``OptimizationResult.rounds_dataframe()``."""
+    """One row per optimizer round (``OPTIMIZER_ROUND_COLUMNS``).
+
+    Accepts an ``OptimizationResult`` (its ``rounds_dataframe()``) or a frame
+    with at least ``round`` (each plot checks the further columns it draws).
+    """
     if isinstance(result, pd.DataFrame):
         require_columns(result, ("round",), what="optimizer rounds frame")
         return result
@@ -248,7 +256,15 @@ def best_so_far(result: object) -> pd.Series:
 
 
 def refinement_iterations(result: object) -> pd.DataFrame:
-    """One row per checked iteration: ``RefinementResult.to_dataframe()``."""
+    """One row per checked iteration: ``RefinementResult.to_dataframe()``.
+
+    Columns: ``iteration`` (from 1; 1 checks the draft), ``score`` (the share of
+    checks passed), ``passed``, ``checks`` and ``failed`` (counts),
+    ``failed_checks`` (their names, comma-separated), ``improved``,
+    ``repeated``, ``tokens``, ``tokens_estimated``, ``latency_s``,
+    ``checks_duration_s`` and ``output`` (the text checked). A frame passed in
+    needs at least ``iteration``.
+    """
     if isinstance(result, pd.DataFrame):
         require_columns(result, ("iteration",), what="refinement iteration frame")
         return result
@@ -256,7 +272,13 @@ def refinement_iterations(result: object) -> pd.DataFrame:
 
 
 def refinement_checks(result: object) -> pd.DataFrame:
-    """One row per (iteration, check): ``RefinementResult.checks_dataframe()``."""
+    """One row per (iteration, check): ``RefinementResult.checks_dataframe()``.
+
+    Columns: ``iteration``, ``check`` (its name), ``kind``, ``source``,
+    ``passed``, ``skipped``, ``score``, ``message``, ``duration_s``,
+    ``tokens``. A frame passed in needs at least ``iteration``, ``check`` and
+    ``passed``.
+    """
     if isinstance(result, pd.DataFrame):
         require_columns(result, ("iteration", "check", "passed"), what="refinement check frame")
         return result

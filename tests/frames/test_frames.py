@@ -16,7 +16,7 @@ from .conftest import FakeOptimization
 
 def test_optimizer_cases_delegates_and_checks_columns(optimization: FakeOptimization) -> None:
     out = frames.optimizer_cases(optimization)
-    assert tuple(out.columns[:11]) == frames.OPTIMIZER_CASE_COLUMNS
+    assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
     assert len(out) == 9
     with pytest.raises(ConfigError, match="'score'"):
         frames.optimizer_cases(out.drop(columns="score"))

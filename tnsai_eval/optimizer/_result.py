@@ -114,14 +114,23 @@ class OptimizationResult:
         return pd.DataFrame(rows, columns=list(CASE_COLUMNS))
 
     def rounds_dataframe(self) -> pd.DataFrame:
-        """One row per round (0 is the initial prompt): best score so far and costs."""
+        """One row per round (0 is the initial prompt): best score so far and costs.
+
+        Columns, the fields of ``RoundRecord``: round, best_score, best_variant,
+        improved, variants, calls, tokens, failed_calls, elapsed_s.
+        """
         import pandas as pd
 
         columns = [f.name for f in dataclasses.fields(RoundRecord)]
         return pd.DataFrame([dataclasses.astuple(r) for r in self.history], columns=columns)
 
     def variants_dataframe(self) -> pd.DataFrame:
-        """One row per variant tried, in the order they were made."""
+        """One row per variant tried, in the order they were made.
+
+        Columns, the fields of ``VariantRecord`` (``status`` as its string value):
+        id, round, strategy, prompt, parent, status, score, partial_score,
+        cases_scored, cases_failed, calls, tokens, became_best, duplicate_of.
+        """
         import pandas as pd
 
         columns = [f.name for f in dataclasses.fields(VariantRecord)]
