@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -52,6 +53,14 @@ class TnsaiHooks:
         self.baseline = baseline
         self.comparison: Comparison | None = None
         self.report_path_written: str | None = None
+        self._store = _skippable_store(config, session.options.store)
+
+    # -- collection ----------------------------------------------------------
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        # The store lives under the tests (tests/llm-responses by default) and
+        # holds one JSON file per recorded reply: walking thousands of them at
+        # every collection cost more than replaying the calls did.
+        return True if collection_path == self._store else None
 
     # -- per test ----------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -161,6 +170,14 @@ class TnsaiHooks:
             comparison=self.comparison,
             report_path=self.report_path_written,
         )
+
+
+def _skippable_store(config: pytest.Config, store: Path) -> Path | None:
+    """The store directory, unless skipping it would skip tests (it holds the rootdir)."""
+    here = config.invocation_params.dir
+    if config.rootpath.is_relative_to(store) or here.is_relative_to(store):
+        return None
+    return store
 
 
 class _Performed:

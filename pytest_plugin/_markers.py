@@ -12,6 +12,7 @@ argument (a pytest rule). The decorators always record their arguments.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -194,7 +195,7 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
     unknown = sorted(set(kw) - set(_REFINE_ARGS))
     if unknown:
         raise MarkerError(
-            f"@refine_until: unknown argument(s) {', '.join(unknown)}; "
+            f"@refine_until: unknown argument(s) {_with_hints(unknown, _REFINE_ARGS)}; "
             f"expected some of {', '.join(_REFINE_ARGS)}"
         )
 
@@ -259,6 +260,16 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
     return RefineSpec(task, max_iterations, timedelta(seconds=seconds), checks)
 
 
+def _with_hints(unknown: Sequence[str], known: Iterable[str]) -> str:
+    """``must_contian (did you mean must_contain?), ...``: a typo is the usual cause."""
+    names = list(known)
+    shown = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, names, n=1)
+        shown.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return ", ".join(shown)
+
+
 def _str_or_strs(value: object) -> bool:
     if isinstance(value, str):
         return bool(value)
@@ -300,7 +311,8 @@ def norm_spec(mark: pytest.Mark) -> NormSpec:
     unknown = sorted(set(mark.kwargs) - {"state"})
     if unknown:
         raise MarkerError(
-            f"@norm_check: unknown argument(s) {', '.join(unknown)}; expected targets and state="
+            f"@norm_check: unknown argument(s) {_with_hints(unknown, ['state'])}; "
+            "expected targets and state="
         )
     state = mark.kwargs.get("state") or {}
     if not isinstance(state, Mapping):

@@ -82,6 +82,11 @@ def test_bad_target(norm_actions):
 @pytest.mark.norm_check(ENGINE, state=["hasConsent"])
 def test_bad_state(norm_actions):
     pass
+
+
+@pytest.mark.norm_check(ENGINE, stat={"hasConsent": True})
+def test_misspelt_state(norm_actions):
+    pass
 """
 
 
@@ -92,7 +97,7 @@ def test_norm_check(pytester: pytest.Pytester) -> None:
     )
     pytester.makepyfile(test_norms=NORM_TESTS)
     result = pytester.runpytest_inprocess("--strict-markers", "-rA")
-    result.assert_outcomes(passed=2, failed=5, errors=2)
+    result.assert_outcomes(passed=2, failed=5, errors=3)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
@@ -109,6 +114,7 @@ def test_norm_check(pytester: pytest.Pytester) -> None:
     assert "made no agent with the `agent` fixture and recorded no actions" in out
     assert "@norm_check: 'DataAgent' is not valid; expected an agent class" in out
     assert "@norm_check: state=['hasConsent'] is not valid; expected a mapping" in out
+    assert "@norm_check: unknown argument(s) stat (did you mean state?)" in out
     for passing in (
         "test_allowed_when_the_condition_does_not_hold",
         "test_plain_pytest_mark_works",
@@ -198,7 +204,10 @@ def test_refine_until(scripted: pytest.Pytester) -> None:
     )
     assert "the test never called refine(draft)" in out
     assert "the test must take the `refine` fixture" in out
-    assert "@refine_until: unknown argument(s) max_iteration; expected some of task," in out
+    assert (
+        "@refine_until: unknown argument(s) max_iteration (did you mean max_iterations?); "
+        "expected some of task," in out
+    )
     assert "matches_pattern='(' is not a valid regex" in out
     assert "@refine_until needs at least one completion check" in out
     # The summary tracks refinement: iterations and model calls per test.

@@ -112,3 +112,17 @@ def test_markers_are_registered_for_strict_markers(pytester: pytest.Pytester) ->
     result = pytester.runpytest_inprocess("--markers")
     assert "@pytest.mark.norm_check(" in result.stdout.str()
     assert "@pytest.mark.refine_until(" in result.stdout.str()
+
+
+def test_the_store_is_not_walked_when_collecting(pytester: pytest.Pytester) -> None:
+    # A stand-in for thousands of recordings: were the store collected, this
+    # failing test would run.
+    trap = pytester.path / "tests" / "llm-responses" / "ab"
+    trap.mkdir(parents=True)
+    (trap / "test_trap.py").write_text("def test_trap():\n    assert False\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    pytester.runpytest_inprocess().assert_outcomes(passed=1)
+    # The trap is real: without the plugin it is collected.
+    pytester.runpytest_inprocess("-p", "no:tnsai").assert_outcomes(passed=1, failed=1)
+    # A store that holds the tests themselves is not skipped.
+    pytester.runpytest_inprocess("--llm-store=.").assert_outcomes(passed=1, failed=1)
