@@ -80,7 +80,8 @@ def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") ->
     """Each variant's mean score per round (points, coloured by strategy) and the best so far.
 
     ``result`` is an ``OptimizationResult`` or its ``to_dataframe()`` frame.
-    The best-so-far line is the running maximum of the round-best scores.
+    The best-so-far line is ``frames.best_so_far``: the optimizer's best score
+    after each round (with a bare frame, the running maximum of the variants').
     """
     scores = frames.variant_scores(result)
     fig = Figure(figsize=(7.6, 3.8), layout="constrained")

@@ -10,6 +10,7 @@ from typing import Any
 import ipywidgets as w
 
 from tnsai_eval import frames, plots
+from tnsai_eval._plots_base import short
 from tnsai_eval.widgets._common import DisplayMixin, figure_png, pre_html, table_html
 
 __all__ = ["OptimizerDashboard"]
@@ -77,7 +78,16 @@ class OptimizerDashboard(DisplayMixin):
         runner.progress = progress
         self.round_best = []
         self.status.value = "running…"
-        result = runner.optimize(self.prompt, self.cases, validation_cases=self.validation_cases)
+        validation = self.validation_cases
+        try:
+            result = runner.optimize(self.prompt, self.cases, validation_cases=validation)
+        except Exception as exc:
+            # Failed calls are handled inside the run; what reaches here (a bad
+            # evaluator, a bug) ends it. Say so in the view, not just in a traceback
+            # the user may have scrolled past, and leave the rounds' plot as it was.
+            self.bar.bar_style = "danger"
+            self.status.value = f"failed: {html.escape(f'{type(exc).__name__}: {exc}')}"
+            raise
         self.finish(result)
         return result
 
@@ -109,10 +119,5 @@ class OptimizerDashboard(DisplayMixin):
         )
         self.plot.value = figure_png(plots.plot_optimizer_rounds(result))
         board = frames.leaderboard(result)
-        board = board.assign(prompt=board["prompt"].map(lambda p: _shorten(str(p), 90)))
+        board = board.assign(prompt=board["prompt"].map(lambda p: short(p, 90)))
         self.leaderboard.value = "<b>Leaderboard</b>" + table_html(board)
-
-
-def _shorten(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
