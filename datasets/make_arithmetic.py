@@ -7,6 +7,7 @@ so the file it writes is always the same; re-running it must leave
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
@@ -32,6 +33,8 @@ def make_cases(seed: int = SEED, count: int = COUNT) -> list[dict[str, str]]:
 
 
 def main() -> None:
+    # No options; parsing anyway makes ``--help`` print this instead of writing the file.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     lines = [json.dumps(case, ensure_ascii=False) for case in make_cases()]
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {len(lines)} cases to {OUT}")
