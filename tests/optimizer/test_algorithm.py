@@ -171,6 +171,10 @@ def test_same_input_twice_is_sent_once(answers: dict[str, str]) -> None:
         ({"max_seconds": 0}, "max_seconds"),
         ({"template": "{prompt}"}, "template"),
         ({"candidate_strategies": ["telepathy"]}, "telepathy"),
+        ({"template": "{prompt} {lang}: {input}"}, r"\{lang\}"),
+        ({"few_shot_examples": -1}, "few_shot_examples must be >= 0, got -1"),
+        ({"call_params": [("temperature", 0)]}, "call_params must be a mapping"),
+        ({"candidate_strategies": [], "rewrite": False}, "nothing to try"),
     ],
 )
 def test_bad_options_name_the_value(options: dict[str, object], message: str) -> None:
@@ -263,3 +267,13 @@ def test_pytest_does_not_collect_test_case(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest("-W", "error::pytest.PytestCollectionWarning")
     result.assert_outcomes(passed=1)
+
+
+def test_options_after_llm_are_keyword_only() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        PromptOptimizer(ScriptedLLM(), 5)  # type: ignore[misc]
+
+
+def test_suggest_strategies_names_a_non_string() -> None:
+    with pytest.raises(ConfigError, match="task_description must be a str, got NoneType"):
+        PromptOptimizer.suggest_strategies(None)  # type: ignore[arg-type]

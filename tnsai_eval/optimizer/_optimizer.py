@@ -109,10 +109,29 @@ class PromptOptimizer:
             raise ConfigError(f"max_seconds must be > 0 or None, got {max_seconds!r}")
         if "{prompt}" not in template or "{input}" not in template:
             raise ConfigError(f"template must contain {{prompt}} and {{input}}, got {template!r}")
+        try:
+            template.format(prompt="", input="")
+        except (KeyError, IndexError, ValueError) as exc:
+            # Caught here rather than as a crash on the first case call.
+            raise ConfigError(
+                f"template may use only {{prompt}} and {{input}} (double other braces), "
+                f"got {template!r}: {type(exc).__name__}: {exc}"
+            ) from None
+        if few_shot_examples < 0:
+            raise ConfigError(f"few_shot_examples must be >= 0, got {few_shot_examples!r}")
+        if call_params is not None and not isinstance(call_params, Mapping):
+            raise ConfigError(
+                f"call_params must be a mapping of call parameters, got {call_params!r}"
+            )
         self.llm = llm
         self.max_iterations = max_iterations
         self.target_score = target_score
         self.candidate_strategies = tuple(PromptStrategy.parse(s) for s in candidate_strategies)
+        if not self.candidate_strategies and not rewrite:
+            raise ConfigError(
+                "nothing to try: candidate_strategies is empty and rewrite=False; "
+                "give at least one strategy or allow the model's rewrite"
+            )
         self.evaluator: PromptEvaluator = evaluator or DefaultPromptEvaluator()
         self.search: SearchMode = search
         self.max_calls = max_calls

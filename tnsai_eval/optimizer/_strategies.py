@@ -167,6 +167,11 @@ def suggest_strategies(task_description: str) -> list[PromptStrategy]:
     >>> [s.name for s in suggest_strategies("Analyze the quarterly report")]
     ['CHAIN_OF_THOUGHT', 'STRUCTURED_THINKING']
     """
+    if not isinstance(task_description, str):
+        raise ConfigError(
+            f"task_description must be a str, got {type(task_description).__name__}: "
+            f"{task_description!r}"
+        )
     text = task_description.lower()
     found: set[PromptStrategy] = set()
     for pattern, strategies in _KEYWORDS:
