@@ -94,6 +94,12 @@ class PromptEvaluator(Protocol):
     An evaluator may also define ``async aevaluate(actual, expected)``; the
     optimizer awaits it instead, so that evaluators which call a model (such as
     ``LLMJudgeEvaluator``) do not block the other cases.
+
+    >>> class StartsWith:
+    ...     def evaluate(self, actual: str, expected: str) -> float:
+    ...         return 1.0 if actual.startswith(expected) else 0.0
+    >>> isinstance(StartsWith(), PromptEvaluator)
+    True
     """
 
     def evaluate(self, actual: str, expected: str) -> float: ...

@@ -17,7 +17,11 @@ __all__ = [
 
 
 class StopReason(enum.Enum):
-    """Why an optimizer run ended."""
+    """Why an optimizer run ended (``OptimizationResult.stop_reason``).
+
+    >>> StopReason("max_calls")
+    <StopReason.MAX_CALLS: 'max_calls'>
+    """
 
     TARGET_REACHED = "target_reached"
     """The best prompt scored at least ``target_score``."""
@@ -32,13 +36,13 @@ class StopReason(enum.Enum):
     MAX_SECONDS = "max_seconds"
     """The ``max_seconds`` budget was spent."""
 
-    @property
-    def is_budget(self) -> bool:
-        return self in (StopReason.MAX_CALLS, StopReason.MAX_TOKENS, StopReason.MAX_SECONDS)
-
 
 class VariantStatus(enum.Enum):
-    """What happened to a variant."""
+    """What happened to a variant (``VariantRecord.status``).
+
+    >>> VariantStatus("dropped").name
+    'DROPPED'
+    """
 
     SCORED = "scored"
     """Scored on every case (failed calls left out)."""
@@ -59,6 +63,14 @@ class CaseResult:
     ``latency_s`` are what this row spent: 0 for a reply reused from the run's
     cache (``cached``), which also marks replies the client itself served from
     a store. ``split`` is ``"train"`` or ``"validation"``.
+
+    >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> optimizer = PromptOptimizer(ScriptedLLM(default="Paris"))
+    >>> result = optimizer.optimize("Capital?", [TestCase("France", "Paris")])
+    >>> row = result.case_results[0]
+    >>> row.input, row.output, row.score, row.cached, row.error
+    ('France', 'Paris', 1.0, False, None)
     """
 
     round: int
@@ -75,10 +87,6 @@ class CaseResult:
     error: str | None = None
     split: str = "train"
 
-    @property
-    def failed(self) -> bool:
-        return self.error is not None
-
 
 @dataclass(frozen=True, slots=True)
 class VariantRecord:
@@ -91,6 +99,14 @@ class VariantRecord:
     fully scored variant; ``partial_score`` is that mean over however many cases
     were scored (also for dropped and incomplete variants), ``None`` when none
     were. ``duplicate_of`` names the earlier variant with the same text.
+
+    >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> optimizer = PromptOptimizer(ScriptedLLM(default="Paris"))
+    >>> result = optimizer.optimize("Capital?", [TestCase("France", "Paris")])
+    >>> initial = result.variants[0]
+    >>> initial.strategy, initial.status.value, initial.score, initial.calls
+    ('initial', 'scored', 1.0, 1)
     """
 
     id: int
@@ -111,7 +127,16 @@ class VariantRecord:
 
 @dataclass(frozen=True, slots=True)
 class RoundRecord:
-    """The state after one round (round 0 is scoring the initial prompt)."""
+    """The state after one round (round 0 is scoring the initial prompt).
+
+    >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> optimizer = PromptOptimizer(ScriptedLLM(default="Paris"))
+    >>> result = optimizer.optimize("Capital?", [TestCase("France", "Paris")])
+    >>> first = result.history[0]
+    >>> first.round, first.best_score, first.calls
+    (0, 1.0, 1)
+    """
 
     round: int
     best_score: float
@@ -125,6 +150,12 @@ class RoundRecord:
 
 
 class EventKind(enum.Enum):
+    """What a ``ProgressEvent`` reports: one scored case or one finished round.
+
+    >>> [kind.value for kind in EventKind]
+    ['case', 'round']
+    """
+
     CASE = "case"
     ROUND = "round"
 
@@ -135,6 +166,14 @@ class ProgressEvent:
 
     ``calls`` and ``best_score`` are the run's totals so far; ``case`` is set for
     ``EventKind.CASE`` and ``round_record`` for ``EventKind.ROUND``.
+
+    >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> events = []
+    >>> optimizer = PromptOptimizer(ScriptedLLM(default="Paris"), progress=events.append)
+    >>> _ = optimizer.optimize("Capital?", [TestCase("France", "Paris")])
+    >>> [(e.kind.value, e.round, e.calls, e.best_score) for e in events]
+    [('case', 0, 1, 1.0), ('round', 0, 1, 1.0)]
     """
 
     kind: EventKind

@@ -80,10 +80,6 @@ class OptimizationResult:
         """Whether a prompt other than the initial one scored higher than it."""
         return self.best_variant != 0 and self.score > self.initial_score
 
-    @property
-    def improvement(self) -> float:
-        return self.score - self.initial_score
-
     def to_dataframe(self) -> pd.DataFrame:
         """One row per (round, variant, case) scored, in that order.
 
