@@ -222,3 +222,20 @@ def test_report_browser_takes_its_baseline_up_front(report_paths: list[Path]) ->
 def test_report_browser_rejects_an_unknown_baseline(report_paths: list[Path]) -> None:
     with pytest.raises(ValueError, match="baseline 'nope'"):
         ReportBrowser(report_paths, baseline="nope")
+
+
+def test_report_browser_keeps_what_it_showed_when_a_load_fails(
+    report_paths: list[Path], tmp_path: Path
+) -> None:
+    browser = ReportBrowser(report_paths)
+    shown = browser.reports.copy()
+    with pytest.raises(ValueError, match="baseline 'nope'"):
+        browser.load([report_paths[1], report_paths[0]], baseline="nope")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    browser.paths_box.value = f"{report_paths[0]}\n{broken}"
+    browser.load_button.click()
+    assert "broken.json" in browser.status.value
+    assert browser.reports.equals(shown)
+    assert browser.current_run == "branch"
+    assert browser.baseline.options == ("(none)", "main")

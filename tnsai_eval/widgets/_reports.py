@@ -94,10 +94,13 @@ class ReportBrowser(DisplayMixin):
         """Load reports (run names are the file stems); the last one is the current run."""
         files = [Path(p) for p in paths]
         names = _unique_names(files)
-        self.reports = frames.load_reports(dict(zip(names, files, strict=True)))
-        self._paths = dict(zip(names, files, strict=True))
         if baseline is not None and baseline not in names[:-1]:
             raise ConfigError(f"baseline {baseline!r} is not one of the earlier runs {names[:-1]}")
+        # Read everything before changing anything: a bad file or baseline
+        # leaves the reports already shown in place.
+        reports = frames.load_reports(dict(zip(names, files, strict=True)))
+        self.reports = reports
+        self._paths = dict(zip(names, files, strict=True))
         # Setting options resets the value; one update once both are set, not two.
         self._quiet = True
         try:
