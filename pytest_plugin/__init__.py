@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_plugin._fixtures import (
+# The fixtures are imported so that pytest finds them as this plugin's attributes.
+from pytest_plugin._fixtures import (  # noqa: F401
     NormActions,
     agent,
     evaluate_prompt,
@@ -48,19 +49,6 @@ __all__ = [
     "norm_check",
     "refine_until",
 ]
-
-# The fixtures are module attributes so that pytest finds them on the plugin.
-_FIXTURES = (
-    agent,
-    evaluate_prompt,
-    feedback_store,
-    llm,
-    norm_actions,
-    norm_engine,
-    prompt_optimizer,
-    refine,
-    tnsai_record,
-)
 
 
 def __getattr__(name: str) -> Any:

@@ -95,11 +95,23 @@ class PluginSession:
         self.runs: dict[str, _Run] = {}
         # Records that arrived finished from xdist workers.
         self.merged: list[TrackedTest] = []
-        self.current: str | None = None
+        self._current: str | None = None
+        # The running test's record, looked up once rather than on every call.
+        self._run: _Run | None = None
         self.sample = 0
         self._lock = threading.Lock()
         self.started = time.time()
         self.llm_description: dict[str, object] = {}
+
+    @property
+    def current(self) -> str | None:
+        """The node id of the running test (None between tests)."""
+        return self._current
+
+    @current.setter
+    def current(self, nodeid: str | None) -> None:
+        self._current = nodeid
+        self._run = None
 
     # -- what the running test does -------------------------------------
     def track(self, nodeid: str) -> _Run:
@@ -110,7 +122,10 @@ class PluginSession:
             return run
 
     def _current_run(self) -> _Run | None:
-        return None if self.current is None else self.track(self.current)
+        run = self._run
+        if run is None and self._current is not None:
+            run = self._run = self.track(self._current)
+        return run
 
     def record_metric(
         self,

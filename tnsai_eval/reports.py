@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "COMPARISON_COLUMNS",
     "SCHEMA_VERSION",
     "ChangeKind",
     "Comparison",
@@ -124,6 +125,20 @@ def report_dataframe(source: ReportSource, *, long: bool = False) -> pd.DataFram
     return frame
 
 
+#: The columns of ``Comparison.to_dataframe``: the fields of ``MetricChange``,
+#: with ``delta`` (current - baseline) and ``kind`` as its value string.
+COMPARISON_COLUMNS = (
+    "nodeid",
+    "metric",
+    "baseline",
+    "current",
+    "current_low",
+    "current_high",
+    "delta",
+    "kind",
+)
+
+
 class ChangeKind(StrEnum):
     REGRESSED = "regressed"
     IMPROVED = "improved"
@@ -168,34 +183,15 @@ class Comparison:
         return not self.regressions
 
     def to_dataframe(self) -> pd.DataFrame:
+        """One row per metric in both runs (``COMPARISON_COLUMNS``), regressions first."""
         import pandas as pd
 
         changes = [*self.regressions, *self.improved, *self.unchanged]
-        return pd.DataFrame(
-            [
-                {
-                    "nodeid": c.nodeid,
-                    "metric": c.metric,
-                    "baseline": c.baseline,
-                    "current": c.current,
-                    "current_low": c.current_low,
-                    "current_high": c.current_high,
-                    "delta": c.delta,
-                    "kind": c.kind.value,
-                }
-                for c in changes
-            ],
-            columns=[
-                "nodeid",
-                "metric",
-                "baseline",
-                "current",
-                "current_low",
-                "current_high",
-                "delta",
-                "kind",
-            ],
-        )
+        rows = [
+            {**{name: getattr(c, name) for name in COMPARISON_COLUMNS}, "kind": c.kind.value}
+            for c in changes
+        ]
+        return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
 
     def format(self) -> str:
         """The human-readable summary printed by the plugin and ``tnsai-eval report``."""

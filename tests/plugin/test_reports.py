@@ -11,6 +11,7 @@ from tests.plugin.conftest import write_report
 from tnsai_eval.cli import main
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
+    COMPARISON_COLUMNS,
     SCHEMA_VERSION,
     ChangeKind,
     MetricStats,
@@ -89,6 +90,19 @@ def test_compare_classifies_every_change() -> None:
     assert "1 regression(s) beyond tolerance 0.05" in text
     assert "t.py::worse" in text
     assert "-0.200" in text
+    frame = result.to_dataframe()
+    assert tuple(frame.columns) == COMPARISON_COLUMNS
+    assert frame.iloc[0].to_dict() == {
+        "nodeid": "t.py::worse",
+        "metric": "score",
+        "baseline": 0.9,
+        "current": 0.7,
+        "current_low": 0.7,
+        "current_high": 0.7,
+        "delta": pytest.approx(-0.2),
+        "kind": "regressed",
+    }
+    assert list(frame["kind"]) == ["regressed", "improved", "unchanged", "unchanged"]
 
 
 def test_compare_uses_the_interval_of_repeated_samples() -> None:
