@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
 import matplotlib
 import pandas as pd
 import pytest
+
+from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
 
 # No display in tests; Figure objects never need one, but a stray pyplot call would.
 matplotlib.use("Agg")
@@ -87,3 +93,27 @@ def checks_frame() -> pd.DataFrame:
         for i, ok in enumerate(oks)
     ]
     return pd.DataFrame(rows)
+
+
+def save_report(
+    path: Path,
+    scores: Mapping[str, float],
+    failed: tuple[str, ...] = (),
+    *,
+    config: Mapping[str, Any] | None = None,
+    **counts: int,
+) -> Path:
+    """A pytest JSON report at ``path``: one test per score, ``failed`` ones FAILED.
+
+    ``counts`` (``calls``, ``tokens``...) are set on every test.
+    """
+    tests = tuple(
+        TrackedTest(
+            nodeid,
+            TestStatus.FAILED if nodeid in failed else TestStatus.PASSED,
+            {"score": MetricStats("score", (score,))},
+            **counts,
+        )
+        for nodeid, score in scores.items()
+    )
+    return Report(tests=tests, config=dict(config or {})).save(path)

@@ -9,9 +9,8 @@ import pytest
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.norms import CheckResult, NormEngine, NormEntry, NormType
-from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
 
-from .conftest import FakeOptimization
+from .conftest import FakeOptimization, save_report
 
 
 def test_optimizer_cases_delegates_and_checks_columns(optimization: FakeOptimization) -> None:
@@ -127,17 +126,9 @@ def test_norm_checks_one_row_per_violation_and_per_clean_check() -> None:
     assert pairs["allowed"].tolist() == [True, True]
 
 
-def _report(tmp_path: Path, name: str, scores: dict[str, float]) -> Path:
-    tests = tuple(
-        TrackedTest(nodeid, TestStatus.PASSED, {"score": MetricStats("score", (score,))})
-        for nodeid, score in scores.items()
-    )
-    return Report(tests=tests).save(tmp_path / f"{name}.json")
-
-
 def test_load_reports_adds_a_leading_run_column(tmp_path: Path) -> None:
-    a = _report(tmp_path, "abc123", {"t1": 0.5, "t2": 1.0})
-    b = _report(tmp_path, "def456", {"t1": 0.7})
+    a = save_report(tmp_path / "abc123.json", {"t1": 0.5, "t2": 1.0})
+    b = save_report(tmp_path / "def456.json", {"t1": 0.7})
     out = frames.load_reports([a, b])
     assert out.columns[0] == "run"
     assert out["run"].tolist() == ["abc123", "abc123", "def456"]
@@ -153,8 +144,8 @@ def test_load_reports_adds_a_leading_run_column(tmp_path: Path) -> None:
 
 
 def test_compare_reports_runs_the_gate_comparison(tmp_path: Path) -> None:
-    old = _report(tmp_path, "old", {"t::a": 0.9, "t::b": 0.5, "t::gone": 1.0})
-    new = _report(tmp_path, "new", {"t::a": 0.3, "t::b": 0.52, "t::fresh": 1.0})
+    old = save_report(tmp_path / "old.json", {"t::a": 0.9, "t::b": 0.5, "t::gone": 1.0})
+    new = save_report(tmp_path / "new.json", {"t::a": 0.3, "t::b": 0.52, "t::fresh": 1.0})
     out = frames.compare_reports(new, old, tolerance=0.05)
     assert tuple(out.columns) == frames.COMPARISON_COLUMNS
     assert out[["nodeid", "kind"]].values.tolist() == [

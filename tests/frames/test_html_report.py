@@ -10,21 +10,14 @@ import pytest
 from tnsai_eval import plots
 from tnsai_eval._html_report import render_html
 from tnsai_eval.cli import main
-from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest, load_report
+from tnsai_eval.reports import load_report
+
+from .conftest import save_report
 
 
 def _save(path: Path, scores: dict[str, float], failed: tuple[str, ...] = ()) -> Path:
-    tests = tuple(
-        TrackedTest(
-            nodeid,
-            TestStatus.FAILED if nodeid in failed else TestStatus.PASSED,
-            {"score": MetricStats("score", (score,))},
-            calls=3,
-            tokens=120,
-        )
-        for nodeid, score in scores.items()
-    )
-    return Report(tests=tests, config={"model": "smollm2"}).save(path)
+    config = {"model": "smollm2"}
+    return save_report(path, scores, failed, config=config, calls=3, tokens=120)
 
 
 def _images(page: str) -> list[bytes]:

@@ -10,9 +10,10 @@ import pytest
 
 from tnsai_eval.feedback import Agent, FeedbackLearner, FeedbackStore, FeedbackType
 from tnsai_eval.refinement import CompletionCriteria, RefinementLoop
-from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
 from tnsai_eval.testing import ScriptedLLM
 from tnsai_eval.widgets import FeedbackPanel, RefinementExplorer, ReportBrowser
+
+from .conftest import save_report as _save
 
 PNG = b"\x89PNG"
 
@@ -149,18 +150,6 @@ def test_feedback_panel_learn_button_lists_what_was_learned() -> None:
 
 
 # -- ReportBrowser -----------------------------------------------------------------------
-
-
-def _save(path: Path, scores: dict[str, float], failed: tuple[str, ...] = ()) -> Path:
-    tests = tuple(
-        TrackedTest(
-            nodeid,
-            TestStatus.FAILED if nodeid in failed else TestStatus.PASSED,
-            {"score": MetricStats("score", (score,))},
-        )
-        for nodeid, score in scores.items()
-    )
-    return Report(tests=tests).save(path)
 
 
 @pytest.fixture
