@@ -33,12 +33,19 @@ comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COL
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from tnsai_eval._frames_base import call_frame, require_columns
+from tnsai_eval._frames_feedback import (
+    FEEDBACK_COLUMNS,
+    LEARNING_COLUMNS,
+    NORM_CHECK_COLUMNS,
+    feedback_frame,
+    learning_frame,
+    norm_checks,
+)
 from tnsai_eval._frames_reports import (
     COMPARISON_COLUMNS,
     compare_reports,
@@ -123,30 +130,6 @@ LEADERBOARD_COLUMNS = (
 #: (from 1) of a refinement run, the round (from 0) of an optimization, else
 #: the position (from 0) in a list of scores.
 PROGRESSION_COLUMNS = ("run", "step", "score")
-
-#: ``learning_frame``: ``kind`` is ``rule`` (a prompt adjustment), ``preference``
-#: or ``example``; ``position`` is the item's index within its kind.
-LEARNING_COLUMNS = ("kind", "position", "text")
-
-#: ``feedback_frame``: ``type`` is the FeedbackType's lowercase name.
-FEEDBACK_COLUMNS = ("id", "type", "content", "session_id", "timestamp")
-
-#: ``norm_checks``: one row per violation, and one row with ``allowed=True`` and
-#: empty norm fields for a check that found none. ``check`` is the name the
-#: check was given, ``action`` the action that broke the norm (for an unmet
-#: obligation: the obligated action), ``norm_type`` ``prohibition`` or
-#: ``obligation``, ``norm_action`` the norm's action pattern.
-NORM_CHECK_COLUMNS = (
-    "check",
-    "action",
-    "allowed",
-    "norm_type",
-    "norm_action",
-    "condition",
-    "description",
-    "priority",
-    "reason",
-)
 
 
 # -- optimizer -------------------------------------------------------------------------
@@ -326,78 +309,3 @@ def score_progressions(runs: object) -> pd.DataFrame:
         rows += [(str(name), start + i, score) for i, score in enumerate(scores)]
     frame = pd.DataFrame(rows, columns=list(PROGRESSION_COLUMNS))
     return frame.astype({"run": object, "step": int, "score": float})
-
-
-# -- feedback and norms ----------------------------------------------------------------
-
-
-def learning_frame(result: object) -> pd.DataFrame:
-    """What a ``LearningResult`` learned, one row per item (``LEARNING_COLUMNS``).
-
-    The result's ``feedback_analyzed`` count is kept in ``frame.attrs``.
-    """
-    kinds = (
-        ("rule", "prompt_adjustments"),
-        ("preference", "preferences"),
-        ("example", "good_examples"),
-    )
-    if not all(hasattr(result, attr) for _, attr in kinds):
-        raise ConfigError(f"expected a LearningResult, got {type(result).__name__}")
-    rows = [
-        (kind, position, str(text))
-        for kind, attr in kinds
-        for position, text in enumerate(getattr(result, attr))
-    ]
-    frame = pd.DataFrame(rows, columns=list(LEARNING_COLUMNS)).astype(
-        {"kind": object, "position": int, "text": object}
-    )
-    frame.attrs["feedback_analyzed"] = int(getattr(result, "feedback_analyzed", 0))
-    return frame
-
-
-def feedback_frame(items: object) -> pd.DataFrame:
-    """Feedback items, one row each (``FEEDBACK_COLUMNS``), oldest first.
-
-    ``items`` is a ``FeedbackStore`` (its ``get_all()``) or an iterable of ``Feedback``.
-    """
-    get_all = getattr(items, "get_all", None)
-    feedback: Iterable[Any] = get_all() if callable(get_all) else items  # type: ignore[assignment]
-    rows = []
-    for fb in feedback:
-        kind = getattr(fb.type, "name", str(fb.type)).lower()
-        rows.append((fb.id, kind, fb.content, fb.session_id, fb.timestamp))
-    return pd.DataFrame(rows, columns=list(FEEDBACK_COLUMNS))
-
-
-def norm_checks(checks: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> pd.DataFrame:
-    """Norm check results as rows (``NORM_CHECK_COLUMNS``).
-
-    ``checks`` maps a name for each check (the action checked, ``"obligations"``,
-    an agent's name...) to its ``CheckResult``, or is a sequence of ``(name,
-    CheckResult)`` pairs when a name repeats. Each violation is a row; a check
-    without violations is one row with ``allowed=True``, ``action`` set to the
-    check's name and empty norm fields.
-    """
-    pairs = checks.items() if isinstance(checks, Mapping) else checks
-    rows: list[tuple[Any, ...]] = []
-    for name, result in pairs:
-        violations = list(getattr(result, "violations", ()))
-        if not violations:
-            rows.append((name, name, True, None, None, None, None, None, None))
-        for v in violations:
-            norm = v.norm
-            kind = getattr(norm.type, "name", str(norm.type)).lower()
-            rows.append(
-                (
-                    name,
-                    v.action,
-                    False,
-                    kind,
-                    norm.action,
-                    norm.condition,
-                    norm.description,
-                    norm.priority,
-                    v.reason,
-                )
-            )
-    return pd.DataFrame(rows, columns=list(NORM_CHECK_COLUMNS))
