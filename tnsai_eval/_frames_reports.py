@@ -9,7 +9,7 @@ import pandas as pd
 
 from tnsai_eval._frames_base import PathLike, call_frame, require_columns
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.reports import Report, compare, load_report
+from tnsai_eval.reports import COMPARISON_COLUMNS, Report, compare, load_report
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -18,21 +18,6 @@ __all__ = [
     "load_report",
     "load_reports",
 ]
-
-#: ``comparison_frame``: one row per (test, gated metric). ``baseline`` is the
-#: baseline's mean, ``current`` this run's mean with its 95% interval
-#: (``current_low``, ``current_high``), ``delta`` = current - baseline. ``kind``
-#: is ``regressed``, ``improved``, ``unchanged``, ``new`` or ``vanished``.
-COMPARISON_COLUMNS = (
-    "nodeid",
-    "metric",
-    "baseline",
-    "current",
-    "current_low",
-    "current_high",
-    "delta",
-    "kind",
-)
 
 
 def load_reports(
@@ -64,6 +49,10 @@ def load_reports(
 
 def comparison_frame(comparison: object) -> pd.DataFrame:
     """A ``reports.Comparison`` as one row per (test, metric) (``COMPARISON_COLUMNS``).
+
+    ``baseline`` is the baseline's mean, ``current`` this run's mean with its
+    95% interval (``current_low``, ``current_high``), ``delta`` = current -
+    baseline; the list of columns is ``reports.COMPARISON_COLUMNS``, re-exported.
 
     Gated metrics present in both runs keep the comparison's ``kind``
     (``regressed``, ``improved``, ``unchanged``); tests and metrics that
