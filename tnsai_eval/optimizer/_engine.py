@@ -10,6 +10,7 @@ back first.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -256,7 +257,7 @@ class Engine:
 
     async def _evaluate(self, actual: str, expected: str) -> float:
         aevaluate = getattr(self.evaluator, "aevaluate", None)
-        if aevaluate is not None and asyncio.iscoroutinefunction(aevaluate):
+        if aevaluate is not None and inspect.iscoroutinefunction(aevaluate):
             value = await aevaluate(actual, expected)
         else:
             value = self.evaluator.evaluate(actual, expected)

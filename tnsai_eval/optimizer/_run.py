@@ -159,8 +159,9 @@ class Run:
             request = rewrite_request(parent, self.cases)
             sent = await self.engine.send(request, self.options.call_params)
             text = getattr(sent.reply, "text", None)
-            if isinstance(text, str) and clean_rewrite(text):
-                fresh.append(self._new_variant(round_no, "rewrite", clean_rewrite(text), parent.id))
+            rewritten = clean_rewrite(text) if isinstance(text, str) else ""
+            if rewritten:
+                fresh.append(self._new_variant(round_no, "rewrite", rewritten, parent.id))
         return fresh
 
     def _finish_statuses(self, variants: Sequence[Variant]) -> None:
