@@ -59,7 +59,8 @@ def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
     """
     path = _resolve(name_or_path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of line 1.
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise DatasetError(f"cannot read dataset {str(path)!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:

@@ -105,3 +105,9 @@ def test_unknown_names_and_missing_files(tmp_path: Path) -> None:
 def test_dataset_error_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown dataset"):
         datasets.load("nope")
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"input": "2 + 2", "expected": "4"}\n')
+    assert datasets.load(path) == [TestCase("2 + 2", "4")]
