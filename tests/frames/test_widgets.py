@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from tnsai_eval.feedback import Agent, FeedbackLearner, FeedbackStore, FeedbackType
@@ -82,6 +84,15 @@ def test_explorer_rejects_unknown_iterations(refinement: object) -> None:
     explorer = RefinementExplorer(refinement)
     with pytest.raises(ValueError, match="no iteration 7"):
         explorer.show(7)
+
+
+def test_explorer_names_the_columns_a_bare_frame_lacks(checks_frame: pd.DataFrame) -> None:
+    result = SimpleNamespace(
+        to_dataframe=lambda: pd.DataFrame({"iteration": [1, 2, 3], "score": [0.0, 0.5, 1.0]}),
+        checks_dataframe=lambda: checks_frame,
+    )
+    with pytest.raises(ValueError, match="lacks column\\(s\\) 'output'"):
+        RefinementExplorer(result)
 
 
 # -- FeedbackPanel -----------------------------------------------------------------------

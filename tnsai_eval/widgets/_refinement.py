@@ -30,6 +30,11 @@ class RefinementExplorer(DisplayMixin):
     def __init__(self, result: object) -> None:
         self.iterations = frames.refinement_iterations(result)
         self.checks = frames.refinement_checks(result)
+        # The views show these; a bare frame may lack them (the frame functions
+        # need only the keys).
+        frames.require_columns(
+            self.iterations, ("iteration", "score", "output"), what="refinement iteration frame"
+        )
         if self.iterations.empty:
             raise ConfigError("the refinement result has no checked iterations to explore")
         numbers = [int(i) for i in self.iterations["iteration"]]
