@@ -35,7 +35,7 @@ from tnsai_eval.llm import (
     default_llm,
     normalize_messages,
 )
-from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer
+from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer, TestCase
 
 DATASETS = "capitals,sentiment,arithmetic,formal_tone,json_extraction"
 
@@ -62,8 +62,9 @@ class Memo:
         return completion
 
 
-def run(llm: LLMClient, name: str, search: str, args: argparse.Namespace) -> OptimizationResult:
-    cases = datasets.load(name)
+def run(
+    llm: LLMClient, name: str, cases: list[TestCase], search: str, args: argparse.Namespace
+) -> OptimizationResult:
     optimizer = PromptOptimizer(
         llm,
         max_iterations=args.rounds,
@@ -103,12 +104,13 @@ def main() -> None:
     started = time.perf_counter()
     for name in names:
         results = {}
+        cases = datasets.load(name)
         for search in ("exhaustive", "racing"):
-            result = run(memo, name, search, args)
+            result = run(memo, name, cases, search, args)
             results[search] = result
             totals[search] += result.calls
             print(
-                f"{name:<16} {len(datasets.load(name)):>5} {search:<10} {result.calls:>5} "
+                f"{name:<16} {len(cases):>5} {search:<10} {result.calls:>5} "
                 f"{result.initial_score:>7.3f} {result.score:>6.3f} {result.rounds:>6}  "
                 f"{result.stop_reason.value}",
                 flush=True,
