@@ -75,16 +75,19 @@ class PromptEvaluation:
 
     @property
     def mean_score(self) -> float:
+        """The mean of ``scores`` (0.0 with no cases)."""
         return sum(self.scores) / len(self.scores) if self.cases else 0.0
 
     score = mean_score
 
     @property
     def errors(self) -> tuple[CaseScore, ...]:
+        """The cases whose call (or judge) failed."""
         return tuple(c for c in self.cases if c.error is not None)
 
     @property
     def tokens(self) -> int:
+        """Tokens used by every case's call together."""
         return sum(c.tokens for c in self.cases)
 
     def worst(self, n: int = 5) -> list[CaseScore]:
@@ -104,6 +107,7 @@ class PromptEvaluation:
 
     @property
     def dataframe(self) -> pd.DataFrame:
+        """``to_dataframe()`` as a property."""
         return self.to_dataframe()
 
     def failure_message(self, min_score: float, *, limit: int = 5) -> str:
@@ -116,6 +120,7 @@ class PromptEvaluation:
         return "\n".join(lines)
 
     def error_message(self) -> str:
+        """Which cases failed to run, and why."""
         errors = self.errors
         lines = [f"{len(errors)} of {len(self.cases)} case(s) failed to run"]
         lines.extend(f"  - {c.input[:60]!r}: {c.error}" for c in errors)

@@ -47,6 +47,8 @@ def is_tracked(item: pytest.Item) -> bool:
 
 
 class TnsaiHooks:
+    """The per-test and end-of-run hooks, over the run's ``PluginSession``."""
+
     def __init__(self, config: pytest.Config, session: PluginSession, baseline: Report | None):
         self.config = config
         self.session = session

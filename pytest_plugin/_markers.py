@@ -12,7 +12,6 @@ argument (a pytest rule). The decorators always record their arguments.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -262,6 +261,8 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
 
 def _with_hints(unknown: Sequence[str], known: Iterable[str]) -> str:
     """``must_contian (did you mean must_contain?), ...``: a typo is the usual cause."""
+    import difflib  # only on this error path: not a start-up cost of every run
+
     names = list(known)
     shown = []
     for name in unknown:

@@ -19,6 +19,7 @@ def write_summary(
     comparison: Comparison | None,
     report_path: str | None,
 ) -> None:
+    """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table."""
     if not report.tests and comparison is None and report_path is None:
         return  # a run that never touched the plugin gets no section
     from tnsai_eval.reports import format_summary

@@ -140,6 +140,8 @@ COMPARISON_COLUMNS = (
 
 
 class ChangeKind(StrEnum):
+    """How a gated metric moved against the baseline, beyond the tolerance or not."""
+
     REGRESSED = "regressed"
     IMPROVED = "improved"
     UNCHANGED = "unchanged"
@@ -159,6 +161,7 @@ class MetricChange:
 
     @property
     def delta(self) -> float:
+        """current - baseline (negative: the mean dropped)."""
         return self.current - self.baseline
 
 
@@ -180,6 +183,7 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
+        """True when nothing regressed (new and vanished tests do not count)."""
         return not self.regressions
 
     def to_dataframe(self) -> pd.DataFrame:

@@ -122,6 +122,22 @@ def test_repeat_reports_mean_interval_and_pass_rate(pytester: pytest.Pytester) -
     assert tests["test_flaky"]["pass_rate"] == pytest.approx(2 / 3)
 
 
+def test_repeat_gates_on_the_interval_not_one_sample(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_repeated=REPEATED.replace("assert next(RUNS) != 1", "pass"))
+    write_report(pytester.path / "baseline.json", {"test_repeated.py::test_sampled": 0.95})
+    # One sample (0.6) is 0.35 below the baseline: a regression.
+    single = pytester.runpytest_inprocess("--tnsai-baseline", "baseline.json")
+    assert single.ret == pytest.ExitCode.TESTS_FAILED
+    single.stdout.fnmatch_lines(["*test_repeated.py::test_sampled*0.950*0.600*-0.350"])
+    # Three samples (mean 0.8, 95% interval up to 1.297) do not show a drop
+    # beyond the tolerance: the gate passes although the mean is lower.
+    sampled = pytester.runpytest_inprocess(
+        "--tnsai-repeat", "3", "--tnsai-baseline", "baseline.json"
+    )
+    assert sampled.ret == pytest.ExitCode.OK
+    sampled.stdout.fnmatch_lines(["*no regressions beyond tolerance 0.05"])
+
+
 XDIST_TESTS = """
 import pytest
 
