@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.optimizer.conftest import REWRITE_MARK, LengthEvaluator, answer_when, echo_prompt
-from tnsai_eval.errors import ConfigError, LLMConnectionError
+from tnsai_eval.errors import ConfigError, LLMConnectionError, ServerError
 from tnsai_eval.optimizer import (
     PromptOptimizer,
     PromptStrategy,
@@ -190,13 +190,45 @@ def test_bad_cases_are_rejected() -> None:
         opt.optimize("P", [TestCase("a", "b"), ("c", "d")])  # type: ignore[list-item]
 
 
-def test_an_evaluator_out_of_range_is_an_error(four_cases: list[TestCase]) -> None:
+def test_an_evaluator_out_of_range_fails_its_case_and_the_run_stops(
+    four_cases: list[TestCase],
+) -> None:
     class Broken:
         def evaluate(self, actual: str, expected: str) -> float:
             return 2.0
 
-    with pytest.raises(ConfigError, match=r"returned 2\.0"):
-        PromptOptimizer(ScriptedLLM(default="x"), evaluator=Broken()).optimize("P", four_cases)
+    llm = ScriptedLLM(default="x")
+    result = PromptOptimizer(llm, evaluator=Broken()).optimize("P", four_cases)
+    assert result.stop_reason is StopReason.ALL_CASES_FAILED
+    assert len(llm.calls) == 4  # the initial prompt only: nothing left to improve on
+    errors = result.to_dataframe()["error"].tolist()
+    assert len(errors) == 4
+    assert all("returned 2.0" in e and "expected a float in [0, 1]" in e for e in errors)
+
+
+def test_an_evaluator_that_raises_on_one_case_loses_only_that_case(
+    four_cases: list[TestCase],
+) -> None:
+    class Picky:
+        def evaluate(self, actual: str, expected: str) -> float:
+            if expected == four_cases[1].expected:
+                raise ValueError("cannot grade this one")
+            return 1.0 if actual == expected else 0.0
+
+    answers = {c.input: c.expected for c in four_cases}
+    llm = ScriptedLLM(fn=lambda messages, params: answers[messages[-1].content.split("\n\n")[-1]])
+    result = PromptOptimizer(llm, evaluator=Picky(), max_iterations=1).optimize("P", four_cases)
+    initial = result.to_dataframe().query("round == 0")
+    assert initial["score"].isna().sum() == 1
+    assert "ValueError: cannot grade this one" in initial["error"].dropna().iloc[0]
+    assert result.initial_score == 1.0  # the three graded cases keep their scores
+
+
+def test_every_call_failing_stops_after_the_initial_prompt(four_cases: list[TestCase]) -> None:
+    llm = ScriptedLLM(rules=[(r"", ServerError("down", status=503))])  # every call fails
+    result = PromptOptimizer(llm).optimize("P", four_cases)
+    assert result.stop_reason is StopReason.ALL_CASES_FAILED
+    assert len(llm.calls) == 4
 
 
 def test_estimate_calls_is_the_full_run(four_cases: list[TestCase]) -> None:

@@ -218,7 +218,10 @@ class Engine:
             cached = cached or sent.reply.cached
             try:
                 score = await self._evaluate(output.strip(), case.expected)
-            except LLMError as exc:  # a judge model failed: this case is left out
+            except Exception as exc:
+                # A judge model that failed, or an evaluator that raised or
+                # broke its contract on this output: the case is left out and
+                # counted like a failed call, and the other cases keep theirs.
                 error = f"evaluator {type(exc).__name__}: {exc}"
         row = CaseResult(
             round=variant.round,

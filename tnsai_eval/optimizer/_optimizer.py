@@ -41,7 +41,9 @@ class PromptOptimizer:
     * a prompt's score is the mean evaluator score over the cases, one call per
       case with the prompt and the input (``template``, by default the prompt,
       a blank line, then the input, as one user message); a case whose call
-      raises ``LLMError`` is left out of the mean and counted;
+      raises ``LLMError`` is left out of the mean and counted, and so is one
+      whose evaluator raises or returns a value outside [0, 1] (the error is
+      in the ``error`` column of ``to_dataframe()``);
     * each round applies every candidate strategy to the current best prompt,
       then asks the model to rewrite the best prompt from its results on the
       first three cases (``rewrite=False`` skips this; a failed or empty
@@ -49,7 +51,10 @@ class PromptOptimizer:
       becomes the best (the first, on ties);
     * the run stops when the best score reaches ``target_score``, after
       ``max_iterations`` rounds, or when the best scores after the last three
-      rounds are within 0.01 of each other.
+      rounds are within 0.01 of each other. Beyond the original, it also
+      stops after the initial prompt when every one of its cases failed
+      (``StopReason.ALL_CASES_FAILED``: a server that is down), and at the
+      ``max_calls`` / ``max_tokens`` / ``max_seconds`` budgets.
 
     Beyond the original: cases are scored concurrently (at most
     ``concurrency`` calls in flight) through the client's async path; within a

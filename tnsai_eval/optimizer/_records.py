@@ -35,6 +35,10 @@ class StopReason(enum.Enum):
     """The ``max_tokens`` budget was spent."""
     MAX_SECONDS = "max_seconds"
     """The ``max_seconds`` budget was spent."""
+    ALL_CASES_FAILED = "all_cases_failed"
+    """Every case of the initial prompt failed (the model call or the evaluator
+    raised): there is no score to improve on. Each case's error is in the
+    ``error`` column of ``to_dataframe()``."""
 
 
 class VariantStatus(enum.Enum):

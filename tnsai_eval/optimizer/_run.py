@@ -112,6 +112,10 @@ class Run:
         self._finish_statuses([initial])
         self._record_round(0, improved=False, variants=1, spent=(0, 0, 0))
         stop = self.budget.stop_reason
+        if stop is None and initial.attempted == n and initial.failed == n:
+            # A server that is down or an evaluator that always raises would
+            # otherwise spend every round on calls that cannot score.
+            stop = StopReason.ALL_CASES_FAILED
         round_no = 0
         while stop is None:
             stop = self._stop_before(round_no)
