@@ -41,8 +41,12 @@ unit: $(VENV)/.dev-installed
 notebooks: $(VENV)/.dev-installed
 	$(BIN)/pytest --nbval-lax -p no:xdist notebooks
 
+## The quick benchmarks (figures: bench/README.md). bench/optimizer.py runs the
+## embedded model for minutes; run it on its own (see bench/README.md, "Optimizer").
 bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/client.py
+	$(BIN)/python bench/cel.py
+	$(BIN)/python bench/plugin.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
