@@ -18,6 +18,9 @@ from pytest_plugin._session import PluginSession
 __all__ = ["OUTPUT_KEY", "XdistHooks", "is_worker"]
 
 OUTPUT_KEY = "tnsai_records"
+#: What answered on the worker (the ``llm`` fixture is made there, never on
+#: the controller), so that the merged report names the model.
+LLM_KEY = "tnsai_llm"
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -28,6 +31,7 @@ def ship(config: pytest.Config, session: PluginSession) -> None:
     """On a worker: hand this worker's records to the controller."""
     output: dict[str, Any] = config.workeroutput  # type: ignore[attr-defined]
     output[OUTPUT_KEY] = [test.to_dict() for test in session.finished()]
+    output[LLM_KEY] = dict(session.llm_description)
 
 
 class XdistHooks:
@@ -38,5 +42,7 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        records = getattr(node, "workeroutput", {}).get(OUTPUT_KEY, [])
-        self.session.merge(records)
+        output = getattr(node, "workeroutput", {})
+        self.session.merge(output.get(OUTPUT_KEY, []))
+        for key, value in output.get(LLM_KEY, {}).items():
+            self.session.llm_description.setdefault(key, value)

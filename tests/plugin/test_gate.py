@@ -149,15 +149,17 @@ def test_case(n, tnsai_record, evaluate_prompt):
 
 
 def test_xdist_workers_record_and_report_to_the_controller(
-    pytester: pytest.Pytester, server: FakeOpenAIServer
+    pytester: pytest.Pytester, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The model named only in the environment: the workers' `llm` fixtures see
+    # it, and the controller's report must say what answered on them.
+    monkeypatch.setenv("TNSAI_LLM_MODEL", "fake")
     pytester.makepyfile(test_dist=XDIST_TESTS)
     write_report(pytester.path / "baseline.json", {"test_dist.py::test_case[5]": 0.9})
     result = pytester.runpytest_subprocess(
         "-n",
         "2",
         f"--llm-base-url={server.base_url}",
-        "--llm-model=fake",
         "--llm-record=record",
         "--llm-store=store",
         "--tnsai-report=r.json",
@@ -173,5 +175,6 @@ def test_xdist_workers_record_and_report_to_the_controller(
     report = read_json(pytester.path / "r.json")
     assert len(report["tests"]) == 6
     assert report["totals"]["calls"] == 6
+    assert report["config"]["model"] == "fake"
     scores = sorted(t["metrics"]["score"]["mean"] for t in report["tests"])
     assert scores == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 0.5])
