@@ -133,8 +133,12 @@ class TnsaiHooks:
         performed = actions.actions
         result = spec.engine.check_agent(_Performed(performed), state=actions.state)
         if result.is_violation:
+            # The first line is all that pytest's short summary shows: name the
+            # broken norms' actions there, the full reasons follow.
+            broken = ", ".join(dict.fromkeys(v.action for v in result.violations))
             pytest.fail(
-                f"{result}\nactions performed: {performed}\nstate: {actions.state}",
+                f"@norm_check: norms broken on {broken}\n{result}\n"
+                f"actions performed: {performed}\nstate: {actions.state}",
                 pytrace=False,
             )
 

@@ -108,6 +108,10 @@ def test_norm_check(pytester: pytest.Pytester) -> None:
         ]
     )
     assert "Every session is logged" in out  # the unmet obligation
+    # The first line (all that pytest's short summary shows) names what was
+    # broken, rather than just "1 norm violation:".
+    assert "@norm_check: norms broken on delete_user\n1 norm violation:" in out
+    assert "@norm_check: norms broken on log_access\n" in out
     assert "No email in tests" in out
     assert "No refunds for VIPs; its condition `vip` holds with vip=True" in out
     assert "During handling" not in out
