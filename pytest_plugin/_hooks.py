@@ -35,7 +35,6 @@ TRACKING_FIXTURES = frozenset(
         "feedback_store",
     }
 )
-_MARKERS = ("norm_check", "refine_until")
 
 
 def is_tracked(item: pytest.Item) -> bool:
@@ -43,7 +42,7 @@ def is_tracked(item: pytest.Item) -> bool:
     names = getattr(item, "fixturenames", ())
     if not TRACKING_FIXTURES.isdisjoint(names):
         return True
-    return any(item.get_closest_marker(name) is not None for name in _MARKERS)
+    return _plugin_marks(item) != (None, None)
 
 
 class TnsaiHooks:
@@ -72,7 +71,7 @@ class TnsaiHooks:
         # A marked test always gets a row; any other test gets one when it first
         # records a metric or makes a call through the plugin's fixtures (so a
         # project whose own fixture happens to be called `llm` sees no rows).
-        if any(item.get_closest_marker(name) is not None for name in _MARKERS):
+        if _plugin_marks(item) != (None, None):
             self.session.track(item.nodeid)
         self.session.current = item.nodeid
         try:
@@ -89,11 +88,10 @@ class TnsaiHooks:
 
     @staticmethod
     def _validate_marks(item: pytest.Item) -> str | None:
+        norm, refine = _plugin_marks(item)
         try:
-            norm = item.get_closest_marker("norm_check")
             if norm is not None:
                 item.stash[NORM_KEY] = norm_spec(norm)
-            refine = item.get_closest_marker("refine_until")
             if refine is not None:
                 item.stash[REFINE_KEY] = refine_spec(refine)
                 if "refine" not in getattr(item, "fixturenames", ()):
@@ -176,6 +174,24 @@ class TnsaiHooks:
             comparison=self.comparison,
             report_path=self.report_path_written,
         )
+
+
+_MARKS_KEY = pytest.StashKey[tuple[pytest.Mark | None, pytest.Mark | None]]()
+
+
+def _plugin_marks(item: pytest.Item) -> tuple[pytest.Mark | None, pytest.Mark | None]:
+    """(``norm_check``, ``refine_until``) of ``item``, looked up once per test.
+
+    Every test pays for these lookups, plugin user or not, so the protocol
+    hook's answer is kept for the setup hook.
+    """
+    marks = item.stash.get(_MARKS_KEY, None)
+    if marks is None:
+        marks = item.stash[_MARKS_KEY] = (
+            item.get_closest_marker("norm_check"),
+            item.get_closest_marker("refine_until"),
+        )
+    return marks
 
 
 def _skippable_store(config: pytest.Config, store: Path) -> Path | None:
