@@ -8,6 +8,7 @@ file, which wins over the environment-derived default.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,8 +138,8 @@ class PluginOptions:
             store=path("tnsai_llm_store") or config.rootpath / DEFAULT_STORE,
             report=path("tnsai_report"),
             baseline=path("tnsai_baseline"),
-            tolerance=_number(values.get("tnsai_tolerance"), 0.05, float, "--tnsai-tolerance"),
-            repeat=int(_number(values.get("tnsai_repeat"), 1, int, "--tnsai-repeat", minimum=1)),
+            tolerance=_number(values.get("tnsai_tolerance"), 0.05, float),
+            repeat=int(_number(values.get("tnsai_repeat"), 1, int, minimum=1)),
             rootdir=config.rootpath,
         )
 
@@ -183,7 +184,6 @@ def _number(
     given: tuple[str, str] | None,
     default: float,
     kind: type[int] | type[float],
-    name: str,
     *,
     minimum: float = 0,
 ) -> float:
@@ -193,9 +193,8 @@ def _number(
     try:
         number = kind(value)
     except ValueError:
-        raise pytest.UsageError(
-            f"{origin}: {value!r} is not a valid {kind.__name__} for {name}"
-        ) from None
-    if number < minimum:
-        raise pytest.UsageError(f"{origin}: {name} must be >= {minimum:g}, got {value!r}")
+        raise pytest.UsageError(f"{origin}: {value!r} is not a valid {kind.__name__}") from None
+    # NaN would compare False with everything and quietly disable the gate.
+    if not math.isfinite(number) or number < minimum:
+        raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
     return number

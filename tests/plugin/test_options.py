@@ -78,8 +78,12 @@ def test_ini_twins_apply_and_the_command_line_wins(
     ("args", "message"),
     [
         (["--llm-record", "sometimes"], "--llm-record: record mode 'sometimes' is not one of"),
-        (["--tnsai-repeat", "0"], "--tnsai-repeat: --tnsai-repeat must be >= 1, got '0'"),
-        (["--tnsai-tolerance", "lots"], "'lots' is not a valid float for --tnsai-tolerance"),
+        (["--tnsai-repeat", "0"], "--tnsai-repeat: expected a finite number >= 1, got '0'"),
+        (["--tnsai-repeat", "2.5"], "--tnsai-repeat: '2.5' is not a valid int"),
+        (["--tnsai-tolerance", "lots"], "--tnsai-tolerance: 'lots' is not a valid float"),
+        (["--tnsai-tolerance", "nan"], "--tnsai-tolerance: expected a finite number >= 0, got"),
+        (["--tnsai-tolerance", "-0.1"], "--tnsai-tolerance: expected a finite number >= 0"),
+        (["-o", "tnsai_repeat=0"], "ini tnsai_repeat: expected a finite number >= 1, got '0'"),
         (["--tnsai-baseline", "nope.json"], "--tnsai-baseline: report file"),
     ],
 )
