@@ -21,6 +21,7 @@ the same code as the plugin's gate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -302,8 +303,13 @@ def compare(current: ReportSource, baseline: ReportSource, tolerance: float = 0.
     sample the interval is the value, so this is a plain difference. It
     improves when the unfavourable end is better by more than the tolerance.
     """
-    if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance < 0:
-        raise ConfigError(f"tolerance must be a number >= 0, got {tolerance!r}")
+    if (
+        not isinstance(tolerance, int | float)
+        or isinstance(tolerance, bool)
+        or not math.isfinite(tolerance)  # NaN would pass every comparison
+        or tolerance < 0
+    ):
+        raise ConfigError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     now, before = read_report(current), read_report(baseline)
     regressions: list[MetricChange] = []
     improved: list[MetricChange] = []

@@ -129,9 +129,12 @@ def test_compare_respects_lower_is_better_and_ungated_metrics() -> None:
     assert result.improved == ()
 
 
-def test_compare_rejects_a_negative_tolerance() -> None:
-    with pytest.raises(ConfigError, match="tolerance must be a number >= 0, got -1"):
-        compare(_report(a=1.0), _report(a=1.0), tolerance=-1)
+@pytest.mark.parametrize("tolerance", [-1, float("nan"), float("inf"), True])
+def test_compare_rejects_a_bad_tolerance(tolerance: float) -> None:
+    with pytest.raises(
+        ConfigError, match=f"tolerance must be a finite number >= 0, got {tolerance}"
+    ):
+        compare(_report(a=1.0), _report(a=0.0), tolerance=tolerance)
 
 
 def test_load_report_gives_one_row_per_test(tmp_path: Path) -> None:
