@@ -9,6 +9,7 @@ controller, whose object merges them (see ``_xdist``).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -145,6 +146,8 @@ class PluginSession:
                 f"metric {name!r}: value must be an int or float, got {type(value).__name__} "
                 f"{value!r}"
             )
+        if not math.isfinite(value):
+            raise ConfigError(f"metric {name!r}: value must be a finite number, got {value!r}")
         run = self._current_run()
         if run is None:
             raise ConfigError(f"metric {name!r} recorded outside a running test")

@@ -82,6 +82,9 @@ class MetricStats:
         for value in self.samples:
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise ConfigError(f"metric {self.name!r}: sample {value!r} is not a number")
+            if not math.isfinite(value):
+                # NaN compares False with everything: the gate could never fail it.
+                raise ConfigError(f"metric {self.name!r}: sample {value!r} is not finite")
 
     @property
     def n(self) -> int:

@@ -157,10 +157,14 @@ def test_evaluate_prompt_and_feedback_store(scripted: pytest.Pytester) -> None:
 
 
 def test_tnsai_record_rejects_bad_values(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_bad="def test_bad(tnsai_record):\n    tnsai_record('score', 'high')\n")
+    pytester.makepyfile(
+        test_bad="def test_bad(tnsai_record):\n    tnsai_record('score', 'high')\n\n"
+        "def test_nan(tnsai_record):\n    tnsai_record('score', float('nan'))\n"
+    )
     result = pytester.runpytest_inprocess()
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*metric 'score': value must be an int or float, got str 'high'*"])
+    result.stdout.fnmatch_lines(["*metric 'score': value must be a finite number, got nan*"])
 
 
 def test_plugin_disabled_costs_nothing(pytester: pytest.Pytester) -> None:

@@ -49,6 +49,8 @@ def test_metric_interval_is_students_t_and_collapses_for_one_sample() -> None:
 def test_metric_rejects_non_numbers_by_name() -> None:
     with pytest.raises(ConfigError, match=r"metric 'score': sample 'high' is not a number"):
         MetricStats("score", ("high",))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"metric 'score': sample nan is not finite"):
+        MetricStats("score", (0.5, float("nan")))
 
 
 def test_report_round_trips_through_json(tmp_path: Path) -> None:
