@@ -280,18 +280,42 @@ class MeteredLLM:
         return params
 
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """``inner.chat``, counted towards the running test."""
         self.session.touch()
-        completion = self.inner.chat(messages, **self._params(params))
+        try:
+            completion = self.inner.chat(messages, **self._params(params))
+        except Exception as exc:
+            self._hint(exc)
+            raise
         self.session.record_call(completion)
         return completion
 
     async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        """``inner.achat`` (or ``chat`` in a thread), counted towards the running test."""
         from tnsai_eval.llm import acall
 
         self.session.touch()
-        completion = await acall(self.inner, messages, **self._params(params))
+        try:
+            completion = await acall(self.inner, messages, **self._params(params))
+        except Exception as exc:
+            self._hint(exc)
+            raise
         self.session.record_call(completion)
         return completion
+
+    def _hint(self, exc: Exception) -> None:
+        # The store's own advice is about CachedLLM's `mode=`; a pytest user
+        # needs the option, and why replay was on (CI=true often is the reason).
+        from tnsai_eval.errors import ReplayMissError
+
+        if not isinstance(exc, ReplayMissError):
+            return
+        options = self.session.options
+        exc.add_note(
+            f"tnsai: the `llm` fixture is in replay mode ({options.record_mode_source}); "
+            "record the reply with `pytest --llm-record record` against a model and "
+            f"commit {options.describe()['store']}"
+        )
 
 
 def _accepts_sample(client: object) -> bool:

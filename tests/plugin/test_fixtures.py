@@ -174,3 +174,19 @@ def test_plugin_disabled_costs_nothing(pytester: pytest.Pytester) -> None:
     assert "tnsai-eval" not in result.stdout.str()
     untouched = pytester.runpytest_inprocess()
     assert "== tnsai-eval ==" not in untouched.stdout.str()  # no section when unused
+
+
+def test_a_replay_miss_says_how_to_record(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    pytester.makepyfile(test_miss="def test_miss(llm):\n    llm.chat('never recorded')\n")
+    result = pytester.runpytest_inprocess("--llm-base-url=http://127.0.0.1:9/v1")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ReplayMissError: no recorded response for model*'never recorded'*",
+            "*tnsai: the `llm` fixture is in replay mode (CI=true); record the reply with "
+            "`pytest --llm-record record` against a model and commit tests/llm-responses",
+        ]
+    )
