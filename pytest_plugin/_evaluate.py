@@ -30,7 +30,7 @@ from tnsai_eval.reports import format_table
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CaseScore", "PromptEvaluation", "evaluate", "load_cases"]
+__all__ = ["CaseScore", "PromptEvaluation", "evaluate", "excerpt", "load_cases"]
 
 CasesInput: TypeAlias = (
     "str | os.PathLike[str] | Iterable[TestCase | tuple[str, str] | Mapping[str, Any]]"
@@ -130,9 +130,9 @@ class PromptEvaluation:
     def _case_lines(cases: Sequence[CaseScore], title: str) -> list[str]:
         rows = [
             (
-                _short(c.input),
-                _short(c.expected),
-                _short(c.output if c.output is not None else f"<error: {c.error}>"),
+                excerpt(c.input),
+                excerpt(c.expected),
+                excerpt(c.output if c.output is not None else f"<error: {c.error}>"),
                 "-" if c.score is None else f"{c.score:.3f}",
             )
             for c in cases
@@ -140,7 +140,8 @@ class PromptEvaluation:
         return [f"{title}:", format_table(("input", "expected", "output", "score"), rows, indent=2)]
 
 
-def _short(text: str, limit: int = 50) -> str:
+def excerpt(text: str, limit: int = 50) -> str:
+    """``text`` on one line, cut to ``limit`` characters with "..." when longer."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 

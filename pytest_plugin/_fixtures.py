@@ -256,6 +256,9 @@ def _spec_with(mark_spec: RefineSpec | None, overrides: Mapping[str, Any]) -> Re
 
 def refinement_failure(result: RefinementResult) -> str:
     """The failure report of an unsuccessful refinement: each iteration and its failed checks."""
+    # Only on a failure; by then a refine() call has imported tnsai_eval.
+    from pytest_plugin._evaluate import excerpt
+
     progression = " -> ".join(f"{s:.2f}" for s in result.metrics.score_progression)
     lines = [
         f"refinement did not succeed: {result.status.name} after "
@@ -264,13 +267,15 @@ def refinement_failure(result: RefinementResult) -> str:
     if result.reason:
         lines.append(f"reason: {result.reason}")
     for record in result.iterations:
-        failed = record.failed_checks
-        lines.append(f"  iteration {record.iteration}: score {record.score:.2f}")
-        for check in failed:
-            message = " ".join(check.message.split())[:160]
-            lines.append(f"    x {check.name}: {message}")
-    final = " ".join(result.final_output.split())
-    lines.append(f"final output: {final[:200]!r}")
+        # What was checked, so a reader sees why the checks failed on it.
+        repeat = " (a repeat of an earlier output)" if record.repeated else ""
+        lines.append(
+            f"  iteration {record.iteration}: score {record.score:.2f}{repeat}, "
+            f"output {excerpt(record.output, 80)!r}"
+        )
+        for check in record.failed_checks:
+            lines.append(f"    x {check.name}: {excerpt(check.message, 160)}")
+    lines.append(f"final output: {excerpt(result.final_output, 200)!r}")
     return "\n".join(lines)
 
 

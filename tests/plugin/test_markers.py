@@ -201,9 +201,9 @@ def test_refine_until(scripted: pytest.Pytester) -> None:
         [
             "*refinement did not succeed: MAX_ITERATIONS after 2 iteration(s);"
             " score progression 0.00 -> 0.00*",
-            "*iteration 1: score 0.00*",
+            "*iteration 1: score 0.00, output 'capital of Spain?'",
             "*x must_contain('Madrid')*",
-            "*iteration 2: score 0.00*",
+            "*iteration 2: score 0.00, output 'Lisbon'",
         ]
     )
     assert "the test never called refine(draft)" in out
