@@ -106,6 +106,7 @@ class NormActions:
     used: bool = False
 
     def record(self, *actions: str) -> None:
+        """Add actions performed outside an ``Agent`` (non-empty names)."""
         for action in actions:
             if not isinstance(action, str) or not action:
                 raise TypeError(f"norm_actions.record() takes action names, got {action!r}")
@@ -113,6 +114,7 @@ class NormActions:
         self.recorded.extend(actions)
 
     def watch(self, agent: Any) -> Any:
+        """Check ``agent.actions`` at the end of the test; returns ``agent``."""
         if not hasattr(agent, "actions"):
             raise TypeError(
                 f"norm_actions.watch() needs an object with an `actions` list, got {agent!r}"

@@ -164,6 +164,7 @@ class PluginSession:
         return series is not None and self.sample in series.by_sample
 
     def record_iterations(self, count: int) -> None:
+        """Add ``count`` refinement iterations to the running test."""
         run = self._current_run()
         if run is not None:
             with self._lock:
@@ -174,6 +175,7 @@ class PluginSession:
         self._current_run()
 
     def record_call(self, completion: Completion) -> None:
+        """Count one model reply (tokens, cache hit) towards the running test."""
         run = self._current_run()
         if run is None:
             return
@@ -195,6 +197,7 @@ class PluginSession:
 
     # -- what pytest reports --------------------------------------------
     def on_report(self, report: pytest.TestReport) -> None:
+        """Fold one phase's report into its test's record (tracked tests only)."""
         run = self.runs.get(report.nodeid)
         if run is None:
             return
@@ -223,12 +226,15 @@ class PluginSession:
 
     @property
     def has_results(self) -> bool:
+        """Whether any test, here or on an xdist worker, was tracked."""
         return bool(self.runs or self.merged)
 
     def finished(self) -> list[TrackedTest]:
+        """This process's tracked tests as report records."""
         return [run.finish() for run in self.runs.values()]
 
     def report(self) -> Report:
+        """The run's report: every record (workers' too), sorted, with the configuration."""
         from tnsai_eval.reports import Report
 
         tests = sorted([*self.merged, *self.finished()], key=lambda t: t.nodeid)
@@ -332,6 +338,7 @@ SESSION_KEY = pytest.StashKey[PluginSession]()
 
 
 def get_session(config: pytest.Config) -> PluginSession:
+    """The run's ``PluginSession``; a usage error when the plugin is disabled."""
     try:
         return config.stash[SESSION_KEY]
     except KeyError:
