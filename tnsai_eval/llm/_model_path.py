@@ -35,12 +35,23 @@ def smollm2_gguf_path() -> Path:
     '.gguf'
     """
     found = _from_package_dir() or _from_distribution_files()
-    if found is None:
-        raise LocalModelUnavailable(
-            f"the embedded model is not installed: no .gguf file found in the "
-            f"{_DISTRIBUTION!r} package; install it with: {INSTALL_HINT}"
-        )
-    return found
+    if found is not None:
+        return found
+    if _installed():
+        problem = f"the {_DISTRIBUTION!r} package holds no .gguf file"
+    else:
+        problem = f"the {_DISTRIBUTION!r} package is not installed"
+    raise LocalModelUnavailable(
+        f"the embedded model is not available: {problem}; install it with: {INSTALL_HINT}"
+    )
+
+
+def _installed() -> bool:
+    try:
+        importlib.metadata.distribution(_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def _from_package_dir() -> Path | None:
