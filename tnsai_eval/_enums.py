@@ -2,13 +2,16 @@
 
 Every enum whose members users may name in configuration, on the command
 line or in API calls (``FeedbackType``, ``LearningStrategy``, ``NormType``,
-``RecordMode``) reads names the same way, through ``parse_member``: the
-member itself, or its value in any case with surrounding spaces ignored.
-Anything else is a ``ConfigError`` naming the bad value and the choices.
+``RecordMode``, ``PromptStrategy``) reads names the same way, through
+``parse_member``: the member itself, or its value in any case, with
+surrounding spaces ignored and ``-`` or spaces between words read as ``_``
+(``"chain-of-thought"`` names ``chain_of_thought``). Anything else is a
+``ConfigError`` naming the bad value and the choices.
 """
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import TypeVar
 
@@ -17,6 +20,7 @@ from tnsai_eval.errors import ConfigError
 __all__ = ["parse_member"]
 
 _E = TypeVar("_E", bound=Enum)
+_SEPARATORS = re.compile(r"[\s-]+")
 
 
 def parse_member(cls: type[_E], value: object, *, what: str) -> _E:
@@ -39,7 +43,7 @@ def parse_member(cls: type[_E], value: object, *, what: str) -> _E:
             f"{what} must be a {cls.__name__} or one of {choices}, "
             f"got {type(value).__name__} {value!r}"
         )
-    key = value.strip().lower()
+    key = _SEPARATORS.sub("_", value.strip()).lower()
     for member in cls:
         if member.value == key:
             return member

@@ -93,4 +93,4 @@ def test_optimize_reports_bad_input(
     assert main(["optimize", "capitols", "--out", str(tmp_path)]) == 2
     assert "unknown dataset 'capitols'" in capsys.readouterr().err
     assert main(["optimize", "capitals", "--strategies", "magic", "--out", str(tmp_path)]) == 2
-    assert "unknown prompt strategy 'magic'" in capsys.readouterr().err
+    assert "prompt strategy 'magic' is not one of" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import enum
 import re
 from collections.abc import Sequence
 
+from tnsai_eval._enums import parse_member
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer._cases import TestCase
 
@@ -65,17 +66,8 @@ class PromptStrategy(enum.Enum):
 
     @classmethod
     def parse(cls, name: str | PromptStrategy) -> PromptStrategy:
-        """The strategy named ``name`` in any case, with ``-`` or ``_`` or spaces."""
-        if isinstance(name, PromptStrategy):
-            return name
-        key = re.sub(r"[\s-]+", "_", str(name).strip()).lower()
-        try:
-            return cls(key)
-        except ValueError:
-            choices = ", ".join(s.value for s in cls)
-            raise ConfigError(
-                f"unknown prompt strategy {name!r}; expected one of {choices}"
-            ) from None
+        """The strategy named ``name`` in any case, with ``-``, ``_`` or spaces."""
+        return parse_member(cls, name, what="prompt strategy")
 
     def apply(self, prompt: str, cases: Sequence[TestCase] = (), *, examples: int = 3) -> str:
         """Rewrite ``prompt``.
