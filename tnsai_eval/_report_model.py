@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from tnsai_eval._util.stats import t_critical_95
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,19 +35,6 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 ReportSource: TypeAlias = "Report | str | os.PathLike[str]"
-
-# Two-sided 95% critical values of Student's t for 1..30 degrees of freedom.
-# A table rather than scipy: it is the only statistic we need.
-_T95 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-
-
-def _t95(dof: int) -> float:
-    return _T95[dof - 1] if dof <= len(_T95) else 1.96
-
 
 class TestStatus(StrEnum):
     """The outcome pytest gave a test."""
@@ -105,7 +93,7 @@ class MetricStats:
     def half_width(self) -> float:
         if self.n < 2:
             return 0.0
-        return _t95(self.n - 1) * self.stdev / math.sqrt(self.n)
+        return t_critical_95(self.n - 1) * self.stdev / math.sqrt(self.n)
 
     @property
     def ci_low(self) -> float:

@@ -1,0 +1,4 @@
+"""Small private helpers shared across the core, each written once.
+
+Nothing here is public API; the public packages re-export what users need.
+"""
