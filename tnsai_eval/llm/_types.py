@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from tnsai_eval.errors import ConfigError
@@ -15,6 +15,8 @@ __all__ = [
     "LLMClient",
     "Message",
     "MessagesInput",
+    "TokenLogprob",
+    "ToolCall",
     "Usage",
     "acall",
     "estimate_tokens",
@@ -65,11 +67,41 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class Completion:
-    """The reply to one chat call.
+class ToolCall:
+    """One tool call the model asked for: its id, the tool's name and its arguments.
 
-    ``raw`` keeps the server's decoded JSON body (or ``None``) for callers that
-    need fields we do not model, such as tool calls.
+    ``arguments`` is the decoded JSON object (the wire carries it as a string);
+    a reply whose arguments are not a JSON object is a ``BadResponseError``.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token, its log-probability and the most likely alternatives.
+
+    ``top_logprobs`` holds ``(token, logprob)`` pairs, most likely first, when
+    the call asked for them (plain floats, so they store and replay as JSON).
+    """
+
+    token: str
+    logprob: float
+    top_logprobs: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The reply to one chat call, normalized once so no caller reads provider JSON.
+
+    ``finish_reason`` is the server's (``"stop"``, ``"length"``, ``"tool_calls"``
+    ...) or ``None`` when unknown; ``tool_calls`` the calls the model asked for;
+    ``logprobs`` the generated tokens' log-probabilities when the call asked for
+    them. ``attempts`` counts the HTTP attempts the call took (1 plus retries; 0
+    for a reply served from a response store). ``raw`` keeps the server's decoded
+    JSON body for debugging only: it is not stored, so nothing may depend on it.
     """
 
     text: str
@@ -78,6 +110,11 @@ class Completion:
     latency_s: float = 0.0
     cached: bool = False
     raw: Mapping[str, Any] | None = None
+    _: KW_ONLY
+    finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    attempts: int = 1
 
 
 MessagesInput: TypeAlias = str | Sequence[Message | Mapping[str, Any]]
