@@ -104,9 +104,7 @@ def sign_test(
         return upper_tail(worse)
     if alternative == "two-sided":
         return min(1.0, 2 * upper_tail(max(better, worse)))
-    raise ValueError(
-        f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}"
-    )
+    raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
 
 
 def hoeffding_halfwidth(n: int, *, value_range: float = 2.0, delta: float = 0.05) -> float:

@@ -4,6 +4,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
+from tnsai_eval.llm._attempts import AttemptGate, attempt_gate, may_retry
 from tnsai_eval.llm._cached import CachedLLM, RecordMode
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._local import LocalLLM
@@ -27,6 +28,7 @@ from tnsai_eval.llm._types import (
 
 __all__ = [
     "AsyncLLMClient",
+    "AttemptGate",
     "CachedLLM",
     "Completion",
     "LLMClient",
@@ -41,9 +43,11 @@ __all__ = [
     "ToolCall",
     "Usage",
     "acall",
+    "attempt_gate",
     "default_llm",
     "estimate_tokens",
     "last_user_message",
+    "may_retry",
     "normalize_messages",
     "smollm2_gguf_path",
 ]

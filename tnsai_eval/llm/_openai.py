@@ -7,6 +7,7 @@ vLLM, Ollama, the llama.cpp server, LM Studio.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import os
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 
 from tnsai_eval.errors import ConfigError, LLMError
+from tnsai_eval.llm._attempts import may_retry
 from tnsai_eval.llm._failures import REDACTED, Secret, reply_error, request_error, status_error
 from tnsai_eval.llm._pools import AsyncPools, SyncPools, pool_limits, split_slots
 from tnsai_eval.llm._retry import RetryPolicy
@@ -58,7 +60,10 @@ class OpenAIClient:
     * Failures raise ``LLMError`` subclasses (``RateLimitError``,
       ``ServerError``, ``LLMTimeoutError``, ``LLMConnectionError``,
       ``ClientRequestError``, ``BadResponseError``) carrying ``status``,
-      ``model`` and ``attempts``.
+      ``model`` and ``attempts`` (the HTTP attempts made, retries included);
+      a reply's ``Completion.attempts`` counts them too. A caller with a
+      request budget can refuse a retry through ``llm.attempt_gate``: the
+      call then fails with the last attempt's error instead of retrying.
     * ``timeout`` bounds each read and write, ``connect_timeout`` each connect.
       At most ``max_concurrency`` requests are in flight from threads (and,
       separately, from each event loop), on connections that are created
@@ -306,11 +311,12 @@ class OpenAIClient:
             return status_error(self._url, response, model=model, attempt=attempt, key=self._key)
         latency = time.perf_counter() - started
         try:
-            return decode_completion(response.content, model=model, latency_s=latency)
+            completion = decode_completion(response.content, model=model, latency_s=latency)
         except ReplyProblem as problem:
             return reply_error(
                 self._url, response, problem, model=model, attempt=attempt, key=self._key
             )
+        return dataclasses.replace(completion, attempts=attempt)
 
     def _request_failure(self, exc: httpx.RequestError, model: str, attempt: int) -> LLMError:
         return request_error(self._url, exc, model=model, attempt=attempt, key=self._key)
@@ -318,6 +324,12 @@ class OpenAIClient:
     def _wait_or_raise(self, error: LLMError) -> float:
         """Seconds to wait before the next attempt, or raise ``error`` if there is none."""
         if not error.retryable or error.attempts >= self._policy.max_attempts:
+            raise error
+        if not may_retry():
+            # The caller's request budget has no room for another attempt.
+            logger.info(
+                "not retrying after attempt %d: the caller's budget refused", error.attempts
+            )
             raise error
         delay = self._policy.delay(error.attempts, retry_after=error.retry_after, rng=self._rng)
         logger.info(

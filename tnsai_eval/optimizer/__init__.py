@@ -9,7 +9,7 @@
 True
 """
 
-from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._cases import TestCase, split_cases
 from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
@@ -21,10 +21,10 @@ from tnsai_eval.optimizer._evaluators import (
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
 from tnsai_eval.optimizer._optimizer import (
     DEFAULT_CALL_PARAMS,
-    DEFAULT_TEMPLATE,
     PromptOptimizer,
     SearchMode,
 )
+from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -40,6 +40,7 @@ from tnsai_eval.optimizer._strategies import (
     PromptStrategy,
     suggest_strategies,
 )
+from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, Demo, PromptVariant
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
@@ -48,6 +49,7 @@ __all__ = [
     "CaseResult",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
+    "Demo",
     "EventKind",
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
@@ -56,6 +58,8 @@ __all__ = [
     "PromptEvaluator",
     "PromptOptimizer",
     "PromptStrategy",
+    "PromptVariant",
+    "RacingBound",
     "RoundRecord",
     "SearchMode",
     "StopReason",
@@ -65,5 +69,6 @@ __all__ = [
     "VariantStatus",
     "normalize_answer",
     "parse_judge_score",
+    "split_cases",
     "suggest_strategies",
 ]

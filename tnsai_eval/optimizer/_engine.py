@@ -12,16 +12,25 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from tnsai_eval.errors import ConfigError, LLMError
-from tnsai_eval.llm import Completion, LLMClient, acall, estimate_tokens
+from tnsai_eval.llm import (
+    Completion,
+    LLMClient,
+    Message,
+    acall,
+    attempt_gate,
+    estimate_tokens,
+)
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._evaluators import PromptEvaluator
 from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
+from tnsai_eval.optimizer._variant import PromptVariant
 
 __all__ = ["Budget", "Engine", "Variant"]
 
@@ -41,10 +50,16 @@ Reply: TypeAlias = Completion | LLMError | _Skipped
 class Budget:
     """Counts what a run spent and says when a limit is reached.
 
-    ``max_calls`` is enforced exactly: a call slot is reserved when its task
-    starts. Tokens and time are checked just before each call is sent, so calls
-    already in flight finish and may overshoot ``max_tokens`` by at most
-    ``concurrency - 1`` replies.
+    ``calls`` counts HTTP attempts: a call the client retried counts every
+    request it sent (``Completion.attempts`` / ``LLMError.attempts``), and a
+    reply the client served from a response store (``attempts == 0``) counts
+    in ``cache_hits`` instead. ``max_calls`` is enforced on attempts, exactly:
+    a slot is reserved when a call's task starts, and a retry inside the
+    client must reserve another one through the attempt gate (``_CallGate``);
+    when none is left the client gives up instead of retrying. Tokens and time
+    are checked just before each call is sent, so calls already in flight
+    finish and may overshoot ``max_tokens`` by at most ``concurrency - 1``
+    replies.
     """
 
     max_calls: int | None
@@ -56,10 +71,34 @@ class Budget:
     calls: int = 0
     tokens: int = 0
     failed_calls: int = 0
+    retries: int = 0
+    cache_hits: int = 0
     stop_reason: StopReason | None = None
+    # Retries are granted from whatever thread the client runs its call in.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
+
+    def grant_retry(self) -> bool:
+        """Reserve one more attempt for a retry, if ``max_calls`` leaves room."""
+        with self.lock:
+            if self.max_calls is not None and self.reserved >= self.max_calls:
+                return False
+            self.reserved += 1
+            return True
+
+    def settle(self, attempts: int, granted: int) -> None:
+        """Count a finished call's ``attempts``; ``granted`` retries were reserved for it."""
+        with self.lock:
+            # One slot was reserved up front and ``granted`` for retries; a
+            # client that retried without asking, or sent nothing (a store
+            # hit), moves the reservation to what really went out.
+            self.reserved += attempts - 1 - granted
+            self.calls += attempts
+            self.retries += max(0, attempts - 1)
+            if attempts == 0:
+                self.cache_hits += 1
 
     def elapsed(self) -> float:
         return self.clock() - self.started
@@ -67,11 +106,12 @@ class Budget:
     def reserve(self) -> bool:
         if self.stop_reason is not None:
             return False
-        if self.max_calls is not None and self.reserved >= self.max_calls:
-            self.stop_reason = StopReason.MAX_CALLS
-            return False
-        self.reserved += 1
-        return True
+        with self.lock:
+            if self.max_calls is not None and self.reserved >= self.max_calls:
+                self.stop_reason = StopReason.MAX_CALLS
+                return False
+            self.reserved += 1
+            return True
 
     def may_send(self) -> bool:
         if self.stop_reason is None:
@@ -80,19 +120,40 @@ class Budget:
             elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:
                 self.stop_reason = StopReason.MAX_SECONDS
         if self.stop_reason is not None:
-            self.reserved -= 1
+            with self.lock:
+                self.reserved -= 1
             return False
         return True
 
 
+class _CallGate:
+    """The attempt gate of one call: retries draw on the run's budget."""
+
+    __slots__ = ("budget", "granted")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.granted = 0
+
+    def allow_retry(self) -> bool:
+        if self.budget.grant_retry():
+            self.granted += 1
+            return True
+        return False
+
+
 @dataclass(slots=True)
 class Variant:
-    """A prompt being scored (mutable while the run goes; frozen into a VariantRecord)."""
+    """A prompt being scored (mutable while the run goes; frozen into a VariantRecord).
+
+    ``prompt`` is the instruction text as shown (inline demos included);
+    ``spec`` the full variant that is sent.
+    """
 
     id: int
     round: int
     strategy: str
-    prompt: str
+    spec: PromptVariant
     parent: int | None
     status: VariantStatus = VariantStatus.SCORED
     duplicate_of: int | None = None
@@ -102,6 +163,10 @@ class Variant:
     rows: list[CaseResult] = field(default_factory=list)
     calls: int = 0
     tokens: int = 0
+
+    @property
+    def prompt(self) -> str:
+        return self.spec.prompt_text()
 
     @property
     def attempted(self) -> int:
@@ -129,6 +194,7 @@ class _Sent:
     cached: bool
     latency_s: float
     tokens: int
+    attempts: int = 0
 
 
 class Engine:
@@ -154,12 +220,41 @@ class Engine:
         self._semaphore = asyncio.Semaphore(concurrency)
         self._cache: dict[CacheKey, asyncio.Future[Reply]] = {}
 
-    def case_message(self, prompt: str, case_input: str) -> str:
-        return self.template.format(prompt=prompt.rstrip(), input=case_input)
+    def case_messages(self, variant: Variant, case_input: str) -> str | list[Message]:
+        """What scoring ``case_input`` sends: one user message goes as a plain str."""
+        messages = variant.spec.messages(case_input, template=self.template)
+        if len(messages) == 1 and messages[0].role == "user":
+            return messages[0].content
+        return messages
 
-    async def send(self, message: str, params: Mapping[str, Any]) -> _Sent:
-        """One call, unless the same request was made before in this run."""
-        key: CacheKey = (message, *sorted(f"{k}={v!r}" for k, v in params.items()))
+    def case_params(self, variant: Variant) -> dict[str, Any]:
+        if variant.spec.response_format is None:
+            return self.params
+        return {**self.params, "response_format": dict(variant.spec.response_format)}
+
+    async def send(
+        self,
+        messages: str | list[Message],
+        params: Mapping[str, Any],
+        *,
+        llm: LLMClient | None = None,
+    ) -> _Sent:
+        """One call, unless the same request was made before in this run.
+
+        ``llm`` replaces the task model for this call (the rewrite model); its
+        calls count against the same budget.
+        """
+        message = messages
+        shown = (
+            (message,)
+            if isinstance(message, str)
+            else tuple(f"{m.role}:{m.content}" for m in message)
+        )
+        key: CacheKey = (
+            "rewrite-llm" if llm is not None else "",
+            *shown,
+            *sorted(f"{k}={v!r}" for k, v in params.items()),
+        )
         earlier = self._cache.get(key)
         if earlier is not None:
             return _Sent(await asyncio.shield(earlier), cached=True, latency_s=0.0, tokens=0)
@@ -172,39 +267,47 @@ class Engine:
                 del self._cache[key]
                 future.set_result(SKIPPED)
                 return _Sent(SKIPPED, cached=False, latency_s=0.0, tokens=0)
-            self.budget.calls += 1
             started = time.perf_counter()
+            gate = _CallGate(self.budget)
             reply: Reply
             try:
-                reply = await acall(self.llm, message, **params)
+                with attempt_gate(gate):
+                    reply = await acall(llm or self.llm, message, **params)
             except LLMError as exc:
                 self.budget.failed_calls += 1
+                self.budget.settle(_attempts(exc.attempts), gate.granted)
                 reply = exc
             except asyncio.CancelledError:
+                self.budget.settle(1, gate.granted)
                 future.cancel()
                 raise
             except Exception as exc:
                 # Not a model failure but a bug: let it end the run, and do not
                 # leave a duplicate of this request waiting forever.
+                self.budget.settle(1, gate.granted)
                 future.set_exception(exc)
                 future.exception()  # marks it retrieved: the caller re-raises it
                 raise
+            else:
+                self.budget.settle(_attempts(reply.attempts), gate.granted)
             latency = time.perf_counter() - started
             tokens = 0
             if isinstance(reply, Completion):
+                sent_text = message if isinstance(message, str) else "".join(shown)
                 tokens = reply.usage.total_tokens or (
-                    estimate_tokens(message) + estimate_tokens(reply.text)
+                    estimate_tokens(sent_text) + estimate_tokens(reply.text)
                 )
                 self.budget.tokens += tokens
                 latency = reply.latency_s or latency
             future.set_result(reply)
-            return _Sent(reply, cached=False, latency_s=latency, tokens=tokens)
+            attempts = _attempts(getattr(reply, "attempts", 1))
+            return _Sent(reply, cached=False, latency_s=latency, tokens=tokens, attempts=attempts)
 
     async def score_case(
         self, variant: Variant, index: int, case: TestCase, *, split: str = "train"
     ) -> CaseResult | None:
         """Score one case of ``variant``; ``None`` when the budget refused it."""
-        sent = await self.send(self.case_message(variant.prompt, case.input), self.params)
+        sent = await self.send(self.case_messages(variant, case.input), self.case_params(variant))
         if isinstance(sent.reply, _Skipped):
             return None
         output: str | None = None
@@ -242,7 +345,7 @@ class Engine:
             variant.scores[index] = score
             variant.outputs[index] = output
         variant.rows.append(row)
-        variant.calls += 0 if sent.cached else 1
+        variant.calls += sent.attempts
         variant.tokens += sent.tokens
         self._on_case(row)
         return row
@@ -270,3 +373,8 @@ class Engine:
                 "expected a float in [0, 1]"
             )
         return float(value)
+
+
+def _attempts(value: object) -> int:
+    """A reply's attempt count; a client that reports nonsense counts as one request."""
+    return value if isinstance(value, int) and value >= 0 else 1

@@ -11,19 +11,19 @@ from typing import Any, Literal
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._cases import TestCase, split_cases
 from tnsai_eval.optimizer._engine import Clock
 from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
+from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._run import Run, example_order
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy, suggest_strategies
+from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
 
 __all__ = ["DEFAULT_CALL_PARAMS", "DEFAULT_TEMPLATE", "PromptOptimizer", "SearchMode"]
 
 SearchMode = Literal["exhaustive", "racing"]
-#: How a case call's single user message is made from the prompt and the case's input.
-DEFAULT_TEMPLATE = "{prompt}\n\n{input}"
 #: Parameters of every case call (and of rewrite requests), unless ``call_params`` is given.
 DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "max_tokens": 128})
 
@@ -98,6 +98,11 @@ class PromptOptimizer:
         template: str = DEFAULT_TEMPLATE,
         call_params: Mapping[str, Any] | None = None,
         clock: Clock = time.monotonic,
+        split: float | None = 0.3,
+        rewrite_llm: LLMClient | None = None,
+        racing_bound: RacingBound = "hoeffding",
+        demo_sets: int = 0,
+        rewrite_max_tokens: int = 256,
     ) -> None:
         if max_iterations < 1:
             raise ConfigError(f"max_iterations must be at least 1, got {max_iterations!r}")
@@ -105,6 +110,8 @@ class PromptOptimizer:
             raise ConfigError(f"target_score must be in [0, 1], got {target_score!r}")
         if search not in ("exhaustive", "racing"):
             raise ConfigError(f"search must be 'exhaustive' or 'racing', got {search!r}")
+        if racing_bound not in ("hoeffding", "t"):
+            raise ConfigError(f"racing_bound must be 'hoeffding' or 't', got {racing_bound!r}")
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {concurrency!r}")
         for name, limit in (("max_calls", max_calls), ("max_tokens", max_tokens)):
@@ -122,6 +129,20 @@ class PromptOptimizer:
                 f"template may use only {{prompt}} and {{input}} (double other braces), "
                 f"got {template!r}: {type(exc).__name__}: {exc}"
             ) from None
+        if split is not None and (
+            isinstance(split, bool) or not isinstance(split, int | float) or not 0.0 < split < 1.0
+        ):
+            raise ConfigError(
+                f"split must be the held-out share, a number in (0, 1), or None, got {split!r}"
+            )
+        if isinstance(demo_sets, bool) or not isinstance(demo_sets, int) or demo_sets < 0:
+            raise ConfigError(f"demo_sets must be an int >= 0, got {demo_sets!r}")
+        if (
+            isinstance(rewrite_max_tokens, bool)
+            or not isinstance(rewrite_max_tokens, int)
+            or rewrite_max_tokens < 1
+        ):
+            raise ConfigError(f"rewrite_max_tokens must be an int >= 1, got {rewrite_max_tokens!r}")
         if few_shot_examples < 0:
             raise ConfigError(f"few_shot_examples must be >= 0, got {few_shot_examples!r}")
         if call_params is not None and not isinstance(call_params, Mapping):
@@ -132,10 +153,10 @@ class PromptOptimizer:
         self.max_iterations = max_iterations
         self.target_score = target_score
         self.candidate_strategies = tuple(PromptStrategy.parse(s) for s in candidate_strategies)
-        if not self.candidate_strategies and not rewrite:
+        if not self.candidate_strategies and not rewrite and not demo_sets:
             raise ConfigError(
-                "nothing to try: candidate_strategies is empty and rewrite=False; "
-                "give at least one strategy or allow the model's rewrite"
+                "nothing to try: candidate_strategies is empty, rewrite=False and "
+                "demo_sets=0; give at least one strategy, demo sets or allow the model's rewrite"
             )
         self.evaluator: PromptEvaluator = evaluator or DefaultPromptEvaluator()
         self.search: SearchMode = search
@@ -152,6 +173,11 @@ class PromptOptimizer:
             DEFAULT_CALL_PARAMS if call_params is None else call_params
         )
         self.clock = clock
+        self.split = None if split is None else float(split)
+        self.rewrite_llm = rewrite_llm
+        self.racing_bound: RacingBound = racing_bound
+        self.demo_sets = demo_sets
+        self.rewrite_max_tokens = rewrite_max_tokens
 
     def __repr__(self) -> str:
         strategies = ", ".join(s.value for s in self.candidate_strategies)
@@ -164,16 +190,20 @@ class PromptOptimizer:
 
     def optimize(
         self,
-        prompt: str,
+        prompt: str | PromptVariant,
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
     ) -> OptimizationResult:
         """Run the search from ``prompt``; see the class docstring.
 
-        With ``validation_cases`` the best prompt is still chosen on ``cases``
-        only, and then scored on the validation cases too (as is the initial
-        prompt), giving ``validation_score`` and ``initial_validation_score``.
+        The best prompt is chosen on selection cases only and then scored,
+        with the initial prompt, on held-out cases, giving ``validation_score``,
+        ``initial_validation_score`` and the paired test between them. The
+        held-out cases are ``validation_cases`` when given (selection then uses
+        all of ``cases``), else a seeded ``split`` share of ``cases``
+        (``split_cases``: stratified by label, same inputs on one side); with
+        ``split=None`` and no ``validation_cases`` nothing is held out.
         Works inside a running event loop (a notebook) by running in a thread.
         """
         coroutine = self.aoptimize(prompt, cases, validation_cases=validation_cases)
@@ -186,45 +216,64 @@ class PromptOptimizer:
 
     async def aoptimize(
         self,
-        prompt: str,
+        prompt: str | PromptVariant,
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
     ) -> OptimizationResult:
         """``optimize`` for async callers."""
+        if isinstance(prompt, str):
+            prompt = PromptVariant(prompt)
+        elif not isinstance(prompt, PromptVariant):
+            raise ConfigError(
+                f"prompt must be a str or a PromptVariant, got {type(prompt).__name__}"
+            )
+        selection, validation = self.split_cases(cases, validation_cases)
+        return await Run(self, prompt, selection, validation).execute()
+
+    def split_cases(
+        self, cases: Sequence[TestCase], validation_cases: Sequence[TestCase] | None = None
+    ) -> tuple[list[TestCase], list[TestCase]]:
+        """``(selection, held_out)`` as ``optimize`` would use them.
+
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> cases = [TestCase(f"{i} + 1", str(i + 1)) for i in range(10)]
+        >>> selection, held_out = PromptOptimizer(ScriptedLLM()).split_cases(cases)
+        >>> len(selection), len(held_out)
+        (7, 3)
+        """
         checked = _check_cases(cases, "cases")
         validation = _check_cases(validation_cases, "validation_cases", allow_empty=True)
-        if not isinstance(prompt, str):
-            raise ConfigError(f"prompt must be a str, got {type(prompt).__name__}")
-        return await Run(self, prompt, checked, validation).execute()
+        if validation_cases is not None or self.split is None:
+            return checked, validation
+        return split_cases(checked, self.split, self.seed)
 
     def estimate_calls(
         self,
-        prompt: str,
+        prompt: str | PromptVariant,
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
     ) -> int:
-        """The most calls ``optimize`` can make with these arguments.
+        """The most calls ``optimize`` can make with these arguments, retries aside.
 
         Every round is counted in full (racing and an early stop only lower it),
         a case input repeated in ``cases`` once, and round 1's strategies that
-        would leave ``prompt`` unchanged not at all. Capped by ``max_calls``.
+        would leave ``prompt`` unchanged not at all. Retries are not foreseen,
+        but they too count against ``max_calls``, which caps the estimate.
         """
-        checked = _check_cases(cases, "cases")
-        validation = _check_cases(validation_cases, "validation_cases", allow_empty=True)
+        text = prompt.instruction if isinstance(prompt, PromptVariant) else prompt
+        checked, validation = self.split_cases(cases, validation_cases)
         n = len({case.input for case in checked})
         examples = [checked[i] for i in reversed(example_order(len(checked), self.seed))]
         first = sum(
             1
             for strategy in self.candidate_strategies
-            if strategy.apply(prompt, examples, examples=self.few_shot_examples) != prompt
+            if strategy.apply(text, examples, examples=self.few_shot_examples) != text
         )
-        per_round_rewrite = (1 + n) if self.rewrite else 0
-        total = n + first * n + per_round_rewrite
-        total += (self.max_iterations - 1) * (
-            len(self.candidate_strategies) * n + per_round_rewrite
-        )
+        per_round = (1 + n if self.rewrite else 0) + self.demo_sets * n
+        total = n + first * n + per_round
+        total += (self.max_iterations - 1) * (len(self.candidate_strategies) * n + per_round)
         total += 2 * len({case.input for case in validation})
         return total if self.max_calls is None else min(total, self.max_calls)
 
