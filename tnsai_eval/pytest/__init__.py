@@ -5,7 +5,7 @@ Fixtures: ``llm``, ``evaluate_prompt``, ``refine``, ``agent``, ``norm_actions``,
 Markers: ``norm_check`` and ``refine_until``, also importable from here as
 decorators::
 
-    from pytest_plugin import norm_check, refine_until
+    from tnsai_eval.pytest import norm_check, refine_until
 
     @refine_until(task="Return the order as JSON", valid_json=True, must_contain='"id"')
     def test_order_json(refine):
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 # The fixtures are imported so that pytest finds them as this plugin's attributes.
-from pytest_plugin._fixtures import (  # noqa: F401
+from tnsai_eval.pytest._fixtures import (  # noqa: F401
     NormActions,
     agent,
     evaluate_prompt,
@@ -34,12 +34,12 @@ from pytest_plugin._fixtures import (  # noqa: F401
     refine,
     tnsai_record,
 )
-from pytest_plugin._markers import MARKER_LINES, norm_check, refine_until
-from pytest_plugin._options import PluginOptions, add_options
-from pytest_plugin._session import SESSION_KEY, PluginSession
+from tnsai_eval.pytest._markers import MARKER_LINES, norm_check, refine_until
+from tnsai_eval.pytest._options import PluginOptions, add_options
+from tnsai_eval.pytest._session import SESSION_KEY, PluginSession
 
 if TYPE_CHECKING:
-    from pytest_plugin._evaluate import CaseScore, PromptEvaluation
+    from tnsai_eval.pytest._evaluate import CaseScore, PromptEvaluation
 
 __all__ = [
     "CaseScore",
@@ -55,10 +55,10 @@ def __getattr__(name: str) -> Any:
     # Loaded on first use: _evaluate imports tnsai_eval, which a suite that never
     # uses the plugin should not pay for at start-up.
     if name in ("CaseScore", "PromptEvaluation"):
-        from pytest_plugin import _evaluate
+        from tnsai_eval.pytest import _evaluate
 
         return getattr(_evaluate, name)
-    raise AttributeError(f"module 'pytest_plugin' has no attribute {name!r}")
+    raise AttributeError(f"module 'tnsai_eval.pytest' has no attribute {name!r}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,8 +68,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKER_LINES:
         config.addinivalue_line("markers", line)
-    from pytest_plugin import _xdist
-    from pytest_plugin._hooks import RepeatHooks, TnsaiHooks
+    from tnsai_eval.pytest import _xdist
+    from tnsai_eval.pytest._hooks import RepeatHooks, TnsaiHooks
 
     options = PluginOptions.from_config(config)
     session = PluginSession(options)
