@@ -96,7 +96,8 @@ def sign_test(
         return 1.0
 
     def upper_tail(k: int) -> float:  # P(X >= k)
-        return math.fsum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+        # Exact integer arithmetic, then one division: no rounding until the end.
+        return sum(math.comb(n, i) for i in range(k, n + 1)) / float(2**n)
 
     if alternative == "greater":
         return upper_tail(better)
