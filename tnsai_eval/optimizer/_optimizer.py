@@ -45,10 +45,10 @@ class PromptOptimizer:
       whose evaluator raises or returns a value outside [0, 1] (the error is
       in the ``error`` column of ``to_dataframe()``);
     * each round applies every candidate strategy to the current best prompt,
-      then asks the model to rewrite the best prompt from its results on the
-      first three cases (``rewrite=False`` skips this; a failed or empty
-      rewrite adds no variant); any variant scoring higher than the best
-      becomes the best (the first, on ties);
+      then asks the model to rewrite the best prompt from its results (beyond
+      the original, from its failures; ``rewrite=False`` skips this; a failed
+      or empty rewrite adds no variant); any variant scoring higher than the
+      best becomes the best (the first, on ties);
     * the run stops when the best score reaches ``target_score``, after
       ``max_iterations`` rounds, or when the best scores after the last three
       rounds are within 0.01 of each other. Beyond the original, it also
@@ -56,19 +56,39 @@ class PromptOptimizer:
       (``StopReason.ALL_CASES_FAILED``: a server that is down), and at the
       ``max_calls`` / ``max_tokens`` / ``max_seconds`` budgets.
 
+    Held out by default: ``optimize`` splits the cases (``split=0.3`` of
+    them, seeded by ``seed``, stratified by label, see ``split_cases``) into
+    selection cases, on which every variant is scored and the best chosen,
+    and held-out cases, on which only the initial and the best prompt are
+    scored at the end: ``result.validation_score``, its interval and
+    ``validation_p_value`` (exact paired sign test) say whether the gain is
+    real; ``result.score`` is the training (selection) score. Explicit
+    ``validation_cases`` replace the split; ``split=None`` holds nothing out.
+
     Beyond the original: cases are scored concurrently (at most
     ``concurrency`` calls in flight) through the client's async path; within a
-    run the same request is never sent twice, and a variant whose text equals
-    an earlier one is not scored again. ``search="racing"`` scores challengers
-    on growing slices of the cases and drops those that fall behind (the rule
-    is in ``tnsai_eval.optimizer._racing``). ``max_calls``, ``max_tokens`` and
-    ``max_seconds`` bound the run (``result.stop_reason`` says which ended it);
-    the budget covers the optimizer's own calls, not those an evaluator makes.
-    ``seed`` fixes the racing order of the cases and which cases ``FEW_SHOT``
-    shows (the last ``few_shot_examples`` of that order, so that racing's
-    first rungs do not contain them); with a deterministic client the same
-    inputs give the same result, call for call. ``progress`` receives a
-    ``ProgressEvent`` after every scored case and every round.
+    run the same request is never sent twice, and a variant equal to an
+    earlier one is not scored again. A variant is a ``PromptVariant``: the
+    instruction plus an optional system message, demos and
+    ``response_format`` (``optimize`` also takes one as its starting prompt);
+    ``FEW_SHOT`` adds the last ``few_shot_examples`` cases of the racing order
+    as inline demos, and ``demo_sets=N`` tries N demo sets per round, drawn
+    from the selection cases and the model's own replies that scored 1.0,
+    as chat turns and inline (a case is never scored with itself as a demo).
+    The rewrite request shows the best instruction, its score, the other
+    instructions tried and the cases it fails; ``rewrite_llm`` sends it to
+    another (stronger) model, with ``rewrite_max_tokens`` reply tokens.
+    ``search="racing"`` scores challengers on growing slices of the cases and
+    drops only those a paired bound says are worse (``racing_bound``, rule in
+    ``tnsai_eval.optimizer._racing``). ``max_calls``, ``max_tokens`` and
+    ``max_seconds`` bound the run (``result.stop_reason`` says which ended
+    it); ``max_calls`` bounds HTTP attempts, retries included (a retry the
+    budget has no room for is refused: the call fails instead), replies from
+    a client's response store are counted apart, and the budget covers the
+    optimizer's own calls (the rewrite model's too), not those an evaluator
+    makes. ``seed`` also fixes the racing order; with a deterministic client
+    the same inputs give the same result, call for call. ``progress``
+    receives a ``ProgressEvent`` after every scored case and every round.
 
     >>> from tnsai_eval.testing import ScriptedLLM
     >>> llm = ScriptedLLM(rules=[(r"only the answer", "Paris")], default="I think it is Paris.")
