@@ -10,6 +10,7 @@ True
 """
 
 from tnsai_eval.optimizer._cases import TestCase, split_cases
+from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
@@ -19,11 +20,7 @@ from tnsai_eval.optimizer._evaluators import (
     normalize_answer,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
-from tnsai_eval.optimizer._optimizer import (
-    DEFAULT_CALL_PARAMS,
-    PromptOptimizer,
-    SearchMode,
-)
+from tnsai_eval.optimizer._optimizer import PromptOptimizer, SearchMode
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
     CaseResult,
@@ -35,18 +32,27 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
+from tnsai_eval.optimizer._scoring import (
+    CaseScore,
+    CaseState,
+    PromptEvaluation,
+    ascore_prompt,
+    score_prompt,
+)
 from tnsai_eval.optimizer._strategies import (
     DEFAULT_STRATEGIES,
     PromptStrategy,
     suggest_strategies,
 )
-from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, Demo, PromptVariant
+from tnsai_eval.optimizer._variant import Demo, PromptVariant
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
     "CaseResult",
+    "CaseScore",
+    "CaseState",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
     "Demo",
@@ -55,6 +61,7 @@ __all__ = [
     "LLMJudgeEvaluator",
     "OptimizationResult",
     "ProgressEvent",
+    "PromptEvaluation",
     "PromptEvaluator",
     "PromptOptimizer",
     "PromptStrategy",
@@ -67,8 +74,10 @@ __all__ = [
     "TokenF1Evaluator",
     "VariantRecord",
     "VariantStatus",
+    "ascore_prompt",
     "normalize_answer",
     "parse_judge_score",
+    "score_prompt",
     "split_cases",
     "suggest_strategies",
 ]

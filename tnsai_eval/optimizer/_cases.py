@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from tnsai_eval.errors import ConfigError
 
-__all__ = ["TestCase", "split_cases"]
+__all__ = ["TestCase", "check_cases", "split_cases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +78,22 @@ def split_cases(
     selection = [c for c in cases if c.input not in held]
     held_out = [c for c in cases if c.input in held]
     return selection, held_out
+
+
+def check_cases(
+    cases: Sequence[TestCase] | None, name: str, *, allow_empty: bool = False
+) -> list[TestCase]:
+    """``cases`` as a list, after checking that each is a ``TestCase``.
+
+    >>> check_cases((TestCase("2+2", "4"),), "cases")
+    [TestCase(input='2+2', expected='4')]
+    """
+    items = list(cases or ())
+    if not items and not allow_empty:
+        raise ConfigError(f"{name} must hold at least one TestCase, got none")
+    for index, case in enumerate(items):
+        if not isinstance(case, TestCase):
+            raise ConfigError(
+                f"{name}[{index}] must be a TestCase, got {type(case).__name__}: {case!r}"
+            )
+    return items

@@ -2,30 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from types import MappingProxyType
 from typing import Any, Literal
 
+from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.optimizer._cases import TestCase, split_cases
-from tnsai_eval.optimizer._engine import Clock
+from tnsai_eval.optimizer._cases import TestCase, check_cases, split_cases
+from tnsai_eval.optimizer._engine import (
+    DEFAULT_CALL_PARAMS,
+    DEFAULT_TEMPLATE,
+    Clock,
+    check_concurrency,
+    check_template,
+)
 from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._run import Run, example_order
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy, suggest_strategies
-from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
+from tnsai_eval.optimizer._variant import PromptVariant
 
 __all__ = ["DEFAULT_CALL_PARAMS", "DEFAULT_TEMPLATE", "PromptOptimizer", "SearchMode"]
 
 SearchMode = Literal["exhaustive", "racing"]
-#: Parameters of every case call (and of rewrite requests), unless ``call_params`` is given.
-DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "max_tokens": 128})
 
 
 class PromptOptimizer:
@@ -132,23 +135,13 @@ class PromptOptimizer:
             raise ConfigError(f"search must be 'exhaustive' or 'racing', got {search!r}")
         if racing_bound not in ("hoeffding", "t"):
             raise ConfigError(f"racing_bound must be 'hoeffding' or 't', got {racing_bound!r}")
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {concurrency!r}")
+        check_concurrency(concurrency)
         for name, limit in (("max_calls", max_calls), ("max_tokens", max_tokens)):
             if limit is not None and limit < 0:
                 raise ConfigError(f"{name} must be >= 0 or None, got {limit!r}")
         if max_seconds is not None and not max_seconds > 0:
             raise ConfigError(f"max_seconds must be > 0 or None, got {max_seconds!r}")
-        if "{prompt}" not in template or "{input}" not in template:
-            raise ConfigError(f"template must contain {{prompt}} and {{input}}, got {template!r}")
-        try:
-            template.format(prompt="", input="")
-        except (KeyError, IndexError, ValueError) as exc:
-            # Caught here rather than as a crash on the first case call.
-            raise ConfigError(
-                f"template may use only {{prompt}} and {{input}} (double other braces), "
-                f"got {template!r}: {type(exc).__name__}: {exc}"
-            ) from None
+        check_template(template)
         if split is not None and (
             isinstance(split, bool) or not isinstance(split, int | float) or not 0.0 < split < 1.0
         ):
@@ -214,6 +207,7 @@ class PromptOptimizer:
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
+        stop_event: threading.Event | None = None,
     ) -> OptimizationResult:
         """Run the search from ``prompt``; see the class docstring.
 
@@ -225,14 +219,22 @@ class PromptOptimizer:
         (``split_cases``: stratified by label, same inputs on one side); with
         ``split=None`` and no ``validation_cases`` nothing is held out.
         Works inside a running event loop (a notebook) by running in a thread.
+
+        ``stop_event``, a ``threading.Event`` that another thread (a Stop
+        button) may set, ends the run at the next call boundary: no call
+        starts after it is set, calls in flight finish, and the result keeps
+        every score so far, with ``stop_reason`` ``StopReason.STOPPED``
+        (validation calls are not made either)::
+
+            stop = threading.Event()
+            worker = threading.Thread(target=lambda: optimizer.optimize(p, cases, stop_event=stop))
+            worker.start()
+            stop.set()  # from any thread
         """
-        coroutine = self.aoptimize(prompt, cases, validation_cases=validation_cases)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coroutine)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, coroutine).result()
+        coroutine = self.aoptimize(
+            prompt, cases, validation_cases=validation_cases, stop_event=stop_event
+        )
+        return run_sync(coroutine)
 
     async def aoptimize(
         self,
@@ -240,16 +242,21 @@ class PromptOptimizer:
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
+        stop_event: threading.Event | None = None,
     ) -> OptimizationResult:
-        """``optimize`` for async callers."""
+        """``optimize`` for async callers (``stop_event`` as there)."""
         if isinstance(prompt, str):
             prompt = PromptVariant(prompt)
         elif not isinstance(prompt, PromptVariant):
             raise ConfigError(
                 f"prompt must be a str or a PromptVariant, got {type(prompt).__name__}"
             )
+        if stop_event is not None and not isinstance(stop_event, threading.Event):
+            raise ConfigError(
+                f"stop_event must be a threading.Event or None, got {type(stop_event).__name__}"
+            )
         selection, validation = self.split_cases(cases, validation_cases)
-        return await Run(self, prompt, selection, validation).execute()
+        return await Run(self, prompt, selection, validation, stop_event=stop_event).execute()
 
     def split_cases(
         self, cases: Sequence[TestCase], validation_cases: Sequence[TestCase] | None = None
@@ -262,8 +269,8 @@ class PromptOptimizer:
         >>> len(selection), len(held_out)
         (7, 3)
         """
-        checked = _check_cases(cases, "cases")
-        validation = _check_cases(validation_cases, "validation_cases", allow_empty=True)
+        checked = check_cases(cases, "cases")
+        validation = check_cases(validation_cases, "validation_cases", allow_empty=True)
         if validation_cases is not None or self.split is None:
             return checked, validation
         return split_cases(checked, self.split, self.seed)
@@ -296,17 +303,3 @@ class PromptOptimizer:
         total += (self.max_iterations - 1) * (len(self.candidate_strategies) * n + per_round)
         total += 2 * len({case.input for case in validation})
         return total if self.max_calls is None else min(total, self.max_calls)
-
-
-def _check_cases(
-    cases: Sequence[TestCase] | None, name: str, *, allow_empty: bool = False
-) -> list[TestCase]:
-    items = list(cases or ())
-    if not items and not allow_empty:
-        raise ConfigError(f"{name} must hold at least one TestCase, got none")
-    for index, case in enumerate(items):
-        if not isinstance(case, TestCase):
-            raise ConfigError(
-                f"{name}[{index}] must be a TestCase, got {type(case).__name__}: {case!r}"
-            )
-    return items

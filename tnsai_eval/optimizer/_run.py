@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import math
 import random
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,6 +56,8 @@ class Run:
         prompt: PromptVariant,
         cases: list[TestCase],
         validation: list[TestCase],
+        *,
+        stop_event: threading.Event | None = None,
     ) -> None:
         self.options = options
         self.prompt = prompt
@@ -69,6 +72,7 @@ class Run:
             max_tokens=options.max_tokens,
             max_seconds=options.max_seconds,
             clock=options.clock,
+            stop_event=stop_event,
         )
         self.engine = Engine(
             options.llm,
@@ -155,6 +159,8 @@ class Run:
         return self._result(stop, round_no, held_out)
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
+        if self.budget.stopped():  # a stop_event set between two rounds
+            return self.budget.stop_reason
         if self.best_score >= self.options.target_score:
             return StopReason.TARGET_REACHED
         if rounds_done >= self.options.max_iterations:
