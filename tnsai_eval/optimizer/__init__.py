@@ -14,8 +14,10 @@ from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
     ExactMatchEvaluator,
+    LabelEvaluator,
     PromptEvaluator,
     TokenF1Evaluator,
+    labels_response_format,
     normalize_answer,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
@@ -35,6 +37,7 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
+from tnsai_eval.optimizer._rewrite import check_rewrite
 from tnsai_eval.optimizer._strategies import (
     DEFAULT_STRATEGIES,
     PromptStrategy,
@@ -51,6 +54,7 @@ __all__ = [
     "EventKind",
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
+    "LabelEvaluator",
     "OptimizationResult",
     "ProgressEvent",
     "PromptEvaluator",
@@ -63,6 +67,8 @@ __all__ = [
     "TokenF1Evaluator",
     "VariantRecord",
     "VariantStatus",
+    "check_rewrite",
+    "labels_response_format",
     "normalize_answer",
     "parse_judge_score",
     "suggest_strategies",
