@@ -103,6 +103,8 @@ class DatasetMeta:
     def metric(self) -> str:
         """What a mean score of this dataset is: ``"accuracy"`` for labels, else ``"score"``."""
         return "accuracy" if self.evaluator in ("label", "exact") else "score"
+
+
 _KEYS = ("input", "expected")
 
 

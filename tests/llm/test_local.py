@@ -180,9 +180,11 @@ def test_logprobs_come_from_a_logits_all_copy_loaded_on_demand(local: LocalLLM) 
     reply = local.chat(
         "Is the sky blue? Answer Yes or No.", max_tokens=2, logprobs=True, top_logprobs=3
     )
-    assert reply.logprobs is not None and len(reply.logprobs) == reply.usage.completion_tokens
+    assert reply.logprobs is not None
+    assert len(reply.logprobs) == reply.usage.completion_tokens
     first = reply.logprobs[0]
-    assert type(first.logprob) is float and first.logprob <= 0.0
+    assert type(first.logprob) is float
+    assert first.logprob <= 0.0
     assert len(first.top_logprobs) == 3
     assert all(type(lp) is float for _, lp in first.top_logprobs)
     # The greedy token is the most likely alternative.

@@ -135,7 +135,8 @@ def test_a_dataset_without_sidecar_gets_the_default(tmp_path: Path) -> None:
     path.write_text('{"input": "a", "expected": "b"}\n')
     meta = datasets.load_meta(path)
     assert meta == datasets.DatasetMeta()
-    assert meta.path is None and meta.metric == "score"
+    assert meta.path is None
+    assert meta.metric == "score"
     assert type(meta.make_evaluator()).__name__ == "DefaultPromptEvaluator"
     assert meta.response_format() is None
 
@@ -147,7 +148,8 @@ def test_constrain_gives_a_schema_of_the_labels(tmp_path: Path) -> None:
     )
     meta = datasets.load_meta(tmp_path / "yn.jsonl")
     schema = meta.response_format()
-    assert schema is not None and schema["type"] == "json_schema"
+    assert schema is not None
+    assert schema["type"] == "json_schema"
     assert schema["json_schema"]["schema"]["properties"]["label"]["enum"] == ["yes", "no"]
 
 
@@ -155,8 +157,13 @@ def test_every_sidecar_problem_is_listed(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text('{"input": "a", "expected": "b"}\n')
     (tmp_path / "bad.meta.json").write_text(
         json.dumps(
-            {"evaluator": "vibes", "labels": ["x", "x"], "threshold": 1.5, "constrain": "yes",
-             "colour": "red"}
+            {
+                "evaluator": "vibes",
+                "labels": ["x", "x"],
+                "threshold": 1.5,
+                "constrain": "yes",
+                "colour": "red",
+            }
         )
     )
     with pytest.raises(DatasetError) as info:
@@ -181,7 +188,7 @@ def test_every_sidecar_problem_is_listed(tmp_path: Path) -> None:
 def test_bad_sidecars_name_the_problem(tmp_path: Path, meta: str, fragment: str) -> None:
     (tmp_path / "d.jsonl").write_text('{"input": "a", "expected": "b"}\n')
     (tmp_path / "d.meta.json").write_text(meta)
-    with pytest.raises(DatasetError, match="d.meta.json") as info:
+    with pytest.raises(DatasetError, match=r"d\.meta\.json") as info:
         datasets.load_meta(tmp_path / "d.jsonl")
     assert fragment in str(info.value)
 
@@ -190,7 +197,9 @@ def test_a_case_outside_the_labels_is_a_bad_line(tmp_path: Path) -> None:
     (tmp_path / "s.jsonl").write_text(
         '{"input": "a", "expected": "positive"}\n{"input": "b", "expected": "neutral"}\n'
     )
-    (tmp_path / "s.meta.json").write_text('{"evaluator": "label", "labels": ["positive", "negative"]}')
+    (tmp_path / "s.meta.json").write_text(
+        '{"evaluator": "label", "labels": ["positive", "negative"]}'
+    )
     with pytest.raises(DatasetError) as info:
         datasets.load(tmp_path / "s.jsonl")
     assert info.value.problems == (

@@ -25,7 +25,8 @@ SENTIMENT = [TestCase("I loved it", "positive"), TestCase("Awful food", "negativ
 )
 def test_non_prompts_are_rejected(proposal: str, reason: str) -> None:
     problem = check_rewrite(proposal, "Classify the sentiment.", SENTIMENT)
-    assert problem is not None and reason in problem
+    assert problem is not None
+    assert reason in problem
 
 
 @pytest.mark.parametrize(

@@ -79,10 +79,11 @@ def check_response_format(value: object) -> dict[str, Any]:
 
     >>> check_response_format({"type": "json_object"})
     {'type': 'json_object'}
-    >>> check_response_format({"type": "json_schema", "json_schema": {"schema": {}}})
+    >>> nameless = {"type": "json_schema", "json_schema": {"schema": {}}}
+    >>> check_response_format(nameless)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
       ...
-    tnsai_eval.errors.ConfigError: response_format json_schema needs a 'name' (a non-empty str), got {'schema': {}}
+    tnsai_eval.errors.ConfigError: response_format json_schema needs a 'name' ...
     """
     if not isinstance(value, Mapping):
         raise ConfigError(f"response_format must be a mapping, got {type(value).__name__}")

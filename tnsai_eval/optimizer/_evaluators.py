@@ -299,7 +299,11 @@ class LabelEvaluator:
 
     def evaluate(self, actual: str, expected: str) -> float:
         label = self.label_of(actual)
-        return 1.0 if label is not None and normalize_answer(label) == normalize_answer(expected) else 0.0
+        return (
+            1.0
+            if label is not None and normalize_answer(label) == normalize_answer(expected)
+            else 0.0
+        )
 
 
 def _json_label(reply: str) -> str:

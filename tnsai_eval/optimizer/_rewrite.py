@@ -91,9 +91,51 @@ _ASKS_USER = re.compile(
 )
 # Words too common to show that a proposal is about the task.
 _COMMON = frozenset(
-    "the and for with that this from your you are was were will would should could "
-    "can not but its into only then than what which who how reply answer respond "
-    "response text output input prompt model please give write word words one".split()
+    {
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "your",
+        "you",
+        "are",
+        "was",
+        "were",
+        "will",
+        "would",
+        "should",
+        "could",
+        "can",
+        "not",
+        "but",
+        "its",
+        "into",
+        "only",
+        "then",
+        "than",
+        "what",
+        "which",
+        "who",
+        "how",
+        "reply",
+        "answer",
+        "respond",
+        "response",
+        "text",
+        "output",
+        "input",
+        "prompt",
+        "model",
+        "please",
+        "give",
+        "write",
+        "word",
+        "words",
+        "one",
+    }
 )
 
 
