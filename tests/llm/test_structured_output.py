@@ -153,7 +153,7 @@ def test_local_llm_honours_a_schema(local: LocalLLM) -> None:
     free = local.chat(ASK).text
     constrained = local.chat(ASK, response_format=PERSON_FORMAT).text
     # Free-form, the 135M model wraps its JSON in prose or a fence.
-    with pytest.raises(json.JSONDecodeError, match="Expecting value"):
+    with pytest.raises(json.JSONDecodeError):
         json.loads(free)
     _is_person(constrained)
     # The llama.cpp shape is accepted in process too.
