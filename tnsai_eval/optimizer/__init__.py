@@ -10,6 +10,7 @@ True
 """
 
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
@@ -21,12 +22,7 @@ from tnsai_eval.optimizer._evaluators import (
     normalize_answer,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
-from tnsai_eval.optimizer._optimizer import (
-    DEFAULT_CALL_PARAMS,
-    DEFAULT_TEMPLATE,
-    PromptOptimizer,
-    SearchMode,
-)
+from tnsai_eval.optimizer._optimizer import PromptOptimizer, SearchMode
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -38,6 +34,13 @@ from tnsai_eval.optimizer._records import (
 )
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite
+from tnsai_eval.optimizer._scoring import (
+    CaseScore,
+    CaseState,
+    PromptEvaluation,
+    ascore_prompt,
+    score_prompt,
+)
 from tnsai_eval.optimizer._strategies import (
     DEFAULT_STRATEGIES,
     PromptStrategy,
@@ -49,6 +52,8 @@ __all__ = [
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
     "CaseResult",
+    "CaseScore",
+    "CaseState",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
     "EventKind",
@@ -57,6 +62,7 @@ __all__ = [
     "LabelEvaluator",
     "OptimizationResult",
     "ProgressEvent",
+    "PromptEvaluation",
     "PromptEvaluator",
     "PromptOptimizer",
     "PromptStrategy",
@@ -67,9 +73,11 @@ __all__ = [
     "TokenF1Evaluator",
     "VariantRecord",
     "VariantStatus",
+    "ascore_prompt",
     "check_rewrite",
     "labels_response_format",
     "normalize_answer",
     "parse_judge_score",
+    "score_prompt",
     "suggest_strategies",
 ]
