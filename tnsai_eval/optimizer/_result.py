@@ -63,6 +63,9 @@ class OptimizationResult:
     ``best_prompt`` is the winning instruction text (inline demos included);
     ``best_spec`` the whole winning variant and ``best_messages(input)`` its
     messages for one input.
+    ``rejected_rewrites`` holds, for each model rewrite that was not a prompt
+    for the task (a greeting, a question back, empty, off the task: see
+    ``check_rewrite``), why it was rejected; rejected rewrites are never scored.
 
     >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
     >>> from tnsai_eval.testing import ScriptedLLM
@@ -100,6 +103,7 @@ class OptimizationResult:
     variants: tuple[VariantRecord, ...] = field(default=(), repr=False)
     history: tuple[RoundRecord, ...] = field(default=(), repr=False)
     case_results: tuple[CaseResult, ...] = field(default=(), repr=False)
+    rejected_rewrites: tuple[str, ...] = field(default=(), repr=False)
 
     def best_messages(self, case_input: str) -> list[Message]:
         """The winning variant's messages for ``case_input``, ready to send as is.

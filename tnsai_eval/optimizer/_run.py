@@ -9,10 +9,11 @@ import random
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tnsai_eval._util.stats import mean_interval, sign_test
+from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
 from tnsai_eval.optimizer._racing import race
@@ -26,12 +27,9 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
-from tnsai_eval.optimizer._rewrite import clean_rewrite, rewrite_request
+from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
 from tnsai_eval.optimizer._strategies import PromptStrategy
 from tnsai_eval.optimizer._variant import Demo, PromptVariant
-
-if TYPE_CHECKING:
-    from tnsai_eval.optimizer._optimizer import PromptOptimizer
 
 __all__ = ["HeldOut", "Run", "example_order", "held_out_stats"]
 
@@ -52,7 +50,8 @@ class Run:
 
     def __init__(
         self,
-        options: PromptOptimizer,
+        llm: LLMClient,
+        options: OptimizerConfig,
         prompt: PromptVariant,
         cases: list[TestCase],
         validation: list[TestCase],
@@ -75,7 +74,7 @@ class Run:
             stop_event=stop_event,
         )
         self.engine = Engine(
-            options.llm,
+            llm,
             evaluator=options.evaluator,
             budget=self.budget,
             concurrency=options.concurrency,
@@ -88,6 +87,8 @@ class Run:
         self.history: list[RoundRecord] = []
         self.validation_rows: list[CaseResult] = []
         self.best: Variant | None = None
+        # Rewrite replies that were not prompts for the task (check_rewrite), with why.
+        self.rejected_rewrites: list[str] = []
 
     @property
     def best_score(self) -> float:
@@ -176,7 +177,7 @@ class Run:
         base = parent.spec
         shots = self.options.few_shot_examples
         fresh = []
-        for strategy in self.options.candidate_strategies:
+        for strategy in self.options.strategies:
             if strategy is PromptStrategy.FEW_SHOT:
                 # Worked examples as demos, so that a case shown as an example
                 # is never scored with itself in the prompt.
@@ -215,8 +216,15 @@ class Run:
         sent = await self.engine.send(request, params, llm=self.options.rewrite_llm)
         text = getattr(sent.reply, "text", None)
         rewritten = clean_rewrite(text) if isinstance(text, str) else ""
-        # The rewrite-proposal validation (i13's check_rewrite) goes here once
-        # it lands on main: a proposal it rejects is not scored.
+        if not rewritten:
+            # A failed call (no text) is counted as a failed call, not as a rejection.
+            return ""
+        # The one validation of model-written prompts: a rejected proposal is
+        # recorded with why, and not scored.
+        problem = check_rewrite(rewritten, self.prompt.instruction, self.cases)
+        if problem is not None:
+            self.rejected_rewrites.append(problem)
+            return ""
         return rewritten
 
     def _finish_statuses(self, variants: Sequence[Variant]) -> None:
@@ -320,6 +328,7 @@ class Run:
             variants=tuple(_freeze(v) for v in self.variants),
             history=tuple(self.history),
             case_results=tuple(train_rows) + tuple(validation_rows),
+            rejected_rewrites=tuple(self.rejected_rewrites),
         )
 
 
