@@ -10,17 +10,20 @@ True
 """
 
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
     ExactMatchEvaluator,
+    LabelEvaluator,
     PromptEvaluator,
     TokenF1Evaluator,
+    labels_response_format,
     normalize_answer,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
-from tnsai_eval.optimizer._optimizer import PromptOptimizer, SearchMode
+from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -31,6 +34,7 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
+from tnsai_eval.optimizer._rewrite import check_rewrite
 from tnsai_eval.optimizer._scoring import (
     CaseScore,
     CaseState,
@@ -56,7 +60,9 @@ __all__ = [
     "EventKind",
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
+    "LabelEvaluator",
     "OptimizationResult",
+    "OptimizerConfig",
     "ProgressEvent",
     "PromptEvaluation",
     "PromptEvaluator",
@@ -70,6 +76,8 @@ __all__ = [
     "VariantRecord",
     "VariantStatus",
     "ascore_prompt",
+    "check_rewrite",
+    "labels_response_format",
     "normalize_answer",
     "parse_judge_score",
     "score_prompt",

@@ -7,9 +7,10 @@ import math
 import random
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
 from tnsai_eval.optimizer._racing import race
 from tnsai_eval.optimizer._records import (
@@ -22,10 +23,7 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
-from tnsai_eval.optimizer._rewrite import clean_rewrite, rewrite_request
-
-if TYPE_CHECKING:
-    from tnsai_eval.optimizer._optimizer import PromptOptimizer
+from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
 
 __all__ = ["Run", "example_order"]
 
@@ -46,7 +44,8 @@ class Run:
 
     def __init__(
         self,
-        options: PromptOptimizer,
+        llm: LLMClient,
+        options: OptimizerConfig,
         prompt: str,
         cases: list[TestCase],
         validation: list[TestCase],
@@ -69,7 +68,7 @@ class Run:
             stop_event=stop_event,
         )
         self.engine = Engine(
-            options.llm,
+            llm,
             evaluator=options.evaluator,
             budget=self.budget,
             concurrency=options.concurrency,
@@ -82,6 +81,8 @@ class Run:
         self.history: list[RoundRecord] = []
         self.validation_rows: list[CaseResult] = []
         self.best: Variant | None = None
+        # Rewrite replies that were not prompts for the task (check_rewrite), with why.
+        self.rejected_rewrites: list[str] = []
 
     @property
     def best_score(self) -> float:
@@ -163,14 +164,18 @@ class Run:
                 strategy.apply(parent.prompt, self.examples, examples=shots),
                 parent.id,
             )
-            for strategy in self.options.candidate_strategies
+            for strategy in self.options.strategies
         ]
         if self.options.rewrite:
             request = rewrite_request(parent, self.cases)
             sent = await self.engine.send(request, self.options.call_params)
             text = getattr(sent.reply, "text", None)
             rewritten = clean_rewrite(text) if isinstance(text, str) else ""
-            if rewritten:
+            # A failed call (no text) is counted as a failed call, not as a rejection.
+            problem = check_rewrite(rewritten, self.prompt, self.cases) if rewritten else None
+            if problem is not None:
+                self.rejected_rewrites.append(problem)
+            elif rewritten:
                 fresh.append(self._new_variant(round_no, "rewrite", rewritten, parent.id))
         return fresh
 
@@ -266,6 +271,7 @@ class Run:
             variants=tuple(_freeze(v) for v in self.variants),
             history=tuple(self.history),
             case_results=tuple(train_rows) + tuple(validation_rows),
+            rejected_rewrites=tuple(self.rejected_rewrites),
         )
 
 
