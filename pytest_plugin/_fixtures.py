@@ -7,6 +7,7 @@ them at collection time.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluator, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
+    from tnsai_eval.reports import IterationRecord
 
 __all__ = [
     "NormActions",
@@ -216,12 +218,31 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
         result = loop.execute(client, draft)
         run.results.append(result)
         session.record_iterations(result.iteration_count)
-        session.record_metric(_free_name(session, "refine_score"), result.final_score)
+        metric = _free_name(session, "refine_score")
+        session.record_metric(metric, result.final_score)
+        session.record_refinement(_iteration_records(metric, result))
         if check and not result.is_success:
             pytest.fail(refinement_failure(result), pytrace=False)
         return result
 
     return do_refine
+
+
+def _iteration_records(metric: str, result: RefinementResult) -> list[IterationRecord]:
+    """Each checked output of a refinement, as the report keeps it (output cut to 500)."""
+    from tnsai_eval.reports import IterationRecord, shown_text
+
+    return [
+        IterationRecord(
+            metric=metric,
+            iteration=record.iteration,
+            score=record.score,
+            output=shown_text(record.output, 500),
+            passed_checks=tuple(c.name for c in record.passed_checks),
+            failed_checks=tuple(c.name for c in record.failed_checks),
+        )
+        for record in result.iterations
+    ]
 
 
 def _free_name(session: PluginSession, base: str) -> str:
@@ -284,50 +305,84 @@ def refinement_failure(result: RefinementResult) -> str:
 class EvaluatePrompt(Protocol):
     def __call__(
         self,
-        prompt: str,
+        prompt: str | os.PathLike[str],
         cases: CasesInput,
         *,
         evaluator: PromptEvaluator | None = ...,
         min_score: float | None = ...,
         name: str | None = ...,
+        case_threshold: float | None = ...,
         **kwargs: Any,
     ) -> PromptEvaluation: ...
 
 
 @pytest.fixture
 def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluatePrompt:
-    """``evaluate_prompt(prompt, cases_or_dataset, evaluator=None, min_score=None, name=None)``.
+    """``evaluate_prompt(prompt_or_path, cases_or_dataset, evaluator=None, min_score=None,
+    name=None, case_threshold=None)``.
 
-    Scores ``prompt`` on the cases (TestCases, (input, expected) pairs, a
-    dataset name or a JSONL path) and records the mean as a tracked metric
-    (``score``, or ``name``). Below ``min_score`` the test fails listing its
+    Scores ``prompt`` (its text, or a ``pathlib.Path`` to a prompt file) on
+    the cases (TestCases, (input, expected) pairs, a dataset name or a JSONL
+    path) and records the mean as a tracked metric (``score``, or ``name``),
+    and every case in the report: its id, output, score, and whether it
+    passed (score >= ``case_threshold``: by default the dataset's declared
+    threshold, else 0.5). Below ``min_score`` the test fails listing its
     worst cases; a case whose call failed always fails the test, after every
-    other case has been scored.
+    other case has been scored; cases with no recorded reply fail it once,
+    with the command that records them.
     """
     session = _session(request)
     client = session.meter(llm)
+    nodeid = request.node.nodeid
 
     def run(
-        prompt: str,
+        prompt: str | os.PathLike[str],
         cases: CasesInput,
         *,
         evaluator: PromptEvaluator | None = None,
         min_score: float | None = None,
         name: str | None = None,
+        case_threshold: float | None = None,
         **kwargs: Any,
     ) -> PromptEvaluation:
-        from pytest_plugin._evaluate import evaluate
+        from pytest_plugin._evaluate import declared_threshold, evaluate
 
         session.touch()  # a row even if the cases cannot be loaded
-        result = evaluate(client, prompt, cases, evaluator=evaluator, **kwargs)
-        session.record_metric(name or _free_name(session, "score"), result.mean_score)
+        if case_threshold is None:
+            case_threshold = declared_threshold(cases)
+        result = evaluate(
+            client, prompt, cases, evaluator=evaluator, case_threshold=case_threshold, **kwargs
+        )
+        metric = name or _free_name(session, "score")
+        if result.recorded:
+            session.record_metric(metric, result.mean_score)
+        session.record_cases(metric, [c.record() for c in result.cases], result.prompt_record())
+        problems = []
+        if result.unrecorded:
+            problems.append(
+                result.unrecorded_message(
+                    f"pytest --llm-record record {nodeid}", _unrecorded_reason(session, result)
+                )
+            )
         if result.errors:
-            pytest.fail(result.error_message(), pytrace=False)
+            problems.append(result.error_message())
+        if problems:
+            pytest.fail("\n".join(problems), pytrace=False)
         if min_score is not None and result.mean_score < min_score:
             pytest.fail(result.failure_message(min_score), pytrace=False)
         return result
 
     return run
+
+
+def _unrecorded_reason(session: PluginSession, result: PromptEvaluation) -> str:
+    if any("--llm-max-calls" in (c.error or "") for c in result.unrecorded):
+        return f"--llm-max-calls {session.options.max_calls} spent"
+    options = session.options
+    return (
+        f"no reply in the store {options.describe()['store']}; replay mode "
+        f"({options.record_mode_source})"
+    )
 
 
 @pytest.fixture
