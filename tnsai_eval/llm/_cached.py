@@ -12,7 +12,7 @@ import threading
 from enum import StrEnum
 from typing import Any
 
-from tnsai_eval._enums import parse_member
+from tnsai_eval._util.enums import parse_member
 from tnsai_eval.errors import ReplayMissError
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tnsai_eval._report_model import shown_text
+from tnsai_eval.reports._model import shown_text
 
 if TYPE_CHECKING:
-    from tnsai_eval._report_cases import CaseChange, CaseComparison
     from tnsai_eval.reports import Comparison, MetricChange
+    from tnsai_eval.reports._cases import CaseChange, CaseComparison
 
 __all__ = ["format_comparison", "markdown_table"]
 

@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NoReturn
 
-from tnsai_eval._report_model import (
+from tnsai_eval.errors import ConfigError, ReportError
+from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
     CaseRecord,
     CaseState,
@@ -38,7 +39,6 @@ from tnsai_eval._report_model import (
     TestStatus,
     TrackedTest,
 )
-from tnsai_eval.errors import ConfigError, ReportError
 
 __all__ = ["decode_report", "decode_test", "read_report_file"]
 

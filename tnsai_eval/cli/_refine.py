@@ -18,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval._cli_common import add_model_options, client_from_args
+from tnsai_eval.cli._common import add_model_options, client_from_args
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement import (
     CompletionCriteria,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-from tnsai_eval._report_model import CaseRecord, CaseState, TrackedTest, shown_text
+from tnsai_eval.reports._model import CaseRecord, CaseState, TrackedTest, shown_text
 
 if TYPE_CHECKING:
     from tnsai_eval.reports import Comparison, Report

@@ -21,7 +21,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tnsai_eval import frames, plots
-from tnsai_eval._report_model import CaseState, TrackedTest, masked, shown_text
 from tnsai_eval.reports import (
     CaseChange,
     Comparison,
@@ -30,6 +29,7 @@ from tnsai_eval.reports import (
     read_report,
     report_dataframe,
 )
+from tnsai_eval.reports._model import CaseState, TrackedTest, masked, shown_text
 
 __all__ = ["render_html", "write_html"]
 

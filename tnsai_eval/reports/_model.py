@@ -371,7 +371,7 @@ class TrackedTest:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrackedTest:
         """Decode one test entry strictly (see ``tnsai_eval.reports.decode_report``)."""
-        from tnsai_eval._report_decode import decode_test
+        from tnsai_eval.reports._decode import decode_test
 
         return decode_test(data, SCHEMA_VERSION, "$")
 
@@ -426,7 +426,7 @@ class Report:
     @classmethod
     def from_dict(cls, data: object) -> Report:
         """Decode a report's JSON data strictly (``ReportError`` naming the bad field)."""
-        from tnsai_eval._report_decode import decode_report
+        from tnsai_eval.reports._decode import decode_report
 
         return decode_report(data)
 
@@ -446,6 +446,6 @@ def read_report(source: ReportSource) -> Report:
     """
     if isinstance(source, Report):
         return source
-    from tnsai_eval._report_decode import read_report_file
+    from tnsai_eval.reports._decode import read_report_file
 
     return read_report_file(Path(source))

@@ -10,7 +10,7 @@ says how surprising the count of broken cases is.
 Unrecorded cases (no reply in the store) are left out of every number here
 and listed on their own: a case that was never asked has no score, not 0.
 
->>> from tnsai_eval._report_model import CaseRecord
+>>> from tnsai_eval.reports._model import CaseRecord
 >>> old = [CaseRecord("a", "q", "x", "x", 1.0, True), CaseRecord("b", "r", "y", "n", 0.0, False)]
 >>> new = [CaseRecord("a", "q", "x", "n", 0.0, False), CaseRecord("b", "r", "y", "y", 1.0, True)]
 >>> diff = compare_cases("t::x", "score", new, old)
@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tnsai_eval._report_model import CaseRecord, CaseState, PromptRecord
 from tnsai_eval._util.stats import mean_interval, sign_test
+from tnsai_eval.reports._model import CaseRecord, CaseState, PromptRecord
 
 __all__ = [
     "CaseChange",

@@ -127,14 +127,14 @@ def _run(args: argparse.Namespace) -> int:
             print(f"against baseline {args.baseline}:")
             print(comparison.format())
     if args.junit:
-        from tnsai_eval._report_junit import write_junit
+        from tnsai_eval.reports._junit import write_junit
 
         write_junit(args.junit, report, comparison=comparison)
         if args.format == "text":
             print(f"wrote {args.junit}")
     if args.html:
         # Imported here: matplotlib is only paid for when a page is asked for.
-        from tnsai_eval._html_report import write_html
+        from tnsai_eval.reports._html import write_html
 
         write_html(args.html, report, comparison=comparison)
         if args.format == "text":
@@ -150,7 +150,7 @@ def render_markdown(
     baseline_name: str | None = None,
 ) -> str:
     """The run (and its comparison) as Markdown, for a PR comment or a job summary."""
-    from tnsai_eval._report_text import markdown_table
+    from tnsai_eval.reports._text import markdown_table
 
     if comparison is None:
         verdict = "report"

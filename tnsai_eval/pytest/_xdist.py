@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_plugin._budget import CallBudget
-from pytest_plugin._session import PluginSession
+from tnsai_eval.pytest._budget import CallBudget
+from tnsai_eval.pytest._session import PluginSession
 
 __all__ = ["OUTPUT_KEY", "XdistHooks", "call_budget", "is_worker"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_plugin._budget import CallBudget
+    from tnsai_eval.pytest._budget import CallBudget
     from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["write_summary"]

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval._cli_common import add_model_options, client_from_args
+from tnsai_eval.cli._common import add_model_options, client_from_args
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer import (
     ContainsEvaluator,
