@@ -21,11 +21,11 @@ from tnsai_eval.pytest._session import PluginSession, get_session
 # tnsai_eval and the modules that need it are imported inside the fixtures (see
 # _session for why).
 if TYPE_CHECKING:
+    from tnsai_eval.datasets import CasesInput
     from tnsai_eval.feedback import Agent, FeedbackStore
     from tnsai_eval.llm import LLMClient
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.optimizer import PromptEvaluator, PromptOptimizer
-    from tnsai_eval.pytest._evaluate import CasesInput, PromptEvaluation
+    from tnsai_eval.optimizer import PromptEvaluation, PromptEvaluator, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
     from tnsai_eval.reports import IterationRecord
 
@@ -343,33 +343,46 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         min_score: float | None = None,
         name: str | None = None,
         case_threshold: float | None = None,
-        **kwargs: Any,
+        **options: Any,
     ) -> PromptEvaluation:
-        from tnsai_eval.pytest._evaluate import declared_threshold, evaluate
+        from tnsai_eval.datasets import load_cases
+        from tnsai_eval.optimizer import score_prompt
+        from tnsai_eval.pytest._evaluate import (
+            case_records,
+            check_threshold,
+            declared_threshold,
+            error_message,
+            failure_message,
+            load_prompt,
+            prompt_record,
+            unrecorded_message,
+        )
 
         session.touch()  # a row even if the cases cannot be loaded
-        if case_threshold is None:
-            case_threshold = declared_threshold(cases)
-        result = evaluate(
-            client, prompt, cases, evaluator=evaluator, case_threshold=case_threshold, **kwargs
+        threshold = check_threshold(
+            declared_threshold(cases) if case_threshold is None else case_threshold
         )
+        text, file = load_prompt(prompt)
+        loaded = load_cases(cases)
+        result = score_prompt(client, text, loaded, evaluator=evaluator, **options)
         metric = name or _free_name(session, "score")
-        if result.recorded:
+        if any(c.state != "unrecorded" for c in result.cases):
             session.record_metric(metric, result.mean_score)
-        session.record_cases(metric, [c.record() for c in result.cases], result.prompt_record())
+        session.record_cases(
+            metric, case_records(result, loaded, threshold), prompt_record(text, file, options)
+        )
         problems = []
         if result.unrecorded:
+            command = f"pytest --llm-record record {nodeid}"
             problems.append(
-                result.unrecorded_message(
-                    f"pytest --llm-record record {nodeid}", _unrecorded_reason(session, result)
-                )
+                unrecorded_message(result, command, _unrecorded_reason(session, result))
             )
         if result.errors:
-            problems.append(result.error_message())
+            problems.append(error_message(result))
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)
         if min_score is not None and result.mean_score < min_score:
-            pytest.fail(result.failure_message(min_score), pytrace=False)
+            pytest.fail(failure_message(result, min_score), pytrace=False)
         return result
 
     return run
