@@ -262,14 +262,8 @@ def _spec_with(mark_spec: RefineSpec | None, overrides: Mapping[str, Any]) -> Re
             "refine() needs completion criteria: mark the test with @refine_until(...) "
             "or pass them as keywords, e.g. refine(draft, task=..., must_contain=...)"
         )
-    kwargs: dict[str, Any] = {}
-    if mark_spec is not None:
-        kwargs.update(
-            task=mark_spec.task,
-            max_iterations=mark_spec.max_iterations,
-            timeout=mark_spec.timeout,
-            **mark_spec.options,
-        )
+    # The mark's keywords as given, then the call's: one CriteriaSpec checks them all.
+    kwargs: dict[str, Any] = {} if mark_spec is None else dict(mark_spec.given)
     kwargs.update(overrides)
     try:
         return refine_spec(pytest.mark.refine_until.with_args(**kwargs).mark)
