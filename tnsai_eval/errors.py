@@ -17,6 +17,9 @@
         ├── BadResponseError               the reply was not a usable chat completion
         └── ReplayMissError                replay mode and the request was never recorded
 
+Warnings: ``StructuredOutputWarning`` (a ``UserWarning``): a ``response_format``
+schema that a backend enforces only in part.
+
 Input errors subclass `ValueError` so that code written against the standard
 library's conventions (``except ValueError``) keeps working.
 """
@@ -37,6 +40,7 @@ __all__ = [
     "ReplayMissError",
     "ReportError",
     "ServerError",
+    "StructuredOutputWarning",
     "TnsaiError",
 ]
 
@@ -149,3 +153,12 @@ class BadResponseError(LLMError):
 
 class ReplayMissError(LLMError):
     """Replay mode found no recorded response for a request."""
+
+
+class StructuredOutputWarning(UserWarning):
+    """A ``response_format`` schema is enforced only in part (or as plain JSON).
+
+    >>> import warnings
+    >>> issubclass(StructuredOutputWarning, UserWarning)
+    True
+    """
