@@ -239,3 +239,35 @@ def test_unrecorded_cases_are_listed_once_with_the_record_command_never_scored_z
     # Never a 0: the mean is over the two recorded cases.
     assert test["metrics"]["score"]["samples"] == [1.0]
     assert test["case_pass_rate"] == 1.0
+
+
+def test_case_threshold_defaults_to_the_datasets_declared_threshold(
+    scripted: pytest.Pytester,
+) -> None:
+    data = scripted.path / "caps.jsonl"
+    data.write_text(
+        '{"input": "What is the capital of France?", "expected": "Paris", "id": "fr"}\n'
+        '{"input": "What is the capital of Spain?", "expected": "Madrid"}\n'
+    )
+    (scripted.path / "caps.meta.json").write_text('{"threshold": 0.1}')
+    scripted.makepyfile(
+        test_caps="""
+        from pathlib import Path
+
+        def test_declared(evaluate_prompt):
+            evaluate_prompt("Answer in one word.", Path("caps.jsonl"))
+
+        def test_given(evaluate_prompt):
+            evaluate_prompt("Answer in one word.", Path("caps.jsonl"), case_threshold=0.9,
+                            name="strict")
+        """
+    )
+    scripted.runpytest_inprocess("--tnsai-report", "r.json").assert_outcomes(passed=2)
+    tests = {t["nodeid"]: t for t in read_json(scripted.path / "r.json")["tests"]}
+    declared = tests["test_caps.py::test_declared"]["cases"]
+    # Spain is answered "Lisbon": a low score, still >= the declared 0.1.
+    assert declared[0]["id"] == "fr"
+    assert [c["passed"] for c in declared] == [True, True]
+    strict = tests["test_caps.py::test_given"]["cases"]
+    assert [c["passed"] for c in strict] == [True, False]
+    assert {c["metric"] for c in strict} == {"strict"}

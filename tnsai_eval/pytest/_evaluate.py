@@ -96,8 +96,16 @@ def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> s
 
 
 def declared_threshold(cases: CasesInput) -> float:
-    """The case threshold a dataset declares, else 0.5."""
-    # TEMPORARY: reads the dataset's NAME.meta.json threshold once i13's load_meta lands.
+    """The case threshold a dataset declares (``threshold`` in its ``NAME.meta.json``), else 0.5.
+
+    Only a dataset given by name or path can declare one; cases given in code use 0.5.
+    """
+    if isinstance(cases, str | os.PathLike):
+        from tnsai_eval.datasets import load_meta
+
+        threshold = load_meta(cases).threshold
+        if threshold is not None:
+            return float(threshold)
     return 0.5
 
 
