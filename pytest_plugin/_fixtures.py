@@ -317,7 +317,17 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         **kwargs: Any,
     ) -> PromptEvaluation:
         from pytest_plugin._evaluate import evaluate
+        from tnsai_eval.errors import ConfigError
 
+        # Checked before any call: NaN would pass every score, a str would fail late.
+        if min_score is not None and (
+            isinstance(min_score, bool)
+            or not isinstance(min_score, int | float)
+            or not 0.0 <= min_score <= 1.0
+        ):
+            raise ConfigError(
+                f"evaluate_prompt: min_score must be a number in [0, 1] or None, got {min_score!r}"
+            )
         session.touch()  # a row even if the cases cannot be loaded
         result = evaluate(client, prompt, cases, evaluator=evaluator, **kwargs)
         session.record_metric(name or _free_name(session, "score"), result.mean_score)

@@ -12,6 +12,7 @@ argument (a pytest rule). The decorators always record their arguments.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,10 +54,12 @@ _REFINE_ARGS: dict[str, str] = {
     "matches_pattern": "a regex str or compiled pattern",
     "valid_json": "a bool",
     "word_count": "an int (minimum) or a (min, max) pair",
-    "min_lines": "an int >= 0",
+    "min_lines": "an int >= 1",
     "compiler_check": "a shell command str",
     "test_command": "a shell command str",
     "lint_check": "a shell command str",
+    "check_env": "a mapping of variable names to str values, added to the command checks' "
+    "minimal environment",
     "llm_check": "a question str or a (question, threshold) pair",
     "stop": "a StopHook",
     "chat_params": "a mapping of model call parameters (max_tokens, temperature...)",
@@ -92,6 +95,7 @@ def refine_until(
     compiler_check: str | None = None,
     test_command: str | None = None,
     lint_check: str | None = None,
+    check_env: Mapping[str, str] | None = None,
     llm_check: str | tuple[str, float] | None = None,
     stop: StopHook | None = None,
     chat_params: Mapping[str, Any] | None = None,
@@ -114,6 +118,7 @@ def refine_until(
         "compiler_check": compiler_check,
         "test_command": test_command,
         "lint_check": lint_check,
+        "check_env": check_env,
         "llm_check": llm_check,
         "stop": stop,
         "chat_params": chat_params,
@@ -152,7 +157,7 @@ class RefineSpec:
         o = self.options
         for cmd in ("compiler_check", "test_command", "lint_check"):
             if o.get(cmd):
-                getattr(builder, cmd)(o[cmd])
+                getattr(builder, cmd)(o[cmd], env=o.get("check_env"))
         if o.get("must_contain"):
             builder.must_contain(*_strs(o["must_contain"]))
         if o.get("must_not_contain"):
@@ -216,7 +221,7 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
         seconds = float(timeout)
     else:
         raise bad("timeout")
-    if seconds <= 0:
+    if not 0 < seconds < math.inf:  # NaN and inf would never time out
         raise bad("timeout")
     checks = {k: v for k, v in kw.items() if k not in ("task", "max_iterations", "timeout")}
     for name in ("must_contain", "must_not_contain"):
@@ -237,11 +242,13 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
         raise bad("valid_json")
     if "word_count" in checks and not _word_bounds(checks["word_count"]):
         raise bad("word_count")
-    if "min_lines" in checks and (not _is_int(checks["min_lines"]) or checks["min_lines"] < 0):
+    if "min_lines" in checks and (not _is_int(checks["min_lines"]) or checks["min_lines"] < 1):
         raise bad("min_lines")
     for name in ("compiler_check", "test_command", "lint_check"):
         if name in checks and (not isinstance(checks[name], str) or not checks[name].strip()):
             raise bad(name)
+    if "check_env" in checks and not _env_mapping(checks["check_env"]):
+        raise bad("check_env")
     if "llm_check" in checks and not _judge_question(checks["llm_check"]):
         raise bad("llm_check")
     if "stop" in checks:
@@ -251,7 +258,7 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
             raise bad("stop")
     if "chat_params" in checks and not isinstance(checks["chat_params"], Mapping):
         raise bad("chat_params")
-    if not any(k not in ("stop", "chat_params") for k in checks):
+    if not any(k not in ("stop", "chat_params", "check_env") for k in checks):
         raise MarkerError(
             "@refine_until needs at least one completion check (must_contain=, valid_json=, "
             "compiler_check=, ...); with none, every draft would pass unrefined"
@@ -278,6 +285,12 @@ def _str_or_strs(value: object) -> bool:
         isinstance(value, list | tuple)
         and bool(value)
         and all(isinstance(v, str) and v for v in value)
+    )
+
+
+def _env_mapping(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and k and "=" not in k and isinstance(v, str) for k, v in value.items()
     )
 
 
@@ -351,4 +364,9 @@ def norm_spec(mark: pytest.Mark) -> NormSpec:
             )
         for entry in entries:
             engine.add_norm(entry)
+    try:
+        # Checked against state (CEL): a bad condition fails setup, naming its norm.
+        engine.check_conditions()
+    except ConfigError as exc:
+        raise MarkerError(f"@norm_check: {exc}") from None
     return NormSpec(engine, dict(state), agent_class)

@@ -6,6 +6,7 @@
     ├── ConfigError (also ValueError)      bad configuration or input; names the bad value
     │   ├── ConditionError                 a CEL condition that does not parse or evaluate
     │   ├── DatasetError                   a dataset file with bad lines (all of them listed)
+    │   ├── StoreError                     a response-store file or feedback row that cannot be read
     │   └── LocalModelUnavailable          the `local` extra (llama-cpp-python) is missing
     └── LLMError                           a model call failed; carries status, model, attempts
         ├── LLMConnectionError             could not connect, or the connection dropped
@@ -18,6 +19,11 @@
 
 Input errors subclass `ValueError` so that code written against the standard
 library's conventions (``except ValueError``) keeps working.
+
+Warnings: ``StoreWarning`` (a ``UserWarning``) when a store skipped an item
+it could not read (one bad feedback row), and its subclass
+``ServerMismatchWarning`` when a replayed recording was made against another
+server than the one configured.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ __all__ = [
     "RateLimitError",
     "ReplayMissError",
     "ServerError",
+    "ServerMismatchWarning",
+    "StoreError",
+    "StoreWarning",
     "TnsaiError",
 ]
 
@@ -64,6 +73,26 @@ class DatasetError(ConfigError):
     def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems
+
+
+class StoreError(ConfigError):
+    """A response-store file or a feedback-store row cannot be read.
+
+    The message names the file (or the database and row id) and what is wrong
+    with it; ``location`` holds that file path or ``"<db>#<row id>"``.
+    """
+
+    def __init__(self, message: str, *, location: str = "") -> None:
+        super().__init__(message)
+        self.location = location
+
+
+class StoreWarning(UserWarning):
+    """A store skipped something it could not read; the message names it."""
+
+
+class ServerMismatchWarning(StoreWarning):
+    """A replayed recording was made against a different server than the configured one."""
 
 
 class LocalModelUnavailable(ConfigError):

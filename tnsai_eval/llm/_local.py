@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -20,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval.errors import ConfigError, LLMError, LocalModelUnavailable
+from tnsai_eval.errors import BadResponseError, ConfigError, LLMError, LocalModelUnavailable
 from tnsai_eval.llm._model_path import INSTALL_HINT, smollm2_gguf_path
-from tnsai_eval.llm._types import Completion, MessagesInput, Usage, normalize_messages
+from tnsai_eval.llm._types import Completion, MessagesInput, normalize_messages
+from tnsai_eval.llm._wire import ReplyProblem, completion_from_body
 
 __all__ = ["LocalLLM"]
 
@@ -210,20 +212,16 @@ class LocalLLM:
         return request
 
     def _completion(self, response: Mapping[str, Any], latency: float) -> Completion:
+        # llama-cpp-python answers in the OpenAI shape: one decoder for both,
+        # so finish_reason, tool_calls and logprobs mean the same everywhere.
+        if not isinstance(response, Mapping):
+            raise BadResponseError(
+                f"llama.cpp returned a {type(response).__name__}, not a completion",
+                model=self.model,
+            )
         try:
-            text = response["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError) as exc:
-            raise LLMError(
-                f"llama.cpp returned no message content ({exc!r})", model=self.model
-            ) from exc
-        usage = response.get("usage") or {}
-        return Completion(
-            text=str(text),
-            usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
-            ),
-            model=self.model,
-            latency_s=latency,
-            raw=response,
-        )
+            completion = completion_from_body(response, model=self.model, latency_s=latency)
+        except ReplyProblem as problem:
+            raise BadResponseError(f"llama.cpp returned {problem}", model=self.model) from None
+        # The embedded model is named by its file, whatever llama.cpp reports.
+        return dataclasses.replace(completion, model=self.model)
