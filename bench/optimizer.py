@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from tnsai_eval import datasets
-from tnsai_eval._cli_optimize import CLI_STRATEGIES, DEFAULT_PROMPTS
+from tnsai_eval.cli._optimize import CLI_STRATEGIES, DEFAULT_PROMPTS
 from tnsai_eval.llm import (
     CachedLLM,
     Completion,

@@ -1,45 +1,24 @@
-"""The tnsai-eval pytest plugin (registered through the ``pytest11`` entry point).
+"""The short, documented import of the plugin's decorators and public names.
 
-Fixtures: ``llm``, ``evaluate_prompt``, ``refine``, ``agent``, ``norm_actions``,
-``norm_engine``, ``feedback_store``, ``prompt_optimizer``, ``tnsai_record``.
-Markers: ``norm_check`` and ``refine_until``, also importable from here as
-decorators::
+The plugin itself lives in ``tnsai_eval.pytest`` (that is what the ``pytest11``
+entry point ``tnsai`` loads); this package only re-exports it, so that a test
+module can write::
 
     from pytest_plugin import norm_check, refine_until
 
-    @refine_until(task="Return the order as JSON", valid_json=True, must_contain='"id"')
-    def test_order_json(refine):
-        refine('id: 7')
-
-The hooks below are thin: the state of a run lives in a ``PluginSession``
-kept in ``config.stash``; see docs/pytest-plugin.md for the options.
+A user project with its own ``pytest_plugin.py`` shadows this name; the plugin
+keeps working because pytest never imports it from here, and
+``from tnsai_eval.pytest import norm_check`` works in every project.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
-# The fixtures are imported so that pytest finds them as this plugin's attributes.
-from pytest_plugin._fixtures import (  # noqa: F401
-    NormActions,
-    agent,
-    evaluate_prompt,
-    feedback_store,
-    llm,
-    norm_actions,
-    norm_engine,
-    prompt_optimizer,
-    refine,
-    tnsai_record,
-)
-from pytest_plugin._markers import MARKER_LINES, norm_check, refine_until
-from pytest_plugin._options import PluginOptions, add_options
-from pytest_plugin._session import SESSION_KEY, PluginSession
+from tnsai_eval.pytest import NormActions, PluginSession, norm_check, refine_until
 
 if TYPE_CHECKING:
-    from pytest_plugin._evaluate import CaseScore, PromptEvaluation
+    from tnsai_eval.pytest import CaseScore, PromptEvaluation
 
 __all__ = [
     "CaseScore",
@@ -52,39 +31,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Loaded on first use: _evaluate imports tnsai_eval, which a suite that never
-    # uses the plugin should not pay for at start-up.
     if name in ("CaseScore", "PromptEvaluation"):
-        from pytest_plugin import _evaluate
+        from tnsai_eval import pytest as plugin
 
-        return getattr(_evaluate, name)
+        return getattr(plugin, name)
     raise AttributeError(f"module 'pytest_plugin' has no attribute {name!r}")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    for line in MARKER_LINES:
-        config.addinivalue_line("markers", line)
-    from pytest_plugin import _xdist
-    from pytest_plugin._hooks import RepeatHooks, TnsaiHooks
-
-    options = PluginOptions.from_config(config)
-    session = PluginSession(options)
-    config.stash[SESSION_KEY] = session
-    baseline = None
-    if options.baseline is not None and not _xdist.is_worker(config):
-        from tnsai_eval.errors import ConfigError
-        from tnsai_eval.reports import read_report
-
-        try:
-            baseline = read_report(options.baseline)
-        except ConfigError as exc:
-            raise pytest.UsageError(f"--tnsai-baseline: {exc}") from None
-    config.pluginmanager.register(TnsaiHooks(config, session, baseline), "tnsai-session")
-    if options.repeat > 1:
-        config.pluginmanager.register(RepeatHooks(session), "tnsai-repeat")
-    if config.pluginmanager.hasplugin("xdist") and not _xdist.is_worker(config):
-        config.pluginmanager.register(_xdist.XdistHooks(session), "tnsai-xdist")

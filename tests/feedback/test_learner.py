@@ -149,7 +149,8 @@ def test_any_exception_empties_only_its_list() -> None:
     ).learn()
     assert result.prompt_adjustments == ()
     assert result.preferences == ("Be brief.",)
-    assert len(result.errors) == 1 and "KeyError" in result.errors[0]
+    assert len(result.errors) == 1
+    assert "KeyError" in result.errors[0]
 
 
 def test_base_exceptions_are_not_contained() -> None:

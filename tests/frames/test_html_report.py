@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tnsai_eval import plots
-from tnsai_eval._html_report import render_html
 from tnsai_eval.cli import main
 from tnsai_eval.reports import load_report
+from tnsai_eval.reports._html import render_html
 
 from .conftest import save_report
 

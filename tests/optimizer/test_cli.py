@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tnsai_eval import _cli_common
+from tnsai_eval.cli import _common as _cli_common
 from tnsai_eval.cli import main
 from tnsai_eval.optimizer import PromptStrategy
 from tnsai_eval.testing import ScriptedLLM

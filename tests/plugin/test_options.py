@@ -9,7 +9,7 @@ from tests.plugin.conftest import dedent, read_json
 # A test that writes the resolved options where the outer test can read them.
 SHOW_OPTIONS = """
 import json
-from pytest_plugin._session import get_session
+from tnsai_eval.pytest._session import get_session
 
 def test_show(pytestconfig):
     options = get_session(pytestconfig).options

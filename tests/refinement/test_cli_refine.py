@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tnsai_eval import _cli_refine
+from tnsai_eval.cli import _refine as _cli_refine
 from tnsai_eval.cli import main
 from tnsai_eval.testing import ScriptedLLM
 

@@ -96,7 +96,8 @@ def sign_test(
         return 1.0
 
     def upper_tail(k: int) -> float:  # P(X >= k)
-        return math.fsum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+        # Exact integer arithmetic, then one division: no rounding until the end.
+        return sum(math.comb(n, i) for i in range(k, n + 1)) / float(2**n)
 
     if alternative == "greater":
         return upper_tail(better)
@@ -104,9 +105,7 @@ def sign_test(
         return upper_tail(worse)
     if alternative == "two-sided":
         return min(1.0, 2 * upper_tail(max(better, worse)))
-    raise ValueError(
-        f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}"
-    )
+    raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
 
 
 def hoeffding_halfwidth(n: int, *, value_range: float = 2.0, delta: float = 0.05) -> float:

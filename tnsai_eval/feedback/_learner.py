@@ -82,7 +82,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from tnsai_eval._enums import parse_member
+from tnsai_eval._util.enums import parse_member
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._store import FeedbackStore

@@ -10,7 +10,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from tnsai_eval._enums import parse_member
+from tnsai_eval._util.enums import parse_member
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["Feedback", "FeedbackType"]

@@ -13,7 +13,7 @@ import warnings
 from enum import StrEnum
 from typing import Any
 
-from tnsai_eval._enums import parse_member
+from tnsai_eval._util.enums import parse_member
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import ReplayMissError, ServerMismatchWarning
 from tnsai_eval.llm._store import ResponseStore, StoredRequest

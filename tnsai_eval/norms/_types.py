@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tnsai_eval._enums import parse_member
+from tnsai_eval._util.enums import parse_member
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["CheckResult", "NormEntry", "NormType", "NormViolation"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tnsai_eval._scores import parse_score
+from tnsai_eval._util.scores import parse_score
 from tnsai_eval.llm import Completion, LLMClient, acall
 from tnsai_eval.optimizer._evaluators import PromptEvaluator, normalize_answer
 
@@ -22,7 +22,7 @@ _DEFAULT_TEMPLATE = (
 def parse_judge_score(reply: str) -> float | None:
     """The grade in a judge's reply as a fraction in [0, 1], or ``None``.
 
-    The library's one judge-score reader (``tnsai_eval._scores.parse_score``)
+    The library's one judge-score reader (``tnsai_eval._util.scores.parse_score``)
     without requiring the ``SCORE:`` label: a small model asked for one line
     often answers with ``85/100``, ``85%`` or a bare ``85``, and only a number
     in 0-100 counts, so that a year or a count in the prose is not a grade.

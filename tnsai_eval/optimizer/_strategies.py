@@ -13,7 +13,7 @@ import enum
 import re
 from collections.abc import Sequence
 
-from tnsai_eval._enums import parse_member
+from tnsai_eval._util.enums import parse_member
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer._cases import TestCase
 

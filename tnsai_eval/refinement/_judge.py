@@ -11,7 +11,7 @@ check; a judge call that raises fails the check with the error as its message.
 
 from __future__ import annotations
 
-from tnsai_eval._scores import parse_score
+from tnsai_eval._util.scores import parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, estimate_tokens
 from tnsai_eval.refinement._checks import Check, CheckKind, Verdict

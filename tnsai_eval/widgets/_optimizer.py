@@ -10,7 +10,7 @@ from typing import Any
 import ipywidgets as w
 
 from tnsai_eval import frames, plots
-from tnsai_eval._plots_base import short
+from tnsai_eval.plots._base import short
 from tnsai_eval.widgets._common import DisplayMixin, figure_png, pre_html, table_html
 
 __all__ = ["OptimizerDashboard"]

@@ -1,16 +1,4 @@
-"""Figures of evaluation results, as ``matplotlib.figure.Figure`` objects.
-
-Every function takes a frame from ``tnsai_eval.frames`` (or the result object
-it is built from) and returns a new ``Figure``. Nothing touches pyplot's
-global state: figures are never registered with a GUI manager, so they are
-safe in scripts, threads and servers, and are garbage-collected like any
-object. In a notebook, a ``Figure`` returned by a cell renders inline; save
-one with ``fig.savefig(path)`` or get PNG bytes with ``to_png(fig)``.
-
->>> fig = plot_score_progression({"baseline": [0.2, 0.5, 0.7], "tuned": [0.4, 0.8]})
->>> [line.get_label() for line in fig.axes[0].get_lines()]
-['baseline', 'tuned']
-"""
+"""The optimizer, refinement and norm figures of ``tnsai_eval.plots`` (re-exported there)."""
 
 from __future__ import annotations
 
@@ -20,7 +8,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from tnsai_eval import frames
-from tnsai_eval._plots_base import (
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
     PASS_COLOR,
@@ -29,8 +18,7 @@ from tnsai_eval._plots_base import (
     short,
     to_png,
 )
-from tnsai_eval._plots_reports import plot_report_comparison, plot_report_scores, plot_report_trend
-from tnsai_eval.errors import ConfigError
+from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores, plot_report_trend
 
 __all__ = [
     "REGRESSION_COLOR",

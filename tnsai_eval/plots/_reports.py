@@ -8,14 +8,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from tnsai_eval import frames
-from tnsai_eval._plots_base import (
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
     REGRESSION_COLOR,
     nodeid_label,
     short,
 )
-from tnsai_eval.errors import ConfigError
 
 __all__ = ["plot_report_comparison", "plot_report_scores", "plot_report_trend"]
 

@@ -1,34 +1,4 @@
-"""Results as tidy pandas DataFrames: one row per observation, documented columns.
-
-Every view a notebook, a widget or a report shows is built from these frames,
-so anything a user sees can also be had as a plain DataFrame.
-
-=====================  ==========================================================
-function               one row per ... (columns)
-=====================  ==========================================================
-optimizer_cases        (round, variant, case): ``OPTIMIZER_CASE_COLUMNS``
-optimizer_rounds       round: ``OPTIMIZER_ROUND_COLUMNS``
-variant_scores         (round, variant): ``VARIANT_COLUMNS``
-leaderboard            variant scored, best first: ``LEADERBOARD_COLUMNS``
-best_so_far            round: the best score after it (a Series)
-refinement_iterations  iteration: ``RefinementResult.to_dataframe()`` (see function)
-refinement_checks      (iteration, check): ``RefinementResult.checks_dataframe()`` (see function)
-score_progressions     (run, step): ``PROGRESSION_COLUMNS``
-learning_frame         learned item: ``LEARNING_COLUMNS``
-feedback_frame         feedback item: ``FEEDBACK_COLUMNS``
-norm_checks            (check, violation): ``NORM_CHECK_COLUMNS``
-load_report            test (``tnsai_eval.reports.load_report``, re-exported; see its docstring)
-load_reports           (run, test): ``run`` + ``load_report``'s columns
-comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
-=====================  ==========================================================
-
->>> import pandas as pd
->>> score_progressions({"a": [0.2, 0.5], "b": [0.4]})
-  run  step  score
-0   a     0    0.2
-1   a     1    0.5
-2   b     0    0.4
-"""
+"""The optimizer and refinement frames of ``tnsai_eval.frames`` (re-exported there)."""
 
 from __future__ import annotations
 
@@ -37,8 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from tnsai_eval._frames_base import call_frame, require_columns
-from tnsai_eval._frames_feedback import (
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.frames._base import call_frame, require_columns
+from tnsai_eval.frames._feedback import (
     FEEDBACK_COLUMNS,
     LEARNING_COLUMNS,
     NORM_CHECK_COLUMNS,
@@ -46,14 +17,13 @@ from tnsai_eval._frames_feedback import (
     learning_frame,
     norm_checks,
 )
-from tnsai_eval._frames_reports import (
+from tnsai_eval.frames._reports import (
     COMPARISON_COLUMNS,
     compare_reports,
     comparison_frame,
     load_report,
     load_reports,
 )
-from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer import RoundRecord
 from tnsai_eval.optimizer._result import CASE_COLUMNS
 

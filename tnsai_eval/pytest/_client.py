@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pytest_plugin._options import PluginOptions
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import LocalModelUnavailable
 from tnsai_eval.llm import (
@@ -25,6 +24,7 @@ from tnsai_eval.llm import (
     default_llm,
     smollm2_gguf_path,
 )
+from tnsai_eval.pytest._options import PluginOptions
 
 __all__ = ["LazyClient", "build_client", "describe_model"]
 

@@ -17,7 +17,7 @@ import pytest
 # function is the one pytest-rerunfailures calls for the same purpose.
 from _pytest.runner import runtestprotocol
 
-from pytest_plugin._session import SAMPLES_PROPERTY, PluginSession
+from tnsai_eval.pytest._session import SAMPLES_PROPERTY, PluginSession
 
 __all__ = ["run_samples"]
 

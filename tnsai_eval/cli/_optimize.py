@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval._cli_common import (
+from tnsai_eval.cli._common import (
     add_model_options,
     check_output_dir,
     client_from_args,

@@ -36,6 +36,7 @@ SCHEMA_VERSION = 1
 
 ReportSource: TypeAlias = "Report | str | os.PathLike[str]"
 
+
 class TestStatus(StrEnum):
     """The outcome pytest gave a test."""
 

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_plugin._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KEY
-from pytest_plugin._markers import MarkerError, RefineSpec
-from pytest_plugin._session import PluginSession, get_session
+from tnsai_eval.pytest._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KEY
+from tnsai_eval.pytest._markers import MarkerError, RefineSpec
+from tnsai_eval.pytest._session import PluginSession, get_session
 
 # tnsai_eval and the modules that need it are imported inside the fixtures (see
 # _session for why).
 if TYPE_CHECKING:
-    from pytest_plugin._evaluate import CasesInput, PromptEvaluation
     from tnsai_eval.feedback import Agent, FeedbackStore
     from tnsai_eval.llm import LLMClient
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluator, PromptOptimizer
+    from tnsai_eval.pytest._evaluate import CasesInput, PromptEvaluation
     from tnsai_eval.refinement import RefinementResult
 
 __all__ = [
@@ -46,7 +46,7 @@ __all__ = [
 def llm(pytestconfig: pytest.Config) -> LLMClient:
     """The model configured by --llm-base-url/--llm-model (else the embedded one),
     behind the response store in the --llm-record mode. Calls are counted per test."""
-    from pytest_plugin._client import build_client, describe_model
+    from tnsai_eval.pytest._client import build_client, describe_model
 
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
@@ -234,7 +234,7 @@ def _free_name(session: PluginSession, base: str) -> str:
 
 
 def _spec_with(mark_spec: RefineSpec | None, overrides: Mapping[str, Any]) -> RefineSpec:
-    from pytest_plugin._markers import refine_spec
+    from tnsai_eval.pytest._markers import refine_spec
 
     if mark_spec is None and not overrides:
         raise pytest.UsageError(
@@ -259,7 +259,7 @@ def _spec_with(mark_spec: RefineSpec | None, overrides: Mapping[str, Any]) -> Re
 def refinement_failure(result: RefinementResult) -> str:
     """The failure report of an unsuccessful refinement: each iteration and its failed checks."""
     # Only on a failure; by then a refine() call has imported tnsai_eval.
-    from pytest_plugin._evaluate import excerpt
+    from tnsai_eval.pytest._evaluate import excerpt
 
     progression = " -> ".join(f"{s:.2f}" for s in result.metrics.score_progression)
     lines = [
@@ -316,8 +316,8 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         name: str | None = None,
         **kwargs: Any,
     ) -> PromptEvaluation:
-        from pytest_plugin._evaluate import evaluate
         from tnsai_eval.errors import ConfigError
+        from tnsai_eval.pytest._evaluate import evaluate
 
         # Checked before any call: NaN would pass every score, a str would fail late.
         if min_score is not None and (

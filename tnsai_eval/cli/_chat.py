@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tnsai_eval._cli_common import add_model_options, client_from_args
+from tnsai_eval.cli._common import add_model_options, client_from_args
 
 __all__ = ["add_parser"]
 

@@ -18,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval._cli_common import (
+from tnsai_eval.cli._common import (
     add_model_options,
     check_output_file,
     client_from_args,

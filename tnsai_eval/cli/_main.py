@@ -1,6 +1,6 @@
 """The ``tnsai-eval`` command.
 
-Each subcommand lives in its own private module (``tnsai_eval/_cli_<name>.py``)
+Each subcommand lives in its own private module (``tnsai_eval/cli/_<name>.py``)
 exposing ``add_parser(subparsers)``, which registers the subcommand and sets
 ``func`` (``args -> exit code``) as its default. This module only wires them.
 """
@@ -20,7 +20,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so that `import tnsai_eval` never pays for the CLI's imports.
-    from tnsai_eval import _cli_chat, _cli_optimize, _cli_refine, _cli_report
+    from tnsai_eval.cli import _chat, _optimize, _refine, _report
 
     parser = argparse.ArgumentParser(
         prog="tnsai-eval",
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tnsai-eval {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_cli_chat, _cli_report, _cli_refine, _cli_optimize):
+    for module in (_chat, _report, _refine, _optimize):
         module.add_parser(subparsers)
     return parser
 
@@ -50,7 +50,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     return code
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tnsai_eval._frames_base import PathLike, call_frame, require_columns
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.frames._base import PathLike, call_frame, require_columns
 from tnsai_eval.reports import COMPARISON_COLUMNS, Report, compare, load_report
 
 __all__ = [

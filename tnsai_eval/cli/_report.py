@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     print(format_summary(report))
     if args.html:
         # Imported here: matplotlib is only paid for when a page is asked for.
-        from tnsai_eval._html_report import write_html
+        from tnsai_eval.reports._html import write_html
 
         write_html(args.html, report, baseline=args.baseline, tolerance=args.tolerance)
         print(f"wrote {args.html}")

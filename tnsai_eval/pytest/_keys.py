@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_plugin._fixtures import NormActions, RefineRun
-    from pytest_plugin._markers import NormSpec, RefineSpec
+    from tnsai_eval.pytest._fixtures import NormActions, RefineRun
+    from tnsai_eval.pytest._markers import NormSpec, RefineSpec
 
 __all__ = ["ACTIONS_KEY", "NORM_KEY", "REFINE_KEY", "REFINE_RUN_KEY"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_plugin._session import PluginSession
+from tnsai_eval.pytest._session import PluginSession
 
 __all__ = ["OUTPUT_KEY", "XdistHooks", "is_worker"]
 

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_plugin import _xdist
-from pytest_plugin._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KEY
-from pytest_plugin._markers import MarkerError, norm_spec, refine_spec
-from pytest_plugin._repeat import run_samples
-from pytest_plugin._report import write_summary
-from pytest_plugin._session import PluginSession
+from tnsai_eval.pytest import _xdist
+from tnsai_eval.pytest._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KEY
+from tnsai_eval.pytest._markers import MarkerError, norm_spec, refine_spec
+from tnsai_eval.pytest._repeat import run_samples
+from tnsai_eval.pytest._report import write_summary
+from tnsai_eval.pytest._session import PluginSession
 
 if TYPE_CHECKING:
-    from pytest_plugin._fixtures import NormActions
+    from tnsai_eval.pytest._fixtures import NormActions
     from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]

@@ -1,23 +1,4 @@
-"""Versioned run reports and the baseline comparison behind the CI gate.
-
-A report is what one test run measured: for every tracked test its status, the
-metrics it recorded (each with all its samples), and what it cost (model calls,
-tokens, cache hits). The pytest plugin writes it with ``--tnsai-report``; it is
-plain JSON meant to be committed as a baseline and diffed in review.
-
->>> score = MetricStats("score", (0.8, 0.9, 0.85))
->>> round(score.mean, 2), score.n
-(0.85, 3)
->>> old = Report(tests=(TrackedTest("t.py::test_a", TestStatus.PASSED, {"score": score}),))
->>> new = Report(tests=(TrackedTest("t.py::test_a", TestStatus.PASSED,
-...                                 {"score": MetricStats("score", (0.5,))}),))
->>> result = compare(new, old, tolerance=0.05)
->>> result.passed, [c.metric for c in result.regressions]
-(False, ['score'])
-
-Nothing here imports pytest: the CLI (``tnsai-eval report``) and notebooks use
-the same code as the plugin's gate.
-"""
+"""Baseline comparison and text formatting of run reports (public via ``tnsai_eval.reports``)."""
 
 from __future__ import annotations
 
@@ -27,7 +8,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from tnsai_eval._report_model import (
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
     MetricStats,
     Report,
@@ -36,7 +18,6 @@ from tnsai_eval._report_model import (
     TrackedTest,
     read_report,
 )
-from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,0 +1,17 @@
+"""The ``tnsai-eval`` command: one private module per subcommand.
+
+``chat``, ``report``, ``refine`` and ``optimize`` each live in
+``tnsai_eval/cli/_<name>.py`` and expose ``add_parser(subparsers)``; the
+options several of them share live in ``_common``. ``main`` is the console
+script (``tnsai-eval = "tnsai_eval.cli:main"``) and also runs as
+``python -m tnsai_eval.cli``.
+
+>>> build_parser().parse_args(["chat", "hello"]).command
+'chat'
+"""
+
+from __future__ import annotations
+
+from tnsai_eval.cli._main import build_parser, main
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,89 @@
+"""Results as tidy pandas DataFrames: one row per observation, documented columns.
+
+Every view a notebook, a widget or a report shows is built from these frames,
+so anything a user sees can also be had as a plain DataFrame.
+
+=====================  ==========================================================
+function               one row per ... (columns)
+=====================  ==========================================================
+optimizer_cases        (round, variant, case): ``OPTIMIZER_CASE_COLUMNS``
+optimizer_rounds       round: ``OPTIMIZER_ROUND_COLUMNS``
+variant_scores         (round, variant): ``VARIANT_COLUMNS``
+leaderboard            variant scored, best first: ``LEADERBOARD_COLUMNS``
+best_so_far            round: the best score after it (a Series)
+refinement_iterations  iteration: ``RefinementResult.to_dataframe()`` (see function)
+refinement_checks      (iteration, check): ``RefinementResult.checks_dataframe()`` (see function)
+score_progressions     (run, step): ``PROGRESSION_COLUMNS``
+learning_frame         learned item: ``LEARNING_COLUMNS``
+feedback_frame         feedback item: ``FEEDBACK_COLUMNS``
+norm_checks            (check, violation): ``NORM_CHECK_COLUMNS``
+load_report            test (``tnsai_eval.reports.load_report``, re-exported; see its docstring)
+load_reports           (run, test): ``run`` + ``load_report``'s columns
+comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
+=====================  ==========================================================
+
+>>> import pandas as pd
+>>> score_progressions({"a": [0.2, 0.5], "b": [0.4]})
+  run  step  score
+0   a     0    0.2
+1   a     1    0.5
+2   b     0    0.4
+"""
+
+from __future__ import annotations
+
+from tnsai_eval.frames._optimizer import (
+    COMPARISON_COLUMNS,
+    FEEDBACK_COLUMNS,
+    LEADERBOARD_COLUMNS,
+    LEARNING_COLUMNS,
+    NORM_CHECK_COLUMNS,
+    OPTIMIZER_CASE_COLUMNS,
+    OPTIMIZER_ROUND_COLUMNS,
+    PROGRESSION_COLUMNS,
+    VARIANT_COLUMNS,
+    best_so_far,
+    compare_reports,
+    comparison_frame,
+    feedback_frame,
+    leaderboard,
+    learning_frame,
+    load_report,
+    load_reports,
+    norm_checks,
+    optimizer_cases,
+    optimizer_rounds,
+    refinement_checks,
+    refinement_iterations,
+    require_columns,
+    score_progressions,
+    variant_scores,
+)
+
+__all__ = [
+    "COMPARISON_COLUMNS",
+    "FEEDBACK_COLUMNS",
+    "LEADERBOARD_COLUMNS",
+    "LEARNING_COLUMNS",
+    "NORM_CHECK_COLUMNS",
+    "OPTIMIZER_CASE_COLUMNS",
+    "OPTIMIZER_ROUND_COLUMNS",
+    "PROGRESSION_COLUMNS",
+    "VARIANT_COLUMNS",
+    "best_so_far",
+    "compare_reports",
+    "comparison_frame",
+    "feedback_frame",
+    "leaderboard",
+    "learning_frame",
+    "load_report",
+    "load_reports",
+    "norm_checks",
+    "optimizer_cases",
+    "optimizer_rounds",
+    "refinement_checks",
+    "refinement_iterations",
+    "require_columns",
+    "score_progressions",
+    "variant_scores",
+]

@@ -1,0 +1,43 @@
+"""Figures of evaluation results, as ``matplotlib.figure.Figure`` objects.
+
+Every function takes a frame from ``tnsai_eval.frames`` (or the result object
+it is built from) and returns a new ``Figure``. Nothing touches pyplot's
+global state: figures are never registered with a GUI manager, so they are
+safe in scripts, threads and servers, and are garbage-collected like any
+object. In a notebook, a ``Figure`` returned by a cell renders inline; save
+one with ``fig.savefig(path)`` or get PNG bytes with ``to_png(fig)``.
+
+>>> fig = plot_score_progression({"baseline": [0.2, 0.5, 0.7], "tuned": [0.4, 0.8]})
+>>> [line.get_label() for line in fig.axes[0].get_lines()]
+['baseline', 'tuned']
+"""
+
+from __future__ import annotations
+
+from tnsai_eval.plots._optimizer import (
+    REGRESSION_COLOR,
+    plot_check_matrix,
+    plot_cost_per_round,
+    plot_norm_checks,
+    plot_optimizer_rounds,
+    plot_report_comparison,
+    plot_report_scores,
+    plot_report_trend,
+    plot_score_progression,
+    plot_variant_case_heatmap,
+    to_png,
+)
+
+__all__ = [
+    "REGRESSION_COLOR",
+    "plot_check_matrix",
+    "plot_cost_per_round",
+    "plot_norm_checks",
+    "plot_optimizer_rounds",
+    "plot_report_comparison",
+    "plot_report_scores",
+    "plot_report_trend",
+    "plot_score_progression",
+    "plot_variant_case_heatmap",
+    "to_png",
+]

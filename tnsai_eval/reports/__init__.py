@@ -1,0 +1,58 @@
+"""Versioned run reports and the baseline comparison behind the CI gate.
+
+A report is what one test run measured: for every tracked test its status, the
+metrics it recorded (each with all its samples), and what it cost (model calls,
+tokens, cache hits). The pytest plugin writes it with ``--tnsai-report``; it is
+plain JSON meant to be committed as a baseline and diffed in review.
+
+>>> score = MetricStats("score", (0.8, 0.9, 0.85))
+>>> round(score.mean, 2), score.n
+(0.85, 3)
+>>> old = Report(tests=(TrackedTest("t.py::test_a", TestStatus.PASSED, {"score": score}),))
+>>> new = Report(tests=(TrackedTest("t.py::test_a", TestStatus.PASSED,
+...                                 {"score": MetricStats("score", (0.5,))}),))
+>>> result = compare(new, old, tolerance=0.05)
+>>> result.passed, [c.metric for c in result.regressions]
+(False, ['score'])
+
+Nothing here imports pytest: the CLI (``tnsai-eval report``) and notebooks use
+the same code as the plugin's gate.
+"""
+
+from __future__ import annotations
+
+from tnsai_eval.reports._compare import (
+    COMPARISON_COLUMNS,
+    SCHEMA_VERSION,
+    ChangeKind,
+    Comparison,
+    MetricChange,
+    MetricStats,
+    Report,
+    TestStatus,
+    TrackedTest,
+    compare,
+    format_summary,
+    format_table,
+    load_report,
+    read_report,
+    report_dataframe,
+)
+
+__all__ = [
+    "COMPARISON_COLUMNS",
+    "SCHEMA_VERSION",
+    "ChangeKind",
+    "Comparison",
+    "MetricChange",
+    "MetricStats",
+    "Report",
+    "TestStatus",
+    "TrackedTest",
+    "compare",
+    "format_summary",
+    "format_table",
+    "load_report",
+    "read_report",
+    "report_dataframe",
+]
