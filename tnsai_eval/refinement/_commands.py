@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from tnsai_eval._util.secrets import mask
+from tnsai_eval._util.secrets import is_secret_env_name, mask
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
 
@@ -122,10 +122,10 @@ class _TailReader:
             # left blocked by an escaped process never reads a reused fd number.
             self._stream.close()
 
-    def finish(self, timeout: float, keep: int) -> str:
+    def finish(self, timeout: float, keep: int, secrets: list[str]) -> str:
         """The masked output, cut to its last ``keep`` characters (mask first, then cut)."""
         self._thread.join(timeout)
-        text = mask(bytes(self._buffer).decode("utf-8", errors="replace"))
+        text = mask(bytes(self._buffer).decode("utf-8", errors="replace"), secrets)
         if len(text) > keep:
             return "...\n" + text[-keep:]
         return ("...\n" + text) if self._truncated else text
@@ -223,7 +223,9 @@ def run_command(
         # must not outlive it. Data already in the pipe stays readable.
         _kill_group(process.pid)
         process.wait()
-        tail = reader.finish(_DRAIN_GRACE_S, TAIL_BYTES)
+        # Values the caller passed under secret-looking names are secrets too.
+        given = [value for name, value in (env or {}).items() if is_secret_env_name(name)]
+        tail = reader.finish(_DRAIN_GRACE_S, TAIL_BYTES, given)
         return CommandRun(exit_code, timed_out, tail)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
