@@ -14,9 +14,12 @@ bounded *before* it runs, by caps that each raise a ``ConditionError`` naming
 the cap: at most ``max_comprehension_depth`` comprehensions (``all``,
 ``exists``, ``exists_one``, ``map``, ``filter``) nested in one another and
 ``max_comprehensions`` in one condition (both checked at parse time), at most
-``max_literal_items`` items in one list or map literal (parse time), and at
-most ``max_items`` list items and map entries in all the state values one
-evaluation reads. ``bench/cel_caps.py`` prints the slowest condition found
+``max_literal_items`` items in one list or map literal (parse time), at most
+``max_items`` list items and map entries and ``max_text_chars`` characters of
+strings and bytes in all the state values one evaluation reads. (``map`` and
+``filter`` copy their growing result per item, so their cost grows with the
+square of the items times the size of each result element: the caps bound
+all three.) ``bench/cel_caps.py`` prints the slowest condition found
 under the default caps.
 """
 
@@ -161,13 +164,25 @@ def _nesting_depth(condition: str) -> int:
 
 
 class _ItemBudget:
-    """Counts list items and map entries converted for one evaluation."""
+    """Counts list items, map entries and text characters converted for one evaluation."""
 
-    __slots__ = ("left", "limit")
+    __slots__ = ("left", "limit", "text_left", "text_limit")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, text_limit: int) -> None:
         self.limit = limit
         self.left = limit
+        self.text_limit = text_limit
+        self.text_left = text_limit
+
+    def take_text(self, count: int, name: str) -> None:
+        self.text_left -= count
+        if self.text_left < 0:
+            raise ConditionError(
+                f"state value {name!r} brings the text this condition reads to more than the "
+                f"cap of max_text_chars={self.text_limit} characters (a comprehension copies "
+                "it per item); pass shorter strings or raise "
+                "ConditionEvaluator(max_text_chars=...)"
+            )
 
     def take(self, count: int, name: str) -> None:
         self.left -= count
@@ -202,6 +217,8 @@ def _to_cel(
         return float(value)
     if isinstance(value, str):
         text = str.__str__(value)  # a str-based Enum becomes its value, not 'Cls.NAME'
+        if budget is not None:
+            budget.take_text(len(text), name)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
@@ -210,6 +227,8 @@ def _to_cel(
             ) from None
         return text
     if isinstance(value, bytes):
+        if budget is not None:
+            budget.take_text(len(value), name)
         return bytes(value)
     if isinstance(value, Mapping):
         if budget is not None:
@@ -265,7 +284,8 @@ class ConditionEvaluator:
     bool, a condition longer than ``max_length`` characters or nested deeper
     than ``max_depth`` brackets (both checked before parsing), or one over the
     work caps described in the module doc (``max_comprehension_depth=1``,
-    ``max_comprehensions=8``, ``max_literal_items=256``, ``max_items=1000``).
+    ``max_comprehensions=4``, ``max_literal_items=64``, ``max_items=100``,
+    ``max_text_chars=4096``).
 
     CEL's ``&&`` and ``||`` short-circuit in both directions, so an unknown name
     is only reported when the result depends on it: ``false && nosuchname`` is
@@ -288,9 +308,10 @@ class ConditionEvaluator:
         max_length: int = 4096,
         max_depth: int = 32,
         max_comprehension_depth: int = 1,
-        max_comprehensions: int = 8,
-        max_literal_items: int = 256,
-        max_items: int = 1000,
+        max_comprehensions: int = 4,
+        max_literal_items: int = 64,
+        max_items: int = 100,
+        max_text_chars: int = 4096,
     ):
         for option, value in (
             ("cache_size", cache_size),
@@ -300,6 +321,7 @@ class ConditionEvaluator:
             ("max_comprehensions", max_comprehensions),
             ("max_literal_items", max_literal_items),
             ("max_items", max_items),
+            ("max_text_chars", max_text_chars),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{option} must be a positive int, got {value!r}")
@@ -309,6 +331,7 @@ class ConditionEvaluator:
         self.max_comprehensions = max_comprehensions
         self.max_literal_items = max_literal_items
         self.max_items = max_items
+        self.max_text_chars = max_text_chars
         # One cache per evaluator (no module-level mutable state); lru_cache is
         # thread-safe and does not cache exceptions, so a bad condition is
         # re-diagnosed each time, with the same message.
@@ -427,7 +450,7 @@ class ConditionEvaluator:
         # Only the names the condition mentions are converted: cheaper, and a
         # value the condition never reads cannot make it fail.
         activation: dict[str, object] = {}
-        budget = _ItemBudget(self.max_items)
+        budget = _ItemBudget(self.max_items, self.max_text_chars)
         for name in sorted(compiled.names):
             if name in state:
                 try:
