@@ -14,8 +14,9 @@ $(VENV)/.local-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -e '.[local]'
 	touch $@
 
+# dev includes the browser extra: JupyterLab and Playwright for tests/browser/.
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -e '.[local,dev]'
+	$(BIN)/pip install -e '.[local,dev,browser]'
 	touch $@
 
 ## The main job on the embedded model: optimize a prompt on a shipped dataset
@@ -33,8 +34,10 @@ lint: $(VENV)/.dev-installed
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy --strict tnsai_eval pytest_plugin
 
+# tests/browser/ (JupyterLab + headless Chromium, one server for all its tests) is one
+# xdist group: it runs on one worker while the other worker takes the rest.
 unit: $(VENV)/.dev-installed
-	$(BIN)/pytest -n $(JOBS) tests
+	$(BIN)/pytest -n $(JOBS) --dist loadgroup tests
 
 # The executed notebooks, replayed from notebooks/responses/ (nbval: cells marked
 # NBVAL_CHECK_OUTPUT must reproduce their committed output; all must run).

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import pytest
 
 from tnsai_eval import frames
-from tnsai_eval.optimizer import PromptOptimizer, TestCase
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.llm import Message
+from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, StopReason, TestCase
 from tnsai_eval.testing import ScriptedLLM
 from tnsai_eval.widgets import OptimizerDashboard
 
@@ -85,3 +90,116 @@ def test_dashboard_shows_a_failed_run_and_reraises() -> None:
     assert dashboard.status.value.startswith("failed: RuntimeError")
     assert dashboard.bar.bar_style == "danger"
     assert dashboard.result is None
+
+
+# -- controls: strategies, search, budget, Run and Stop ----------------------------------
+
+
+def test_controls_start_from_the_optimizer_and_configure_a_copy() -> None:
+    optimizer = _optimizer(max_calls=50)
+    dashboard = OptimizerDashboard(optimizer, "Add the numbers.", CASES)
+    chosen = [s.value for s, box in dashboard.strategies.items() if box.value]
+    assert chosen == ["answer_only"]
+    assert dashboard.search.value == "exhaustive"
+    assert dashboard.max_calls.value == 50
+    assert dashboard.max_seconds.value == 0.0
+    assert not dashboard.run_button.disabled
+    assert dashboard.stop_button.disabled
+    dashboard.strategies[PromptStrategy.CONCISE].value = True
+    dashboard.search.value = "racing"
+    dashboard.max_calls.value = 0
+    dashboard.max_seconds.value = 30.0
+    runner = dashboard.configured()
+    assert set(runner.candidate_strategies) == {PromptStrategy.ANSWER_ONLY, PromptStrategy.CONCISE}
+    assert (runner.search, runner.max_calls, runner.max_seconds) == ("racing", None, 30.0)
+    # The optimizer given is left as it was.
+    assert optimizer.candidate_strategies == (PromptStrategy.ANSWER_ONLY,)
+    assert (optimizer.search, optimizer.max_calls, optimizer.max_seconds) == (
+        "exhaustive",
+        50,
+        None,
+    )
+
+
+def test_run_button_runs_on_a_worker_thread_with_the_chosen_budget() -> None:
+    dashboard = OptimizerDashboard(_optimizer(), "Add the numbers.", CASES)
+    dashboard.max_calls.value = 3
+    dashboard.run_button.click()
+    thread = dashboard._thread
+    assert thread is not None
+    assert thread is not threading.current_thread()
+    result = dashboard.wait(timeout=60)
+    assert result is dashboard.result
+    assert result.calls == 3
+    assert result.stop_reason is StopReason.MAX_CALLS
+    assert "done:" in dashboard.status.value
+    assert "max_calls" in dashboard.status.value
+    assert not dashboard.run_button.disabled
+    assert dashboard.stop_button.disabled
+
+
+def test_stop_button_ends_a_running_run_and_keeps_its_scores() -> None:
+    in_call = threading.Event()
+    release = threading.Event()
+
+    def answer(messages: list[Message], params: dict[str, Any]) -> str:
+        in_call.set()
+        release.wait(timeout=30)
+        return "4"
+
+    optimizer = PromptOptimizer(
+        ScriptedLLM(fn=answer), candidate_strategies=["answer_only"], rewrite=False, concurrency=1
+    )
+    dashboard = OptimizerDashboard(optimizer, "Add the numbers.", CASES)
+    dashboard.run_button.click()
+    assert in_call.wait(timeout=30)
+    # While the run goes the controls are locked and Stop is live.
+    assert dashboard.running
+    assert dashboard.run_button.disabled
+    assert not dashboard.stop_button.disabled
+    assert dashboard.search.disabled
+    dashboard.stop_button.click()
+    assert "stopping" in dashboard.status.value
+    release.set()
+    result = dashboard.wait(timeout=60)
+    assert not dashboard.running
+    assert result.stop_reason is StopReason.STOPPED
+    assert result.calls == 1
+    assert result.to_dataframe()["score"].tolist() == [1.0]
+    assert "stopped: stopped" in dashboard.status.value
+    assert dashboard.bar.bar_style == "warning"
+    assert not dashboard.run_button.disabled
+    # A second run starts afresh: the stop of the first does not carry over.
+    dashboard.max_calls.value = 2
+    dashboard.run_button.click()
+    second = dashboard.wait(timeout=60)
+    assert second.stop_reason is StopReason.TARGET_REACHED
+    assert second.calls == 2
+
+
+def test_run_needs_a_strategy_when_rewrite_is_off() -> None:
+    dashboard = OptimizerDashboard(_optimizer(), "Add the numbers.", CASES)
+    dashboard.strategies[PromptStrategy.ANSWER_ONLY].value = False
+    assert dashboard.start() is None
+    assert "choose at least one strategy" in dashboard.status.value
+    with pytest.raises(ConfigError, match="choose at least one strategy"):
+        dashboard.run()
+
+
+def test_a_failed_background_run_is_shown_and_reraised_by_wait() -> None:
+    broken = ScriptedLLM(rules=[(r"", RuntimeError("client bug"))])
+    dashboard = OptimizerDashboard(PromptOptimizer(broken, max_iterations=1), "Add.", CASES)
+    dashboard.run_button.click()
+    with pytest.raises(RuntimeError, match="client bug"):
+        dashboard.wait(timeout=60)
+    assert "failed: RuntimeError" in dashboard.status.value
+    assert dashboard.bar.bar_style == "danger"
+    assert not dashboard.run_button.disabled
+
+
+def test_dashboard_text_fallback_names_the_view() -> None:
+    dashboard = OptimizerDashboard(_optimizer(), "Add the numbers.", CASES)
+    bundle = dashboard._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"].startswith("OptimizerDashboard: an interactive view")
+    assert "VBox(" not in bundle["text/plain"]

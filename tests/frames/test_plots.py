@@ -26,6 +26,23 @@ def test_score_progression_draws_one_line_per_run() -> None:
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
 
 
+def test_coinciding_runs_stay_distinguishable() -> None:
+    # Notebook 02's exhaustive and racing runs end on the same scores: one line
+    # must not hide the other (issue 15).
+    same = [0.4, 0.7, 0.7]
+    fig = plots.plot_score_progression({"exhaustive": same, "racing": same, "third": same})
+    lines = fig.axes[0].get_lines()
+    styles = [(ln.get_marker(), ln.get_linestyle(), ln.get_markersize()) for ln in lines]
+    assert len(set(styles)) == 3
+    assert len({ln.get_marker() for ln in lines}) == 3
+    assert len({ln.get_linestyle() for ln in lines}) == 3
+    # The first line's markers are hollow, so the smaller ones drawn over them show.
+    assert lines[0].get_markerfacecolor() == "none"
+    assert [ln.get_markersize() for ln in lines] == sorted(
+        (ln.get_markersize() for ln in lines), reverse=True
+    )
+
+
 def test_score_progression_of_one_run_has_no_legend() -> None:
     fig = plots.plot_score_progression([0.1, 0.3])
     assert fig.axes[0].get_legend() is None
@@ -187,3 +204,16 @@ def test_norm_checks_matrix_counts_violations() -> None:
     assert "2 violations" in [t.get_text() for t in ax.texts]
     clean = checks[checks["allowed"]]
     assert [t.get_text() for t in plots.plot_norm_checks(clean).axes[0].texts] == ["ok"]
+
+
+def test_long_test_names_are_shortened_on_the_axis() -> None:
+    long_id = "tests/prompts/test_support.py::test_reply_quotes_the_order[" + "x" * 60 + "]"
+    report = pd.DataFrame(
+        {"nodeid": [long_id, "t.py::b"], "status": ["passed", "failed"], "score": [0.9, 0.2]}
+    )
+    fig = plots.plot_report_scores(report)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[1] == "t.py::b"
+    assert labels[0].startswith("…")
+    assert len(labels[0]) <= 36
+    assert long_id.endswith(labels[0][1:])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,13 +49,16 @@ class Budget:
     ``max_calls`` is enforced exactly: a call slot is reserved when its task
     starts. Tokens and time are checked just before each call is sent, so calls
     already in flight finish and may overshoot ``max_tokens`` by at most
-    ``concurrency - 1`` replies.
+    ``concurrency - 1`` replies. ``stop_event`` (set from any thread) is
+    checked at the same two points: once set, no further call starts, and the
+    calls already in flight finish and keep their scores.
     """
 
     max_calls: int | None
     max_tokens: int | None
     max_seconds: float | None
     clock: Clock
+    stop_event: threading.Event | None = None
     started: float = 0.0
     reserved: int = 0
     calls: int = 0
@@ -68,8 +72,14 @@ class Budget:
     def elapsed(self) -> float:
         return self.clock() - self.started
 
+    def stopped(self) -> bool:
+        """Whether the run must end (a limit reached or ``stop_event`` set)."""
+        if self.stop_reason is None and self.stop_event is not None and self.stop_event.is_set():
+            self.stop_reason = StopReason.STOPPED
+        return self.stop_reason is not None
+
     def reserve(self) -> bool:
-        if self.stop_reason is not None:
+        if self.stopped():
             return False
         if self.max_calls is not None and self.reserved >= self.max_calls:
             self.stop_reason = StopReason.MAX_CALLS
@@ -78,7 +88,7 @@ class Budget:
         return True
 
     def may_send(self) -> bool:
-        if self.stop_reason is None:
+        if not self.stopped():
             if self.max_tokens is not None and self.tokens >= self.max_tokens:
                 self.stop_reason = StopReason.MAX_TOKENS
             elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -168,6 +169,7 @@ class PromptOptimizer:
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
+        stop_event: threading.Event | None = None,
     ) -> OptimizationResult:
         """Run the search from ``prompt``; see the class docstring.
 
@@ -175,8 +177,21 @@ class PromptOptimizer:
         only, and then scored on the validation cases too (as is the initial
         prompt), giving ``validation_score`` and ``initial_validation_score``.
         Works inside a running event loop (a notebook) by running in a thread.
+
+        ``stop_event``, a ``threading.Event`` that another thread (a Stop
+        button) may set, ends the run at the next call boundary: no call
+        starts after it is set, calls in flight finish, and the result keeps
+        every score so far, with ``stop_reason`` ``StopReason.STOPPED``
+        (validation calls are not made either)::
+
+            stop = threading.Event()
+            worker = threading.Thread(target=lambda: optimizer.optimize(p, cases, stop_event=stop))
+            worker.start()
+            stop.set()  # from any thread
         """
-        coroutine = self.aoptimize(prompt, cases, validation_cases=validation_cases)
+        coroutine = self.aoptimize(
+            prompt, cases, validation_cases=validation_cases, stop_event=stop_event
+        )
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -190,13 +205,18 @@ class PromptOptimizer:
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
+        stop_event: threading.Event | None = None,
     ) -> OptimizationResult:
-        """``optimize`` for async callers."""
+        """``optimize`` for async callers (``stop_event`` as there)."""
         checked = _check_cases(cases, "cases")
         validation = _check_cases(validation_cases, "validation_cases", allow_empty=True)
         if not isinstance(prompt, str):
             raise ConfigError(f"prompt must be a str, got {type(prompt).__name__}")
-        return await Run(self, prompt, checked, validation).execute()
+        if stop_event is not None and not isinstance(stop_event, threading.Event):
+            raise ConfigError(
+                f"stop_event must be a threading.Event or None, got {type(stop_event).__name__}"
+            )
+        return await Run(self, prompt, checked, validation, stop_event=stop_event).execute()
 
     def estimate_calls(
         self,

@@ -35,6 +35,9 @@ class StopReason(enum.Enum):
     """The ``max_tokens`` budget was spent."""
     MAX_SECONDS = "max_seconds"
     """The ``max_seconds`` budget was spent."""
+    STOPPED = "stopped"
+    """The caller set the ``stop_event`` given to ``optimize`` (a dashboard's
+    Stop button): the run ended at the next call boundary, keeping every score."""
     ALL_CASES_FAILED = "all_cases_failed"
     """Every case of the initial prompt failed (the model call or the evaluator
     raised): there is no score to improve on. Each case's error is in the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,8 @@ class Run:
         prompt: str,
         cases: list[TestCase],
         validation: list[TestCase],
+        *,
+        stop_event: threading.Event | None = None,
     ) -> None:
         self.options = options
         self.prompt = prompt
@@ -63,6 +66,7 @@ class Run:
             max_tokens=options.max_tokens,
             max_seconds=options.max_seconds,
             clock=options.clock,
+            stop_event=stop_event,
         )
         self.engine = Engine(
             options.llm,
@@ -137,6 +141,8 @@ class Run:
         return self._result(stop, round_no, validation_score, initial_validation)
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
+        if self.budget.stopped():  # a stop_event set between two rounds
+            return self.budget.stop_reason
         if self.best_score >= self.options.target_score:
             return StopReason.TARGET_REACHED
         if rounds_done >= self.options.max_iterations:

@@ -24,6 +24,8 @@ REGRESSION_COLOR = "#d62728"
 PASS_COLOR = "#2ca02c"
 BASE_COLOR = "#9e9e9e"
 CURRENT_COLOR = "#1f77b4"
+# The longest test label on a chart axis.
+_LABEL_CHARS = 36
 
 
 def to_png(fig: Figure, *, dpi: int = 100) -> bytes:
@@ -48,6 +50,8 @@ def score_axis(ax: Any) -> None:
 def nodeid_label(nodeid: object, metric: object, *, show_metric: bool) -> str:
     """A test's axis label: the end of its node id, and its metric when asked."""
     # Node ids are long paths; their end (file::test[param]) is what tells tests apart.
+    # Kept short so that long names do not squeeze the plot: the full node ids are in
+    # the tables beside every such chart (the HTML report's, the widgets').
     text = str(nodeid)
-    text = text if len(text) <= 48 else "…" + text[-47:]
+    text = text if len(text) <= _LABEL_CHARS else "…" + text[-(_LABEL_CHARS - 1) :]
     return f"{text} · {metric}" if show_metric and isinstance(metric, str) else text

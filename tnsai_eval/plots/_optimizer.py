@@ -34,6 +34,8 @@ __all__ = [
     "to_png",
 ]
 
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_LINESTYLES = ("-", "--", ":", "-.")
 # The check matrix's value for a skipped check: between fail (0) and pass (1).
 _SKIPPED = 0.5
 
@@ -49,9 +51,18 @@ def plot_score_progression(
     data = frames.score_progressions(runs)
     fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.add_subplot()
-    for name, group in data.groupby("run", sort=False):
+    # Runs often share scores (two searches ending on the same best): each line has
+    # its own marker, size and dash, so one drawn over another still shows both.
+    for index, (name, group) in enumerate(data.groupby("run", sort=False)):
         ax.plot(
-            group["step"].to_numpy(), group["score"].to_numpy(float), marker="o", label=str(name)
+            group["step"].to_numpy(),
+            group["score"].to_numpy(float),
+            marker=_MARKERS[index % len(_MARKERS)],
+            markersize=max(9 - 2 * index, 4),
+            markerfacecolor="none" if index == 0 else None,
+            linestyle=_LINESTYLES[index % len(_LINESTYLES)],
+            linewidth=max(2.5 - 0.5 * index, 1.0),
+            label=str(name),
         )
     ax.set_xlabel(xlabel)
     ax.set_ylabel("score")

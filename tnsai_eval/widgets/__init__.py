@@ -11,6 +11,11 @@ itself when it is the last expression of a cell.
 - ``RefinementExplorer``: a slider over a refinement run's iterations.
 - ``FeedbackPanel``: thumbs, corrections and preferences into a FeedbackStore.
 - ``ReportBrowser``: pytest JSON reports, baseline comparison, filters, plots.
+
+For committed notebooks, ``add_static_snapshots`` and ``normalize_widget_ids``
+(used by ``notebooks/execute.py``) put an HTML snapshot of each widget, made
+from the saved widget state, after its output, and make widget ids stable;
+``snapshot_html`` renders one widget.
 """
 
 from __future__ import annotations
@@ -23,8 +28,21 @@ if TYPE_CHECKING:
     from tnsai_eval.widgets._optimizer import OptimizerDashboard
     from tnsai_eval.widgets._refinement import RefinementExplorer
     from tnsai_eval.widgets._reports import ReportBrowser
+    from tnsai_eval.widgets._snapshot import (
+        add_static_snapshots,
+        normalize_widget_ids,
+        snapshot_html,
+    )
 
-__all__ = ["FeedbackPanel", "OptimizerDashboard", "RefinementExplorer", "ReportBrowser"]
+__all__ = [
+    "FeedbackPanel",
+    "OptimizerDashboard",
+    "RefinementExplorer",
+    "ReportBrowser",
+    "add_static_snapshots",
+    "normalize_widget_ids",
+    "snapshot_html",
+]
 
 # ipywidgets (and the widget comm machinery it sets up) is imported on first use of
 # a view, not by ``import tnsai_eval.widgets``: scripts and the CLI that only touch
@@ -34,6 +52,10 @@ _MODULES = {
     "OptimizerDashboard": "_optimizer",
     "RefinementExplorer": "_refinement",
     "ReportBrowser": "_reports",
+    # Pure JSON work on saved notebooks: no ipywidgets import.
+    "add_static_snapshots": "_snapshot",
+    "normalize_widget_ids": "_snapshot",
+    "snapshot_html": "_snapshot",
 }
 
 

@@ -47,8 +47,14 @@ class FeedbackPanel(DisplayMixin):
         self.session_id = session_id
         self._reply_text = ""
         self.reply = w.HTML()
-        self.thumbs_up = w.Button(description="👍 good", tooltip="save POSITIVE feedback")
-        self.thumbs_down = w.Button(description="👎 bad", tooltip="save NEGATIVE feedback")
+        # Icons from the Font Awesome set that Jupyter ships, beside words: an
+        # emoji needs an emoji font, which many browsers lack (an empty box).
+        self.thumbs_up = w.Button(
+            description="good", icon="thumbs-up", tooltip="save POSITIVE feedback"
+        )
+        self.thumbs_down = w.Button(
+            description="bad", icon="thumbs-down", tooltip="save NEGATIVE feedback"
+        )
         self.correction = w.Text(placeholder="a rule the reply broke, e.g. Quote the order id")
         self.add_correction = w.Button(description="add correction")
         self.preference = w.Text(placeholder="how replies should be, e.g. Answer in one line")

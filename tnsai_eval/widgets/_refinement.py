@@ -8,7 +8,14 @@ import ipywidgets as w
 
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.widgets._common import DisplayMixin, diff_html, figure_png, pre_html, table_html
+from tnsai_eval.widgets._common import (
+    DisplayMixin,
+    diff_html,
+    figure_png,
+    image_widget,
+    pre_html,
+    table_html,
+)
 
 __all__ = ["RefinementExplorer"]
 
@@ -54,7 +61,7 @@ class RefinementExplorer(DisplayMixin):
             children=[self.output, self.diff, self.check_table],
             titles=("output", "diff with previous", "checks"),
         )
-        self.matrix = w.Image(format="png", value=figure_png(plots.plot_check_matrix(self.checks)))
+        self.matrix = image_widget(figure_png(plots.plot_check_matrix(self.checks)))
         status = getattr(getattr(result, "status", None), "value", None)
         title = f"<b>Refinement</b>: {len(numbers)} iteration(s)"
         title += f", status <code>{html.escape(str(status))}</code>" if status else ""

@@ -12,7 +12,7 @@ import pandas as pd
 
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.widgets._common import DisplayMixin, figure_png, table_html
+from tnsai_eval.widgets._common import DisplayMixin, figure_png, image_widget, set_png, table_html
 
 __all__ = ["ReportBrowser"]
 
@@ -54,7 +54,7 @@ class ReportBrowser(DisplayMixin):
         self.filter = w.ToggleButtons(options=_FILTERS, value="all", description="show")
         self.status = w.HTML()
         self.table = w.HTML()
-        self.plot = w.Image(format="png")
+        self.plot = image_widget()
         self.reports = pd.DataFrame()
         self.comparison: pd.DataFrame | None = None
         self._paths: dict[str, Path] = {}
@@ -159,7 +159,7 @@ class ReportBrowser(DisplayMixin):
             figure = plots.plot_report_comparison(shown if not shown.empty else self.comparison)
         else:
             figure = plots.plot_report_trend(self.reports)
-        self.plot.value = figure_png(figure)
+        set_png(self.plot, figure_png(figure))
 
 
 def _unique_names(files: list[Path]) -> list[str]:
