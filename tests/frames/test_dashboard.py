@@ -187,10 +187,15 @@ def test_run_needs_a_strategy_when_rewrite_is_off() -> None:
 
 
 def test_a_failed_background_run_is_shown_and_reraised_by_wait() -> None:
-    broken = ScriptedLLM(rules=[(r"", RuntimeError("client bug"))])
-    dashboard = OptimizerDashboard(PromptOptimizer(broken, max_iterations=1), "Add.", CASES)
+    # A client's exceptions fail only their cases (issue 10): a broken progress
+    # callback is what ends a run here.
+    def broken(event: object) -> None:
+        raise RuntimeError("callback bug")
+
+    optimizer = PromptOptimizer(ScriptedLLM(default="4"), max_iterations=1, progress=broken)
+    dashboard = OptimizerDashboard(optimizer, "Add.", CASES)
     dashboard.run_button.click()
-    with pytest.raises(RuntimeError, match="client bug"):
+    with pytest.raises(RuntimeError, match="callback bug"):
         dashboard.wait(timeout=60)
     assert "failed: RuntimeError" in dashboard.status.value
     assert dashboard.bar.bar_style == "danger"
