@@ -16,12 +16,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from tnsai_eval.errors import DatasetError
 from tnsai_eval.optimizer import TestCase
 
-__all__ = ["dataset_dir", "load", "names"]
+__all__ = ["CasesInput", "dataset_dir", "load", "load_cases", "names"]
+
+#: What ``load_cases`` accepts: a dataset name or JSONL path, or cases given in code.
+CasesInput: TypeAlias = (
+    "str | os.PathLike[str] | Iterable[TestCase | tuple[str, str] | Mapping[str, Any]]"
+)
 
 _SUFFIX = ".jsonl"
 _KEYS = ("input", "expected")
@@ -88,6 +95,40 @@ def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
     return cases
 
 
+def load_cases(source: CasesInput) -> list[TestCase]:
+    """Test cases from anywhere a user may hold them: the library's one case loader.
+
+    ``source`` is a dataset name or a JSONL path (read by ``load``), or an
+    iterable of ``TestCase``s, ``(input, expected)`` pairs and mappings with
+    ``input`` and ``expected`` keys (checked like a JSONL line). Raises
+    ``DatasetError`` naming the first bad item, or when there is no case.
+
+    >>> load_cases([("2 + 2", "4"), {"input": "3 + 3", "expected": "6"}])
+    [TestCase(input='2 + 2', expected='4'), TestCase(input='3 + 3', expected='6')]
+    """
+    if isinstance(source, str | os.PathLike):
+        return load(source)
+    cases: list[TestCase] = []
+    for index, item in enumerate(source):
+        if isinstance(item, TestCase):
+            cases.append(item)
+            continue
+        if isinstance(item, tuple) and len(item) == 2:
+            item = {"input": item[0], "expected": item[1]}
+        if not isinstance(item, Mapping):
+            raise DatasetError(
+                f"case {index} must be a TestCase, an (input, expected) pair or a mapping "
+                f"with 'input' and 'expected', got {item!r}"
+            )
+        case, problem = _case_from(item)
+        if case is None:
+            raise DatasetError(f"case {index}: {problem}: {item!r}")
+        cases.append(case)
+    if not cases:
+        raise DatasetError("no test cases given (an empty list of cases)")
+    return cases
+
+
 def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     raw = os.fspath(name_or_path)
     is_name = isinstance(name_or_path, str) and "/" not in raw and os.sep not in raw
@@ -114,6 +155,11 @@ def _parse_line(line: str) -> tuple[TestCase | None, str | None]:
         return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
     if not isinstance(item, dict):
         return None, f"expected a JSON object, got {type(item).__name__}"
+    return _case_from(item)
+
+
+def _case_from(item: Mapping[str, Any]) -> tuple[TestCase | None, str | None]:
+    """The case a JSONL object or a mapping given in code holds, or what is wrong with it."""
     missing = [key for key in _KEYS if key not in item]
     if missing:
         return None, f"missing key(s) {', '.join(map(repr, missing))}"

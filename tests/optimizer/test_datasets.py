@@ -111,3 +111,33 @@ def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + b'{"input": "2 + 2", "expected": "4"}\n')
     assert datasets.load(path) == [TestCase("2 + 2", "4")]
+
+
+def test_load_cases_takes_cases_given_in_code() -> None:
+    cases = datasets.load_cases(
+        [TestCase("1 + 1", "2"), ("2 + 2", "4"), {"input": "3 + 3", "expected": "6", "id": 9}]
+    )
+    assert cases == [TestCase("1 + 1", "2"), TestCase("2 + 2", "4"), TestCase("3 + 3", "6")]
+
+
+def test_load_cases_reads_names_and_paths_with_load(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"input": "2 + 2", "expected": "4"}\n', encoding="utf-8")
+    assert datasets.load_cases(path) == [TestCase("2 + 2", "4")]
+    assert datasets.load_cases("capitals") == datasets.load("capitals")
+
+
+@pytest.mark.parametrize(
+    ("cases", "message"),
+    [
+        ([], "no test cases given"),
+        (["2 + 2"], "case 0 must be a TestCase, an (input, expected) pair or a mapping"),
+        ([("a", "b"), {"input": "x"}], "case 1: missing key(s) 'expected'"),
+        ([("2 + 2", 4)], "case 0: 'expected' must be a string, got int"),
+        ([{"input": " ", "expected": "4"}], "case 0: 'input' is empty"),
+    ],
+)
+def test_load_cases_names_the_bad_case(cases: list[object], message: str) -> None:
+    with pytest.raises(DatasetError) as info:
+        datasets.load_cases(cases)  # type: ignore[arg-type]
+    assert message in str(info.value)

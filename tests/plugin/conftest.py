@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 # Imported before any in-process pytester run: pytester restores sys.modules
-# after each run, and numpy (under pandas) cannot be imported twice in one
-# process. Loaded here, it survives the restores.
+# after each run, and numpy (under pandas) and the CEL engine (a PyO3 module)
+# cannot be imported twice in one process. Loaded here, they survive the restores.
+import cel  # noqa: F401
 import pandas  # noqa: F401
 import pytest
 

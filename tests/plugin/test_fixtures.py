@@ -105,6 +105,17 @@ def test_a_failed_call_fails_after_scoring_the_rest(evaluate_prompt, llm):
     evaluate_prompt("Answer in one word.", CASES[:2], concurrency=1)
 
 
+class RaisesOnRome:
+    def evaluate(self, actual, expected):
+        if expected == "Rome":
+            raise ValueError("cannot judge Rome")
+        return 1.0 if actual == expected else 0.0
+
+
+def test_an_evaluator_raising_on_one_case_fails_after_scoring_the_rest(evaluate_prompt):
+    evaluate_prompt("Answer in one word.", CASES[:2], evaluator=RaisesOnRome())
+
+
 def test_dataset_file(evaluate_prompt):
     from pathlib import Path
 
@@ -134,7 +145,7 @@ def test_each_test_gets_a_fresh_store(feedback_store):
 def test_evaluate_prompt_and_feedback_store(scripted: pytest.Pytester) -> None:
     scripted.makepyfile(test_eval=EVALUATE)
     result = scripted.runpytest_inprocess("--tnsai-report", "r.json")
-    result.assert_outcomes(passed=6, failed=2)
+    result.assert_outcomes(passed=6, failed=3)
     result.stdout.fnmatch_lines(
         [
             "*prompt scored 0.* < min_score 0.9 over 3 case(s)",
@@ -143,6 +154,8 @@ def test_evaluate_prompt_and_feedback_store(scripted: pytest.Pytester) -> None:
             "*What is the capital of Spain?*Madrid*Lisbon*0.*",
             "*1 of 2 case(s) failed to run",
             "*LLMError: server on fire*",
+            "*1 of 2 case(s) failed to run",
+            "*'What is the capital of Italy?': evaluator ValueError: cannot judge Rome",
         ]
     )
     tests = {t["nodeid"].split("::")[1]: t for t in read_json(scripted.path / "r.json")["tests"]}
@@ -154,6 +167,11 @@ def test_evaluate_prompt_and_feedback_store(scripted: pytest.Pytester) -> None:
     assert tests["test_a_failed_call_fails_after_scoring_the_rest"]["metrics"]["score"][
         "mean"
     ] == pytest.approx(0.5)
+    # An evaluator raising on one case is that case's error, as in the optimizer
+    # (it used to escape as an exception and lose the other case's score).
+    raising = tests["test_an_evaluator_raising_on_one_case_fails_after_scoring_the_rest"]
+    assert raising["status"] == "failed"
+    assert raising["metrics"]["score"]["mean"] == pytest.approx(0.5)
 
 
 def test_tnsai_record_rejects_bad_values(pytester: pytest.Pytester) -> None:

@@ -212,7 +212,7 @@ def test_refine_until(scripted: pytest.Pytester) -> None:
         "@refine_until: unknown argument(s) max_iteration (did you mean max_iterations?); "
         "expected some of task," in out
     )
-    assert "matches_pattern='(' is not a valid regex" in out
+    assert "@refine_until: matches_pattern: '(' is not a valid regex" in out
     assert "@refine_until needs at least one completion check" in out
     # The summary tracks refinement: iterations and model calls per test.
     summary = out[out.index("== tnsai-eval ==") :]

@@ -27,7 +27,7 @@ from tnsai_eval.cli._common import (
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement import (
     CompletionCriteria,
-    CompletionCriteriaBuilder,
+    CriteriaSpec,
     IterationRecord,
     RefinementLoop,
     RefinementResult,
@@ -102,34 +102,29 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _criteria(args: argparse.Namespace) -> CompletionCriteria:
-    builder: CompletionCriteriaBuilder = CompletionCriteria.builder()
-    timing = {
-        "timeout_s": args.command_timeout,
-        "suffix": args.suffix,
-        "env": dict(args.check_env),
-    }
-    for command in args.compiler:
-        builder.compiler_check(command, **timing)
-    for command in args.test_command:
-        builder.test_command(command, **timing)
-    for command in args.lint:
-        builder.lint_check(command, **timing)
-    if args.must_contain:
-        builder.must_contain(*args.must_contain)
-    if args.must_not_contain:
-        builder.must_not_contain(*args.must_not_contain)
-    for pattern in args.matches:
-        builder.matches_pattern(pattern)
-    if args.valid_json:
-        builder.valid_json()
-    if args.min_lines is not None:
-        builder.min_lines(args.min_lines)
+    words = None
     if args.min_words is not None or args.max_words is not None:
-        builder.word_count(args.min_words or 0, args.max_words)
-    try:
-        return builder.build()
-    except ConfigError as exc:
-        raise ConfigError(f"{exc} (give --must-contain, --valid-json, --compiler, ...)") from exc
+        words = (args.min_words or 0, args.max_words)
+    spec = CriteriaSpec.from_options(
+        compiler_check=args.compiler or None,
+        test_command=args.test_command or None,
+        lint_check=args.lint or None,
+        must_contain=args.must_contain or None,
+        must_not_contain=args.must_not_contain or None,
+        matches_pattern=args.matches or None,
+        valid_json=args.valid_json,
+        min_lines=args.min_lines,
+        word_count=words,
+        command_timeout_s=args.command_timeout,
+        suffix=args.suffix,
+        check_env=dict(args.check_env) or None,
+    )
+    if not spec.has_checks:
+        raise ConfigError(
+            "CompletionCriteria needs at least one check; none was added "
+            "(give --must-contain, --valid-json, --compiler, ...)"
+        )
+    return spec.build()
 
 
 def _env_pair(text: str) -> tuple[str, str]:

@@ -10,6 +10,7 @@ True
 """
 
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
@@ -19,12 +20,7 @@ from tnsai_eval.optimizer._evaluators import (
     normalize_answer,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
-from tnsai_eval.optimizer._optimizer import (
-    DEFAULT_CALL_PARAMS,
-    DEFAULT_TEMPLATE,
-    PromptOptimizer,
-    SearchMode,
-)
+from tnsai_eval.optimizer._optimizer import PromptOptimizer, SearchMode
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -35,6 +31,13 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
+from tnsai_eval.optimizer._scoring import (
+    CaseScore,
+    CaseState,
+    PromptEvaluation,
+    ascore_prompt,
+    score_prompt,
+)
 from tnsai_eval.optimizer._strategies import (
     DEFAULT_STRATEGIES,
     PromptStrategy,
@@ -46,6 +49,8 @@ __all__ = [
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
     "CaseResult",
+    "CaseScore",
+    "CaseState",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
     "EventKind",
@@ -53,6 +58,7 @@ __all__ = [
     "LLMJudgeEvaluator",
     "OptimizationResult",
     "ProgressEvent",
+    "PromptEvaluation",
     "PromptEvaluator",
     "PromptOptimizer",
     "PromptStrategy",
@@ -63,7 +69,9 @@ __all__ = [
     "TokenF1Evaluator",
     "VariantRecord",
     "VariantStatus",
+    "ascore_prompt",
     "normalize_answer",
     "parse_judge_score",
+    "score_prompt",
     "suggest_strategies",
 ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from tnsai_eval.errors import ConfigError
 
-__all__ = ["TestCase"]
+__all__ = ["TestCase", "check_cases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +33,22 @@ class TestCase:
                 raise ConfigError(
                     f"TestCase.{name} must be a str, got {type(value).__name__}: {value!r}"
                 )
+
+
+def check_cases(
+    cases: Sequence[TestCase] | None, name: str, *, allow_empty: bool = False
+) -> list[TestCase]:
+    """``cases`` as a list, after checking that each is a ``TestCase``.
+
+    >>> check_cases((TestCase("2+2", "4"),), "cases")
+    [TestCase(input='2+2', expected='4')]
+    """
+    items = list(cases or ())
+    if not items and not allow_empty:
+        raise ConfigError(f"{name} must hold at least one TestCase, got none")
+    for index, case in enumerate(items):
+        if not isinstance(case, TestCase):
+            raise ConfigError(
+                f"{name}[{index}] must be a TestCase, got {type(case).__name__}: {case!r}"
+            )
+    return items

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from tnsai_eval._util.secrets import mask
@@ -25,10 +26,49 @@ from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._evaluators import PromptEvaluator
 from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
 
-__all__ = ["Budget", "Engine", "Variant"]
+__all__ = [
+    "DEFAULT_CALL_PARAMS",
+    "DEFAULT_TEMPLATE",
+    "Budget",
+    "Engine",
+    "Variant",
+    "check_concurrency",
+    "check_template",
+]
+
+#: How a case call's single user message is made from the prompt and the case's input.
+DEFAULT_TEMPLATE = "{prompt}\n\n{input}"
+#: Parameters of every case call (and of rewrite requests), unless ``call_params`` is given.
+DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "max_tokens": 128})
 
 Clock: TypeAlias = Callable[[], float]
 CacheKey: TypeAlias = tuple[str, ...]
+
+
+def check_template(template: str) -> None:
+    """Raise ``ConfigError`` unless ``template`` uses exactly ``{prompt}`` and ``{input}``.
+
+    >>> check_template("{prompt}: {input}")
+    >>> check_template("{input}")
+    Traceback (most recent call last):
+    tnsai_eval.errors.ConfigError: template must contain {prompt} and {input}, got '{input}'
+    """
+    if not isinstance(template, str) or "{prompt}" not in template or "{input}" not in template:
+        raise ConfigError(f"template must contain {{prompt}} and {{input}}, got {template!r}")
+    try:
+        template.format(prompt="", input="")
+    except (KeyError, IndexError, ValueError) as exc:
+        # Caught here rather than as a crash on the first case call.
+        raise ConfigError(
+            f"template may use only {{prompt}} and {{input}} (double other braces), "
+            f"got {template!r}: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def check_concurrency(concurrency: int) -> None:
+    """Raise ``ConfigError`` unless ``concurrency`` is an int >= 1."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
 
 
 class _Skipped:
@@ -221,9 +261,11 @@ class Engine:
         output: str | None = None
         score: float | None = None
         error: str | None = None
+        error_type: str | None = None
         cached = sent.cached
         if isinstance(sent.reply, Exception):
-            error = f"{type(sent.reply).__name__}: {mask(str(sent.reply))}"
+            error_type = type(sent.reply).__name__
+            error = f"{error_type}: {mask(str(sent.reply))}"
         else:
             output = sent.reply.text
             cached = cached or sent.reply.cached
@@ -233,7 +275,8 @@ class Engine:
                 # A judge model that failed, or an evaluator that raised or
                 # broke its contract on this output: the case is left out and
                 # counted like a failed call, and the other cases keep theirs.
-                error = f"evaluator {type(exc).__name__}: {mask(str(exc))}"
+                error_type = type(exc).__name__
+                error = f"evaluator {error_type}: {mask(str(exc))}"
         row = CaseResult(
             round=variant.round,
             variant=variant.id,
@@ -248,6 +291,7 @@ class Engine:
             cached=cached,
             error=error,
             split=split,
+            error_type=error_type,
         )
         if split == "train":
             variant.scores[index] = score

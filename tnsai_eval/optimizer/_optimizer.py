@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from types import MappingProxyType
 from typing import Any, Literal
 
+from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.optimizer._cases import TestCase
-from tnsai_eval.optimizer._engine import Clock
+from tnsai_eval.optimizer._cases import TestCase, check_cases
+from tnsai_eval.optimizer._engine import (
+    DEFAULT_CALL_PARAMS,
+    DEFAULT_TEMPLATE,
+    Clock,
+    check_concurrency,
+    check_template,
+)
 from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._result import OptimizationResult
@@ -23,10 +27,6 @@ from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy,
 __all__ = ["DEFAULT_CALL_PARAMS", "DEFAULT_TEMPLATE", "PromptOptimizer", "SearchMode"]
 
 SearchMode = Literal["exhaustive", "racing"]
-#: How a case call's single user message is made from the prompt and the case's input.
-DEFAULT_TEMPLATE = "{prompt}\n\n{input}"
-#: Parameters of every case call (and of rewrite requests), unless ``call_params`` is given.
-DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "max_tokens": 128})
 
 
 class PromptOptimizer:
@@ -106,23 +106,13 @@ class PromptOptimizer:
             raise ConfigError(f"target_score must be in [0, 1], got {target_score!r}")
         if search not in ("exhaustive", "racing"):
             raise ConfigError(f"search must be 'exhaustive' or 'racing', got {search!r}")
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {concurrency!r}")
+        check_concurrency(concurrency)
         for name, limit in (("max_calls", max_calls), ("max_tokens", max_tokens)):
             if limit is not None and limit < 0:
                 raise ConfigError(f"{name} must be >= 0 or None, got {limit!r}")
         if max_seconds is not None and not max_seconds > 0:
             raise ConfigError(f"max_seconds must be > 0 or None, got {max_seconds!r}")
-        if "{prompt}" not in template or "{input}" not in template:
-            raise ConfigError(f"template must contain {{prompt}} and {{input}}, got {template!r}")
-        try:
-            template.format(prompt="", input="")
-        except (KeyError, IndexError, ValueError) as exc:
-            # Caught here rather than as a crash on the first case call.
-            raise ConfigError(
-                f"template may use only {{prompt}} and {{input}} (double other braces), "
-                f"got {template!r}: {type(exc).__name__}: {exc}"
-            ) from None
+        check_template(template)
         if few_shot_examples < 0:
             raise ConfigError(f"few_shot_examples must be >= 0, got {few_shot_examples!r}")
         if call_params is not None and not isinstance(call_params, Mapping):
@@ -192,12 +182,7 @@ class PromptOptimizer:
         coroutine = self.aoptimize(
             prompt, cases, validation_cases=validation_cases, stop_event=stop_event
         )
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coroutine)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, coroutine).result()
+        return run_sync(coroutine)
 
     async def aoptimize(
         self,
@@ -208,8 +193,8 @@ class PromptOptimizer:
         stop_event: threading.Event | None = None,
     ) -> OptimizationResult:
         """``optimize`` for async callers (``stop_event`` as there)."""
-        checked = _check_cases(cases, "cases")
-        validation = _check_cases(validation_cases, "validation_cases", allow_empty=True)
+        checked = check_cases(cases, "cases")
+        validation = check_cases(validation_cases, "validation_cases", allow_empty=True)
         if not isinstance(prompt, str):
             raise ConfigError(f"prompt must be a str, got {type(prompt).__name__}")
         if stop_event is not None and not isinstance(stop_event, threading.Event):
@@ -231,8 +216,8 @@ class PromptOptimizer:
         a case input repeated in ``cases`` once, and round 1's strategies that
         would leave ``prompt`` unchanged not at all. Capped by ``max_calls``.
         """
-        checked = _check_cases(cases, "cases")
-        validation = _check_cases(validation_cases, "validation_cases", allow_empty=True)
+        checked = check_cases(cases, "cases")
+        validation = check_cases(validation_cases, "validation_cases", allow_empty=True)
         n = len({case.input for case in checked})
         examples = [checked[i] for i in reversed(example_order(len(checked), self.seed))]
         first = sum(
@@ -247,17 +232,3 @@ class PromptOptimizer:
         )
         total += 2 * len({case.input for case in validation})
         return total if self.max_calls is None else min(total, self.max_calls)
-
-
-def _check_cases(
-    cases: Sequence[TestCase] | None, name: str, *, allow_empty: bool = False
-) -> list[TestCase]:
-    items = list(cases or ())
-    if not items and not allow_empty:
-        raise ConfigError(f"{name} must hold at least one TestCase, got none")
-    for index, case in enumerate(items):
-        if not isinstance(case, TestCase):
-            raise ConfigError(
-                f"{name}[{index}] must be a TestCase, got {type(case).__name__}: {case!r}"
-            )
-    return items

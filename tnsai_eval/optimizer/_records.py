@@ -93,6 +93,8 @@ class CaseResult:
     cached: bool
     error: str | None = None
     split: str = "train"
+    error_type: str | None = None
+    """The class name of the exception behind ``error`` (``None`` without one)."""
 
 
 @dataclass(frozen=True, slots=True)

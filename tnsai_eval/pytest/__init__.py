@@ -39,7 +39,7 @@ from tnsai_eval.pytest._options import PluginOptions, add_options
 from tnsai_eval.pytest._session import SESSION_KEY, PluginSession
 
 if TYPE_CHECKING:
-    from tnsai_eval.pytest._evaluate import CaseScore, PromptEvaluation
+    from tnsai_eval.optimizer import CaseScore, PromptEvaluation
 
 __all__ = [
     "CaseScore",
@@ -52,12 +52,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Loaded on first use: _evaluate imports tnsai_eval, which a suite that never
-    # uses the plugin should not pay for at start-up.
+    # Loaded on first use: a suite that never evaluates a prompt should not pay
+    # for importing the optimizer package at start-up.
     if name in ("CaseScore", "PromptEvaluation"):
-        from tnsai_eval.pytest import _evaluate
+        from tnsai_eval import optimizer
 
-        return getattr(_evaluate, name)
+        return getattr(optimizer, name)
     raise AttributeError(f"module 'tnsai_eval.pytest' has no attribute {name!r}")
 
 

@@ -20,11 +20,11 @@ from tnsai_eval.pytest._session import PluginSession, get_session
 # tnsai_eval and the modules that need it are imported inside the fixtures (see
 # _session for why).
 if TYPE_CHECKING:
+    from tnsai_eval.datasets import CasesInput
     from tnsai_eval.feedback import Agent, FeedbackStore
     from tnsai_eval.llm import LLMClient
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.optimizer import PromptEvaluator, PromptOptimizer
-    from tnsai_eval.pytest._evaluate import CasesInput, PromptEvaluation
+    from tnsai_eval.optimizer import PromptEvaluation, PromptEvaluator, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
 
 __all__ = [
@@ -241,14 +241,8 @@ def _spec_with(mark_spec: RefineSpec | None, overrides: Mapping[str, Any]) -> Re
             "refine() needs completion criteria: mark the test with @refine_until(...) "
             "or pass them as keywords, e.g. refine(draft, task=..., must_contain=...)"
         )
-    kwargs: dict[str, Any] = {}
-    if mark_spec is not None:
-        kwargs.update(
-            task=mark_spec.task,
-            max_iterations=mark_spec.max_iterations,
-            timeout=mark_spec.timeout,
-            **mark_spec.options,
-        )
+    # The mark's keywords as given, then the call's: one CriteriaSpec checks them all.
+    kwargs: dict[str, Any] = {} if mark_spec is None else dict(mark_spec.given)
     kwargs.update(overrides)
     try:
         return refine_spec(pytest.mark.refine_until.with_args(**kwargs).mark)
@@ -298,11 +292,12 @@ class EvaluatePrompt(Protocol):
 def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluatePrompt:
     """``evaluate_prompt(prompt, cases_or_dataset, evaluator=None, min_score=None, name=None)``.
 
-    Scores ``prompt`` on the cases (TestCases, (input, expected) pairs, a
-    dataset name or a JSONL path) and records the mean as a tracked metric
-    (``score``, or ``name``). Below ``min_score`` the test fails listing its
-    worst cases; a case whose call failed always fails the test, after every
-    other case has been scored.
+    Loads the cases (``tnsai_eval.datasets.load_cases``: TestCases, pairs,
+    mappings, a dataset name or a JSONL path), scores ``prompt`` on them with
+    ``tnsai_eval.optimizer.score_prompt`` (other keywords go there) and records
+    the mean as a tracked metric (``score``, or ``name``). A case whose call or
+    evaluator failed fails the test after every other case has been scored;
+    below ``min_score`` the test fails listing its worst cases.
     """
     session = _session(request)
     client = session.meter(llm)
@@ -314,10 +309,12 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         evaluator: PromptEvaluator | None = None,
         min_score: float | None = None,
         name: str | None = None,
-        **kwargs: Any,
+        **options: Any,
     ) -> PromptEvaluation:
+        from tnsai_eval.datasets import load_cases
         from tnsai_eval.errors import ConfigError
-        from tnsai_eval.pytest._evaluate import evaluate
+        from tnsai_eval.optimizer import score_prompt
+        from tnsai_eval.pytest._evaluate import error_message, failure_message
 
         # Checked before any call: NaN would pass every score, a str would fail late.
         if min_score is not None and (
@@ -329,12 +326,12 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
                 f"evaluate_prompt: min_score must be a number in [0, 1] or None, got {min_score!r}"
             )
         session.touch()  # a row even if the cases cannot be loaded
-        result = evaluate(client, prompt, cases, evaluator=evaluator, **kwargs)
+        result = score_prompt(client, prompt, load_cases(cases), evaluator=evaluator, **options)
         session.record_metric(name or _free_name(session, "score"), result.mean_score)
         if result.errors:
-            pytest.fail(result.error_message(), pytrace=False)
+            pytest.fail(error_message(result), pytrace=False)
         if min_score is not None and result.mean_score < min_score:
-            pytest.fail(result.failure_message(min_score), pytrace=False)
+            pytest.fail(failure_message(result, min_score), pytrace=False)
         return result
 
     return run

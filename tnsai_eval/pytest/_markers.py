@@ -13,17 +13,18 @@ argument (a pytest rule). The decorators always record their arguments.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tnsai_eval._util.hints import unknown_names
+
 if TYPE_CHECKING:
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.refinement import CompletionCriteria, StopHook
+    from tnsai_eval.refinement import CompletionCriteria, CriteriaSpec, StopHook
 
 __all__ = [
     "MARKER_LINES",
@@ -44,23 +45,13 @@ MARKER_LINES = (
     "fixture; the test fails unless it succeeds.",
 )
 
-# Keyword -> what it must be, for the error message.
-_REFINE_ARGS: dict[str, str] = {
+# The loop's own keywords -> what each must be. Every other keyword is a criteria
+# option, read (and checked) by tnsai_eval.refinement.CriteriaSpec: one list of
+# them, not a copy here.
+_LOOP_ARGS: dict[str, str] = {
     "task": "a non-empty str",
     "max_iterations": "an int >= 1",
     "timeout": "seconds (> 0) or a timedelta",
-    "must_contain": "a str or a list of str",
-    "must_not_contain": "a str or a list of str",
-    "matches_pattern": "a regex str or compiled pattern",
-    "valid_json": "a bool",
-    "word_count": "an int (minimum) or a (min, max) pair",
-    "min_lines": "an int >= 1",
-    "compiler_check": "a shell command str",
-    "test_command": "a shell command str",
-    "lint_check": "a shell command str",
-    "check_env": "a mapping of variable names to str values, added to the command checks' "
-    "minimal environment",
-    "llm_check": "a question str or a (question, threshold) pair",
     "stop": "a StopHook",
     "chat_params": "a mapping of model call parameters (max_tokens, temperature...)",
 }
@@ -86,48 +77,32 @@ def refine_until(
     task: str,
     max_iterations: int = 10,
     timeout: float | timedelta = 300.0,
-    must_contain: str | Sequence[str] = (),
-    must_not_contain: str | Sequence[str] = (),
-    matches_pattern: str | re.Pattern[str] | None = None,
-    valid_json: bool = False,
-    word_count: int | tuple[int, int | None] | None = None,
-    min_lines: int | None = None,
-    compiler_check: str | None = None,
-    test_command: str | None = None,
-    lint_check: str | None = None,
-    check_env: Mapping[str, str] | None = None,
-    llm_check: str | tuple[str, float] | None = None,
     stop: StopHook | None = None,
     chat_params: Mapping[str, Any] | None = None,
+    **criteria: Any,
 ) -> pytest.MarkDecorator:
     """Mark a test that refines a draft until these completion criteria pass.
+
+    ``criteria`` are the options of ``tnsai_eval.refinement.CriteriaSpec``
+    (``must_contain=``, ``valid_json=``, ``matches_pattern=``, ``word_count=``,
+    ``min_lines=``, ``compiler_check=``, ``test_command=``, ``lint_check=``,
+    ``llm_check=``...), checked when the test is set up.
 
     >>> refine_until(task="Write JSON", valid_json=True).kwargs
     {'task': 'Write JSON', 'valid_json': True}
     """
-    given = {
-        "task": task,
-        "max_iterations": max_iterations,
-        "timeout": timeout,
-        "must_contain": must_contain,
-        "must_not_contain": must_not_contain,
-        "matches_pattern": matches_pattern,
-        "valid_json": valid_json,
-        "word_count": word_count,
-        "min_lines": min_lines,
-        "compiler_check": compiler_check,
-        "test_command": test_command,
-        "lint_check": lint_check,
-        "check_env": check_env,
-        "llm_check": llm_check,
-        "stop": stop,
-        "chat_params": chat_params,
-    }
-    defaults = {"max_iterations": 10, "timeout": 300.0, "valid_json": False}
+    from tnsai_eval.refinement._spec import OPTIONS
+
+    unknown = unknown_names(criteria, OPTIONS)
+    if unknown:  # a TypeError, as for any unknown keyword of a call
+        raise TypeError(f"refine_until() got unknown criteria option(s) {unknown}")
+    given = {"task": task, "stop": stop, "chat_params": chat_params, **criteria}
+    if max_iterations != 10:
+        given["max_iterations"] = max_iterations
+    if timeout != 300.0:
+        given["timeout"] = timeout
     # Only what was given, so the mark reads like the call that made it.
-    kwargs = {
-        k: v for k, v in given.items() if v not in (None, ()) and defaults.get(k, object()) != v
-    }
+    kwargs = {k: v for k, v in given.items() if v is not None and not (k != "task" and v == ())}
     return pytest.mark.refine_until.with_args(**kwargs)
 
 
@@ -147,42 +122,13 @@ class RefineSpec:
     task: str
     max_iterations: int
     timeout: timedelta
-    options: Mapping[str, Any] = field(default_factory=dict)
+    criteria_spec: CriteriaSpec
+    options: Mapping[str, Any] = field(default_factory=dict)  # stop, chat_params
+    given: Mapping[str, Any] = field(default_factory=dict)  # the mark's keywords, as given
 
     def criteria(self, judge: Any) -> CompletionCriteria:
         """Build the completion criteria; ``judge`` is the model for ``llm_check``."""
-        from tnsai_eval.refinement import CompletionCriteria
-
-        builder = CompletionCriteria.builder()
-        o = self.options
-        for cmd in ("compiler_check", "test_command", "lint_check"):
-            if o.get(cmd):
-                getattr(builder, cmd)(o[cmd], env=o.get("check_env"))
-        if o.get("must_contain"):
-            builder.must_contain(*_strs(o["must_contain"]))
-        if o.get("must_not_contain"):
-            builder.must_not_contain(*_strs(o["must_not_contain"]))
-        if o.get("matches_pattern") is not None:
-            builder.matches_pattern(o["matches_pattern"])
-        if o.get("valid_json"):
-            builder.valid_json()
-        if o.get("word_count") is not None:
-            bounds = o["word_count"]
-            builder.word_count(*((bounds,) if isinstance(bounds, int) else bounds))
-        if o.get("min_lines") is not None:
-            builder.min_lines(o["min_lines"])
-        if o.get("llm_check"):
-            question = o["llm_check"]
-            builder.with_llm(judge)
-            if isinstance(question, str):
-                builder.llm_check(question)
-            else:
-                builder.llm_check(question[0], float(question[1]))
-        return builder.build()
-
-
-def _strs(value: str | Iterable[str]) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
+        return self.criteria_spec.build(judge)
 
 
 def _is_int(value: object) -> bool:
@@ -191,21 +137,25 @@ def _is_int(value: object) -> bool:
 
 def refine_spec(mark: pytest.Mark) -> RefineSpec:
     """Validate a ``refine_until`` mark; raises ``MarkerError`` naming the bad argument."""
+    from tnsai_eval.errors import ConfigError
+    from tnsai_eval.refinement import CriteriaSpec, StopHook
+    from tnsai_eval.refinement._spec import OPTIONS
+
     if mark.args:
         raise MarkerError(
             f"@refine_until takes keyword arguments only, got positional {mark.args!r}"
         )
     kw = dict(mark.kwargs)
-    unknown = sorted(set(kw) - set(_REFINE_ARGS))
+    known = {**_LOOP_ARGS, **OPTIONS}
+    unknown = unknown_names(kw, known)
     if unknown:
         raise MarkerError(
-            f"@refine_until: unknown argument(s) {_with_hints(unknown, _REFINE_ARGS)}; "
-            f"expected some of {', '.join(_REFINE_ARGS)}"
+            f"@refine_until: unknown argument(s) {unknown}; expected some of {', '.join(known)}"
         )
 
     def bad(name: str) -> MarkerError:
         return MarkerError(
-            f"@refine_until: {name}={kw[name]!r} is not valid; expected {_REFINE_ARGS[name]}"
+            f"@refine_until: {name}={kw[name]!r} is not valid; expected {_LOOP_ARGS[name]}"
         )
 
     task = kw.get("task")
@@ -223,98 +173,22 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
         raise bad("timeout")
     if not 0 < seconds < math.inf:  # NaN and inf would never time out
         raise bad("timeout")
-    checks = {k: v for k, v in kw.items() if k not in ("task", "max_iterations", "timeout")}
-    for name in ("must_contain", "must_not_contain"):
-        if name in checks and not _str_or_strs(checks[name]):
-            raise bad(name)
-    if "matches_pattern" in checks:
-        pattern = checks["matches_pattern"]
-        if isinstance(pattern, str):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise MarkerError(
-                    f"@refine_until: matches_pattern={pattern!r} is not a valid regex: {exc}"
-                ) from None
-        elif not isinstance(pattern, re.Pattern):
-            raise bad("matches_pattern")
-    if "valid_json" in checks and not isinstance(checks["valid_json"], bool):
-        raise bad("valid_json")
-    if "word_count" in checks and not _word_bounds(checks["word_count"]):
-        raise bad("word_count")
-    if "min_lines" in checks and (not _is_int(checks["min_lines"]) or checks["min_lines"] < 1):
-        raise bad("min_lines")
-    for name in ("compiler_check", "test_command", "lint_check"):
-        if name in checks and (not isinstance(checks[name], str) or not checks[name].strip()):
-            raise bad(name)
-    if "check_env" in checks and not _env_mapping(checks["check_env"]):
-        raise bad("check_env")
-    if "llm_check" in checks and not _judge_question(checks["llm_check"]):
-        raise bad("llm_check")
-    if "stop" in checks:
-        from tnsai_eval.refinement import StopHook
-
-        if not isinstance(checks["stop"], StopHook):
-            raise bad("stop")
-    if "chat_params" in checks and not isinstance(checks["chat_params"], Mapping):
+    if "stop" in kw and not isinstance(kw["stop"], StopHook):
+        raise bad("stop")
+    if "chat_params" in kw and not isinstance(kw["chat_params"], Mapping):
         raise bad("chat_params")
-    if not any(k not in ("stop", "chat_params", "check_env") for k in checks):
-        raise MarkerError(
-            "@refine_until needs at least one completion check (must_contain=, valid_json=, "
-            "compiler_check=, ...); with none, every draft would pass unrefined"
-        )
-    return RefineSpec(task, max_iterations, timedelta(seconds=seconds), checks)
-
-
-def _with_hints(unknown: Sequence[str], known: Iterable[str]) -> str:
-    """``must_contian (did you mean must_contain?), ...``: a typo is the usual cause."""
-    import difflib  # only on this error path: not a start-up cost of every run
-
-    names = list(known)
-    shown = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, names, n=1)
-        shown.append(f"{name} (did you mean {close[0]}?)" if close else name)
-    return ", ".join(shown)
-
-
-def _str_or_strs(value: object) -> bool:
-    if isinstance(value, str):
-        return bool(value)
-    return (
-        isinstance(value, list | tuple)
-        and bool(value)
-        and all(isinstance(v, str) and v for v in value)
-    )
-
-
-def _env_mapping(value: object) -> bool:
-    return isinstance(value, Mapping) and all(
-        isinstance(k, str) and k and "=" not in k and isinstance(v, str) for k, v in value.items()
-    )
-
-
-def _word_bounds(value: object) -> bool:
-    if _is_int(value):
-        return value >= 0  # type: ignore[operator]
-    if isinstance(value, list | tuple) and len(value) == 2:
-        low, high = value
-        return _is_int(low) and low >= 0 and (high is None or (_is_int(high) and high >= low))
-    return False
-
-
-def _judge_question(value: object) -> bool:
-    if isinstance(value, str):
-        return bool(value.strip())
-    if isinstance(value, list | tuple) and len(value) == 2:
-        question, threshold = value
-        return (
-            isinstance(question, str)
-            and bool(question.strip())
-            and isinstance(threshold, int | float)
-            and 0.0 <= threshold <= 1.0
-        )
-    return False
+    try:
+        spec = CriteriaSpec.from_options(**{k: v for k, v in kw.items() if k in OPTIONS})
+        if not spec.has_checks:
+            raise MarkerError(
+                "@refine_until needs at least one completion check (must_contain=, "
+                "valid_json=, compiler_check=, ...); with none, every draft would pass unrefined"
+            )
+        spec.validate()  # the builder names a bad value now, before any model call
+    except ConfigError as exc:
+        raise MarkerError(f"@refine_until: {exc}") from None
+    loop_options: dict[str, Any] = {k: kw[k] for k in ("stop", "chat_params") if k in kw}
+    return RefineSpec(task, max_iterations, timedelta(seconds=seconds), spec, loop_options, kw)
 
 
 def norm_spec(mark: pytest.Mark) -> NormSpec:
@@ -322,11 +196,10 @@ def norm_spec(mark: pytest.Mark) -> NormSpec:
     from tnsai_eval.errors import ConfigError
     from tnsai_eval.norms import NormEngine, NormEntry
 
-    unknown = sorted(set(mark.kwargs) - {"state"})
+    unknown = unknown_names(mark.kwargs, ["state"])
     if unknown:
         raise MarkerError(
-            f"@norm_check: unknown argument(s) {_with_hints(unknown, ['state'])}; "
-            "expected targets and state="
+            f"@norm_check: unknown argument(s) {unknown}; expected targets and state="
         )
     state = mark.kwargs.get("state") or {}
     if not isinstance(state, Mapping):
@@ -364,9 +237,4 @@ def norm_spec(mark: pytest.Mark) -> NormSpec:
             )
         for entry in entries:
             engine.add_norm(entry)
-    try:
-        # Checked against state (CEL): a bad condition fails setup, naming its norm.
-        engine.check_conditions()
-    except ConfigError as exc:
-        raise MarkerError(f"@norm_check: {exc}") from None
     return NormSpec(engine, dict(state), agent_class)

@@ -55,6 +55,7 @@ from tnsai_eval.refinement._result import (
     RefinementResult,
     RefinementStatus,
 )
+from tnsai_eval.refinement._spec import CriteriaSpec
 
 __all__ = [
     "Check",
@@ -62,6 +63,7 @@ __all__ = [
     "CheckOutcome",
     "CompletionCriteria",
     "CompletionCriteriaBuilder",
+    "CriteriaSpec",
     "IterationRecord",
     "LoopState",
     "RefinementLoop",

@@ -1,0 +1,261 @@
+"""Scoring one prompt on a set of cases: the optimizer's engine, without the search.
+
+This is the library's one path for "how well does this prompt do on these
+cases": the pytest plugin's ``evaluate_prompt`` fixture calls ``score_prompt``,
+and the optimizer scores every variant with the same ``Engine``. So the
+template, the call parameters, the in-run cache of repeated requests, the
+budget and the error rules are the same everywhere: a case whose call raises
+``LLMError``, or whose evaluator raises or returns a value outside [0, 1],
+is recorded for that case with the error's type and message, and the other
+cases keep their scores.
+
+>>> from tnsai_eval.testing import ScriptedLLM
+>>> llm = ScriptedLLM(rules=[(r"France", "Paris")], default="Rome")
+>>> result = score_prompt(llm, "Capital?", [TestCase("France", "Paris"), TestCase("Peru", "Lima")])
+>>> result.scores, result.mean_score
+((1.0, 0.2), 0.6)
+>>> result.cases[1].output
+'Rome'
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from tnsai_eval._util.aio import run_sync
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.llm import LLMClient
+from tnsai_eval.optimizer._cases import TestCase, check_cases
+from tnsai_eval.optimizer._engine import (
+    DEFAULT_CALL_PARAMS,
+    DEFAULT_TEMPLATE,
+    Budget,
+    Clock,
+    Engine,
+    Variant,
+    check_concurrency,
+    check_template,
+)
+from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
+from tnsai_eval.optimizer._records import CaseResult, StopReason
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["CaseScore", "CaseState", "PromptEvaluation", "ascore_prompt", "score_prompt"]
+
+#: ``scored``: the reply was scored; ``error``: the call or the evaluator
+#: failed (``CaseScore.error`` says how); ``unrecorded``: the budget ran out
+#: before the case was sent.
+CaseState: TypeAlias = Literal["scored", "error", "unrecorded"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseScore:
+    """One case: what was asked, expected and answered, its score and its cost.
+
+    ``score`` is ``None`` when the call or the evaluator failed (``error``
+    then says why, ``error_type`` names the exception's class) and when the
+    budget left the case unsent. ``tokens`` and ``latency_s`` are what this
+    case spent (0 for a reply reused from earlier in the same evaluation);
+    ``cached`` marks such reuse and replies a response store served.
+
+    >>> case = CaseScore("2+2", "4", "4", 1.0, tokens=12)
+    >>> case.state, case.passed(0.5)
+    ('scored', True)
+    """
+
+    input: str
+    expected: str
+    output: str | None
+    score: float | None
+    tokens: int = 0
+    cached: bool = False
+    error: str | None = None
+    error_type: str | None = None
+    latency_s: float = 0.0
+    index: int = 0
+
+    @property
+    def state(self) -> CaseState:
+        """``scored``, ``error`` or ``unrecorded`` (see ``CaseState``)."""
+        if self.error is not None:
+            return "error"
+        return "unrecorded" if self.score is None else "scored"
+
+    def passed(self, threshold: float) -> bool:
+        """Whether the case was scored at ``threshold`` or above."""
+        return self.score is not None and self.score >= threshold
+
+    @classmethod
+    def from_result(cls, row: CaseResult) -> CaseScore:
+        """The evaluation view of one row the engine produced."""
+        return cls(
+            row.input,
+            row.expected,
+            row.output,
+            row.score,
+            tokens=row.tokens,
+            cached=row.cached,
+            error=row.error,
+            error_type=row.error_type,
+            latency_s=row.latency_s,
+            index=row.case,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PromptEvaluation:
+    """The result of scoring one prompt on a set of cases (``score_prompt``).
+
+    ``cases`` are in the order given. ``calls`` counts the model calls made
+    (a repeated case reuses the earlier reply); ``stop_reason`` is set when a
+    budget left cases unsent.
+
+    >>> result = PromptEvaluation("p", (CaseScore("2+2", "4", "4", 1.0),
+    ...                                 CaseScore("3+3", "6", "9", 0.2)))
+    >>> result.mean_score, result.scores
+    (0.6, (1.0, 0.2))
+    >>> result.worst(1)[0].input
+    '3+3'
+    """
+
+    prompt: str
+    cases: tuple[CaseScore, ...]
+    calls: int = 0
+    stop_reason: StopReason | None = None
+
+    @property
+    def scores(self) -> tuple[float, ...]:
+        """Per-case scores, in case order; a failed or unsent case counts as 0.0."""
+        return tuple(0.0 if c.score is None else c.score for c in self.cases)
+
+    @property
+    def mean_score(self) -> float:
+        """The mean of ``scores`` (0.0 with no cases)."""
+        return math.fsum(self.scores) / len(self.scores) if self.cases else 0.0
+
+    score = mean_score
+
+    @property
+    def errors(self) -> tuple[CaseScore, ...]:
+        """The cases whose call (or evaluator) failed."""
+        return tuple(c for c in self.cases if c.error is not None)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens used by every case's call together."""
+        return sum(c.tokens for c in self.cases)
+
+    def worst(self, n: int = 5) -> list[CaseScore]:
+        """The ``n`` lowest-scoring cases, worst first (failed ones count as 0)."""
+        return sorted(self.cases, key=lambda c: -1.0 if c.score is None else c.score)[:n]
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per case: input, expected, output, score, tokens, cached, error."""
+        import pandas as pd
+
+        columns = ["input", "expected", "output", "score", "tokens", "cached", "error"]
+        rows = [{name: getattr(case, name) for name in columns} for case in self.cases]
+        return pd.DataFrame(rows, columns=columns)
+
+    @property
+    def dataframe(self) -> pd.DataFrame:
+        """``to_dataframe()`` as a property."""
+        return self.to_dataframe()
+
+
+def score_prompt(
+    llm: LLMClient,
+    prompt: str,
+    cases: Sequence[TestCase],
+    *,
+    evaluator: PromptEvaluator | None = None,
+    template: str = DEFAULT_TEMPLATE,
+    params: Mapping[str, Any] | None = None,
+    concurrency: int = 4,
+    max_calls: int | None = None,
+    on_case: Callable[[CaseScore], None] | None = None,
+    clock: Clock = time.monotonic,
+) -> PromptEvaluation:
+    """Score ``prompt`` on every case, ``concurrency`` calls at a time.
+
+    Each case's message is ``template`` filled with the prompt and the case's
+    input, sent with ``params`` (the optimizer's ``DEFAULT_CALL_PARAMS`` unless
+    given); the reply is scored by ``evaluator`` (``DefaultPromptEvaluator``).
+    ``max_calls`` bounds the calls (cases beyond it are ``unrecorded``);
+    ``on_case`` receives each case as it is scored. Works inside a running
+    event loop (a notebook) by running in a thread.
+    """
+    return run_sync(
+        ascore_prompt(
+            llm,
+            prompt,
+            cases,
+            evaluator=evaluator,
+            template=template,
+            params=params,
+            concurrency=concurrency,
+            max_calls=max_calls,
+            on_case=on_case,
+            clock=clock,
+        )
+    )
+
+
+async def ascore_prompt(
+    llm: LLMClient,
+    prompt: str,
+    cases: Sequence[TestCase],
+    *,
+    evaluator: PromptEvaluator | None = None,
+    template: str = DEFAULT_TEMPLATE,
+    params: Mapping[str, Any] | None = None,
+    concurrency: int = 4,
+    max_calls: int | None = None,
+    on_case: Callable[[CaseScore], None] | None = None,
+    clock: Clock = time.monotonic,
+) -> PromptEvaluation:
+    """``score_prompt`` for async callers."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ConfigError(f"prompt must be a non-empty str, got {prompt!r}")
+    checked = check_cases(cases, "cases")
+    check_template(template)
+    check_concurrency(concurrency)
+    if max_calls is not None and (isinstance(max_calls, bool) or max_calls < 0):
+        raise ConfigError(f"max_calls must be >= 0 or None, got {max_calls!r}")
+    if evaluator is None:
+        evaluator = DefaultPromptEvaluator()
+    elif not callable(getattr(evaluator, "evaluate", None)):
+        raise ConfigError(
+            f"evaluator must have evaluate(actual, expected) -> float, got {evaluator!r}"
+        )
+    if params is not None and not isinstance(params, Mapping):
+        raise ConfigError(f"params must be a mapping of call parameters, got {params!r}")
+
+    def report(row: CaseResult) -> None:
+        if on_case is not None:
+            on_case(CaseScore.from_result(row))
+
+    budget = Budget(max_calls=max_calls, max_tokens=None, max_seconds=None, clock=clock)
+    engine = Engine(
+        llm,
+        evaluator=evaluator,
+        budget=budget,
+        concurrency=concurrency,
+        params=DEFAULT_CALL_PARAMS if params is None else params,
+        template=template,
+        on_case=report,
+    )
+    variant = Variant(id=0, round=0, strategy="initial", prompt=prompt, parent=None)
+    await engine.score(variant, range(len(checked)), checked)
+    by_index = {row.case: CaseScore.from_result(row) for row in variant.rows}
+    scored = tuple(
+        by_index.get(i) or CaseScore(case.input, case.expected, None, None, index=i)
+        for i, case in enumerate(checked)
+    )
+    return PromptEvaluation(prompt, scored, calls=budget.calls, stop_reason=budget.stop_reason)
