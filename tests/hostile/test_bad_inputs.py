@@ -201,7 +201,7 @@ def test_missing_state(norm_actions):
     result.assert_outcomes(errors=4, failed=1)
     assert "timeout=nan is not valid" in out
     assert "timeout=inf is not valid" in out
-    assert "min_lines=0 is not valid; expected an int >= 1" in out
+    assert "min_lines expects an int >= 1, got 0" in out
     assert "norm 'Broken rule'" in out
     assert "No VIP refunds" in out
     assert "unknown name 'vip'" in out

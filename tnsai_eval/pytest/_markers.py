@@ -237,4 +237,9 @@ def norm_spec(mark: pytest.Mark) -> NormSpec:
             )
         for entry in entries:
             engine.add_norm(entry)
+    try:
+        # Checked against state (CEL): a bad condition fails setup, naming its norm.
+        engine.check_conditions()
+    except ConfigError as exc:
+        raise MarkerError(f"@norm_check: {exc}") from None
     return NormSpec(engine, dict(state), agent_class)

@@ -123,10 +123,11 @@ class CriteriaSpec:
     @property
     def has_checks(self) -> bool:
         """Whether any check is asked for (settings alone add none)."""
+        # By identity: min_lines=0 is a (bad) check the builder must see and
+        # refuse, not "nothing given" (0 == False).
         return any(
-            getattr(self, f.name) not in ((), None, False)
-            for f in fields(self)
-            if f.name not in _SETTINGS
+            not (value is None or value is False or value == ())
+            for value in (getattr(self, f.name) for f in fields(self) if f.name not in _SETTINGS)
         )
 
     def build(self, llm: LLMClient | None = None) -> CompletionCriteria:
