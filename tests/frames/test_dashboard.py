@@ -36,7 +36,7 @@ def test_dashboard_updates_per_round_and_ends_with_the_leaderboard() -> None:
     result = dashboard.run()
     # The optimizer's own callback still ran, and the optimizer was not modified.
     assert events
-    assert optimizer.progress == events.append
+    assert optimizer.config.progress == events.append
     assert dashboard.result is result
     assert dashboard.round_best == [float(s) for s in result.rounds_dataframe()["best_score"]]
     assert dashboard.bar.value == dashboard.bar.max
@@ -58,8 +58,7 @@ def test_dashboard_handles_events_one_by_one() -> None:
         dashboard.handle_event(event)
         seen.append((dashboard.bar.value, dashboard.status.value))
 
-    optimizer.progress = watch
-    result = optimizer.optimize("Add the numbers.", CASES)
+    result = optimizer.with_options(progress=watch).optimize("Add the numbers.", CASES)
     calls = [value for value, _ in seen]
     assert calls == sorted(calls)
     assert seen[-1][0] == result.calls
@@ -110,11 +109,16 @@ def test_controls_start_from_the_optimizer_and_configure_a_copy() -> None:
     dashboard.max_calls.value = 0
     dashboard.max_seconds.value = 30.0
     runner = dashboard.configured()
-    assert set(runner.candidate_strategies) == {PromptStrategy.ANSWER_ONLY, PromptStrategy.CONCISE}
-    assert (runner.search, runner.max_calls, runner.max_seconds) == ("racing", None, 30.0)
+    assert set(runner.config.strategies) == {PromptStrategy.ANSWER_ONLY, PromptStrategy.CONCISE}
+    assert (runner.config.search, runner.config.max_calls, runner.config.max_seconds) == (
+        "racing",
+        None,
+        30.0,
+    )
     # The optimizer given is left as it was.
-    assert optimizer.candidate_strategies == (PromptStrategy.ANSWER_ONLY,)
-    assert (optimizer.search, optimizer.max_calls, optimizer.max_seconds) == (
+    assert optimizer.config.candidate_strategies == (PromptStrategy.ANSWER_ONLY,)
+    c = optimizer.config
+    assert (c.search, c.max_calls, c.max_seconds) == (
         "exhaustive",
         50,
         None,

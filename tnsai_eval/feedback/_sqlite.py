@@ -86,7 +86,7 @@ SCHEMA_VERSION = _MIGRATIONS[-1][0]
 _COLUMNS = "id, type, content, session_id, timestamp, tz_key, metadata"
 
 
-class SqliteFeedbackStore(FeedbackStore):
+class SqliteFeedbackStore(FeedbackStore, backend="sqlite"):
     """Feedback in the SQLite file at ``path``; safe for threads and processes.
 
     >>> import tempfile, os
@@ -125,12 +125,6 @@ class SqliteFeedbackStore(FeedbackStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # Connections do not travel: a copy in another process opens its own.
         return (_reopen, (str(self.path), self.busy_timeout_s))
-
-    def __enter__(self) -> SqliteFeedbackStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close this thread's connection (the store stays usable: it reopens)."""

@@ -5,13 +5,11 @@ from __future__ import annotations
 import abc
 import os
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, ClassVar, Self
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._types import Feedback, FeedbackType
-
-if TYPE_CHECKING:
-    from tnsai_eval.feedback._sqlite import SqliteFeedbackStore
 
 __all__ = ["FeedbackStore", "InMemoryFeedbackStore"]
 
@@ -34,19 +32,41 @@ class FeedbackStore(abc.ABC):
     3
     """
 
+    # Stores kept in other modules register here by name (``class
+    # SqliteFeedbackStore(FeedbackStore, backend="sqlite")``), so this module never
+    # imports them: an abstract store that knew its implementations would make an
+    # import cycle with each. The package's __init__ imports every backend, and
+    # any import of this module runs that __init__ first, so the table is full
+    # before a factory is called.
+    _backends: ClassVar[dict[str, Callable[..., FeedbackStore]]] = {}
+
+    def __init_subclass__(cls, *, backend: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if backend is not None:
+            FeedbackStore._backends[backend] = cls
+
     @staticmethod
     def in_memory() -> InMemoryFeedbackStore:
         """A store that lives in this process only."""
         return InMemoryFeedbackStore()
 
     @staticmethod
-    def sqlite(
-        path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0
-    ) -> SqliteFeedbackStore:
-        """A store in the SQLite file at ``path`` (created with its folder if missing)."""
-        from tnsai_eval.feedback._sqlite import SqliteFeedbackStore
+    def sqlite(path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> FeedbackStore:
+        """A store in the SQLite file at ``path`` (created with its folder if missing).
 
-        return SqliteFeedbackStore(path, busy_timeout_s=busy_timeout_s)
+        The store is a ``SqliteFeedbackStore``: ``close()`` it (or use it in a
+        ``with`` block) to release the file.
+        """
+        return FeedbackStore._backends["sqlite"](path, busy_timeout_s=busy_timeout_s)
+
+    def close(self) -> None:  # noqa: B027 (optional: most stores hold nothing)
+        """Release what the store holds (a file, a connection); nothing by default."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @abc.abstractmethod
     def save(self, feedback: Feedback) -> None:

@@ -10,6 +10,7 @@ True
 """
 
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
@@ -20,7 +21,7 @@ from tnsai_eval.optimizer._evaluators import (
     normalize_answer,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
-from tnsai_eval.optimizer._optimizer import PromptOptimizer, SearchMode
+from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -57,6 +58,7 @@ __all__ = [
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
     "OptimizationResult",
+    "OptimizerConfig",
     "ProgressEvent",
     "PromptEvaluation",
     "PromptEvaluator",

@@ -3,39 +3,29 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._cases import TestCase, check_cases
-from tnsai_eval.optimizer._engine import (
-    DEFAULT_CALL_PARAMS,
-    DEFAULT_TEMPLATE,
-    Clock,
-    check_concurrency,
-    check_template,
-)
-from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
-from tnsai_eval.optimizer._records import ProgressEvent
+from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._run import Run, example_order
-from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy, suggest_strategies
+from tnsai_eval.optimizer._strategies import suggest_strategies
 
-__all__ = ["DEFAULT_CALL_PARAMS", "DEFAULT_TEMPLATE", "PromptOptimizer", "SearchMode"]
-
-SearchMode = Literal["exhaustive", "racing"]
+__all__ = ["PromptOptimizer"]
 
 
 class PromptOptimizer:
     """Searches for a better prompt by trying strategies and model rewrites.
 
     Every option after ``llm`` is keyword-only, as in
-    ``PromptOptimizer(llm, max_iterations=5, target_score=0.9)``; defaults:
-    ``candidate_strategies=DEFAULT_STRATEGIES`` (the original four) and
-    ``evaluator=DefaultPromptEvaluator()``.
+    ``PromptOptimizer(llm, max_iterations=5, target_score=0.9)``: the fields of
+    ``OptimizerConfig`` (or ``config=`` one), kept frozen in ``self.config``;
+    defaults: ``candidate_strategies=DEFAULT_STRATEGIES`` (the original four)
+    and ``evaluator=DefaultPromptEvaluator()``.
 
     The original module's algorithm, kept exactly:
 
@@ -73,83 +63,39 @@ class PromptOptimizer:
 
     >>> from tnsai_eval.testing import ScriptedLLM
     >>> llm = ScriptedLLM(rules=[(r"only the answer", "Paris")], default="I think it is Paris.")
-    >>> optimizer = PromptOptimizer(llm, candidate_strategies=[PromptStrategy.ANSWER_ONLY])
+    >>> optimizer = PromptOptimizer(llm, candidate_strategies=["answer_only"])
     >>> result = optimizer.optimize("Capital of France?", [TestCase("France", "Paris")])
     >>> result.was_improved, result.score, result.calls
     (True, 1.0, 4)
     """
 
     def __init__(
-        self,
-        llm: LLMClient,
-        *,
-        max_iterations: int = 5,
-        target_score: float = 0.9,
-        candidate_strategies: Sequence[PromptStrategy | str] = DEFAULT_STRATEGIES,
-        evaluator: PromptEvaluator | None = None,
-        search: SearchMode = "exhaustive",
-        max_calls: int | None = None,
-        max_tokens: int | None = None,
-        max_seconds: float | None = None,
-        concurrency: int = 4,
-        seed: int = 0,
-        progress: Callable[[ProgressEvent], None] | None = None,
-        rewrite: bool = True,
-        few_shot_examples: int = 3,
-        template: str = DEFAULT_TEMPLATE,
-        call_params: Mapping[str, Any] | None = None,
-        clock: Clock = time.monotonic,
+        self, llm: LLMClient, *, config: OptimizerConfig | None = None, **options: Any
     ) -> None:
-        if max_iterations < 1:
-            raise ConfigError(f"max_iterations must be at least 1, got {max_iterations!r}")
-        if not 0.0 <= target_score <= 1.0:
-            raise ConfigError(f"target_score must be in [0, 1], got {target_score!r}")
-        if search not in ("exhaustive", "racing"):
-            raise ConfigError(f"search must be 'exhaustive' or 'racing', got {search!r}")
-        check_concurrency(concurrency)
-        for name, limit in (("max_calls", max_calls), ("max_tokens", max_tokens)):
-            if limit is not None and limit < 0:
-                raise ConfigError(f"{name} must be >= 0 or None, got {limit!r}")
-        if max_seconds is not None and not max_seconds > 0:
-            raise ConfigError(f"max_seconds must be > 0 or None, got {max_seconds!r}")
-        check_template(template)
-        if few_shot_examples < 0:
-            raise ConfigError(f"few_shot_examples must be >= 0, got {few_shot_examples!r}")
-        if call_params is not None and not isinstance(call_params, Mapping):
+        if config is not None and options:
             raise ConfigError(
-                f"call_params must be a mapping of call parameters, got {call_params!r}"
+                f"give either config= or keyword options, not both (got {sorted(options)})"
             )
         self.llm = llm
-        self.max_iterations = max_iterations
-        self.target_score = target_score
-        self.candidate_strategies = tuple(PromptStrategy.parse(s) for s in candidate_strategies)
-        if not self.candidate_strategies and not rewrite:
-            raise ConfigError(
-                "nothing to try: candidate_strategies is empty and rewrite=False; "
-                "give at least one strategy or allow the model's rewrite"
-            )
-        self.evaluator: PromptEvaluator = evaluator or DefaultPromptEvaluator()
-        self.search: SearchMode = search
-        self.max_calls = max_calls
-        self.max_tokens = max_tokens
-        self.max_seconds = max_seconds
-        self.concurrency = concurrency
-        self.seed = seed
-        self.progress = progress
-        self.rewrite = rewrite
-        self.few_shot_examples = few_shot_examples
-        self.template = template
-        self.call_params: dict[str, Any] = dict(
-            DEFAULT_CALL_PARAMS if call_params is None else call_params
-        )
-        self.clock = clock
+        #: The settings, frozen: change them with ``with_options``.
+        self.config = config if config is not None else OptimizerConfig(**options)
 
     def __repr__(self) -> str:
-        strategies = ", ".join(s.value for s in self.candidate_strategies)
+        c = self.config
+        strategies = ", ".join(s.value for s in c.strategies)
         return (
-            f"PromptOptimizer(search={self.search!r}, max_iterations={self.max_iterations}, "
-            f"target_score={self.target_score}, strategies=[{strategies}])"
+            f"PromptOptimizer(search={c.search!r}, max_iterations={c.max_iterations}, "
+            f"target_score={c.target_score}, strategies=[{strategies}])"
         )
+
+    def with_options(self, **changes: Any) -> PromptOptimizer:
+        """A new optimizer on the same client with ``changes`` to its settings.
+
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> PromptOptimizer(ScriptedLLM()).with_options(search="racing").config.search
+        'racing'
+        """
+        return PromptOptimizer(self.llm, config=self.config.replace(**changes))
 
     suggest_strategies = staticmethod(suggest_strategies)
 
@@ -201,7 +147,8 @@ class PromptOptimizer:
             raise ConfigError(
                 f"stop_event must be a threading.Event or None, got {type(stop_event).__name__}"
             )
-        return await Run(self, prompt, checked, validation, stop_event=stop_event).execute()
+        run = Run(self.llm, self.config, prompt, checked, validation, stop_event=stop_event)
+        return await run.execute()
 
     def estimate_calls(
         self,
@@ -219,16 +166,16 @@ class PromptOptimizer:
         checked = check_cases(cases, "cases")
         validation = check_cases(validation_cases, "validation_cases", allow_empty=True)
         n = len({case.input for case in checked})
-        examples = [checked[i] for i in reversed(example_order(len(checked), self.seed))]
+        examples = [checked[i] for i in reversed(example_order(len(checked), self.config.seed))]
         first = sum(
             1
-            for strategy in self.candidate_strategies
-            if strategy.apply(prompt, examples, examples=self.few_shot_examples) != prompt
+            for strategy in self.config.strategies
+            if strategy.apply(prompt, examples, examples=self.config.few_shot_examples) != prompt
         )
-        per_round_rewrite = (1 + n) if self.rewrite else 0
+        per_round_rewrite = (1 + n) if self.config.rewrite else 0
         total = n + first * n + per_round_rewrite
-        total += (self.max_iterations - 1) * (
-            len(self.candidate_strategies) * n + per_round_rewrite
+        total += (self.config.max_iterations - 1) * (
+            len(self.config.strategies) * n + per_round_rewrite
         )
         total += 2 * len({case.input for case in validation})
-        return total if self.max_calls is None else min(total, self.max_calls)
+        return total if self.config.max_calls is None else min(total, self.config.max_calls)

@@ -7,9 +7,10 @@ import math
 import random
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
 from tnsai_eval.optimizer._racing import race
 from tnsai_eval.optimizer._records import (
@@ -23,9 +24,6 @@ from tnsai_eval.optimizer._records import (
 )
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import clean_rewrite, rewrite_request
-
-if TYPE_CHECKING:
-    from tnsai_eval.optimizer._optimizer import PromptOptimizer
 
 __all__ = ["Run", "example_order"]
 
@@ -46,7 +44,8 @@ class Run:
 
     def __init__(
         self,
-        options: PromptOptimizer,
+        llm: LLMClient,
+        options: OptimizerConfig,
         prompt: str,
         cases: list[TestCase],
         validation: list[TestCase],
@@ -69,7 +68,7 @@ class Run:
             stop_event=stop_event,
         )
         self.engine = Engine(
-            options.llm,
+            llm,
             evaluator=options.evaluator,
             budget=self.budget,
             concurrency=options.concurrency,
@@ -163,7 +162,7 @@ class Run:
                 strategy.apply(parent.prompt, self.examples, examples=shots),
                 parent.id,
             )
-            for strategy in self.options.candidate_strategies
+            for strategy in self.options.strategies
         ]
         if self.options.rewrite:
             request = rewrite_request(parent, self.cases)

@@ -8,12 +8,18 @@ them at collection time.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from tnsai_eval.pytest._keys import ACTIONS_KEY, NORM_KEY, REFINE_KEY, REFINE_RUN_KEY
+from tnsai_eval.pytest._keys import (
+    ACTIONS_KEY,
+    NORM_KEY,
+    REFINE_KEY,
+    REFINE_RUN_KEY,
+    NormActions,
+    RefineRun,
+)
 from tnsai_eval.pytest._markers import MarkerError, RefineSpec
 from tnsai_eval.pytest._session import PluginSession, get_session
 
@@ -91,45 +97,6 @@ def norm_engine(request: pytest.FixtureRequest) -> NormEngine:
     return NormEngine() if spec is None else spec.engine
 
 
-@dataclass
-class NormActions:
-    """What a ``@norm_check`` test did: agents it made, actions it recorded, the state.
-
-    ``record(*actions)`` adds actions performed outside an ``Agent``;
-    ``watch(obj)`` adds any object with an ``actions`` list; ``state`` starts
-    as the mark's ``state=`` and may be updated by the test before it ends.
-    """
-
-    state: dict[str, object] = field(default_factory=dict)
-    agents: list[Any] = field(default_factory=list)
-    recorded: list[str] = field(default_factory=list)
-    used: bool = False
-
-    def record(self, *actions: str) -> None:
-        """Add actions performed outside an ``Agent`` (non-empty names)."""
-        for action in actions:
-            if not isinstance(action, str) or not action:
-                raise TypeError(f"norm_actions.record() takes action names, got {action!r}")
-        self.used = True
-        self.recorded.extend(actions)
-
-    def watch(self, agent: Any) -> Any:
-        """Check ``agent.actions`` at the end of the test; returns ``agent``."""
-        if not hasattr(agent, "actions"):
-            raise TypeError(
-                f"norm_actions.watch() needs an object with an `actions` list, got {agent!r}"
-            )
-        self.used = True
-        self.agents.append(agent)
-        return agent
-
-    @property
-    def actions(self) -> list[str]:
-        """Every action, agents' first (in creation order), then recorded ones."""
-        performed = [str(a) for agent in self.agents for a in agent.actions]
-        return performed + self.recorded
-
-
 def _actions_for(request: pytest.FixtureRequest) -> NormActions:
     stash: pytest.Stash = request.node.stash
     actions = stash.get(ACTIONS_KEY, None)
@@ -176,13 +143,6 @@ def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
         return made
 
     return make
-
-
-@dataclass
-class RefineRun:
-    """The ``refine`` calls of one test (checked at its end under ``@refine_until``)."""
-
-    results: list[RefinementResult] = field(default_factory=list)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from tnsai_eval.pytest._report import write_summary
 from tnsai_eval.pytest._session import PluginSession
 
 if TYPE_CHECKING:
-    from tnsai_eval.pytest._fixtures import NormActions
+    from tnsai_eval.pytest._keys import NormActions
     from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import html
 import threading
 from collections.abc import Sequence
@@ -69,7 +68,7 @@ class OptimizerDashboard(DisplayMixin):
         self.round_best: list[float] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        chosen = {PromptStrategy.parse(s) for s in optimizer.candidate_strategies}
+        chosen = set(optimizer.config.strategies)
         self.strategies = {
             s: w.Checkbox(
                 value=s in chosen,
@@ -80,10 +79,10 @@ class OptimizerDashboard(DisplayMixin):
             for s in PromptStrategy
         }
         self.search = w.ToggleButtons(
-            options=_SEARCHES, value=optimizer.search, description="search"
+            options=_SEARCHES, value=optimizer.config.search, description="search"
         )
         self.max_calls = w.BoundedIntText(
-            value=optimizer.max_calls or 0,
+            value=optimizer.config.max_calls or 0,
             min=0,
             max=10**9,
             description="max calls",
@@ -91,7 +90,7 @@ class OptimizerDashboard(DisplayMixin):
             layout=w.Layout(width="200px"),
         )
         self.max_seconds = w.BoundedFloatText(
-            value=optimizer.max_seconds or 0.0,
+            value=optimizer.config.max_seconds or 0.0,
             min=0.0,
             max=10.0**9,
             description="max seconds",
@@ -139,22 +138,23 @@ class OptimizerDashboard(DisplayMixin):
     def configured(self) -> Any:
         """A copy of the optimizer with the controls' settings and the dashboard's progress."""
         strategies = tuple(s for s, box in self.strategies.items() if box.value)
-        if not strategies and not self.optimizer.rewrite:
+        if not strategies and not self.optimizer.config.rewrite:
             raise ConfigError("choose at least one strategy: this optimizer has rewrite=False")
-        runner = copy.copy(self.optimizer)
-        runner.candidate_strategies = strategies
-        runner.search = self.search.value
-        runner.max_calls = int(self.max_calls.value) or None
-        runner.max_seconds = float(self.max_seconds.value) or None
-        chained = self.optimizer.progress
+        chained = self.optimizer.config.progress
 
         def progress(event: Any) -> None:
             self.handle_event(event)
             if chained is not None:
                 chained(event)
 
-        runner.progress = progress
-        return runner
+        # A new optimizer with a new frozen config: the one given is never modified.
+        return self.optimizer.with_options(
+            candidate_strategies=strategies,
+            search=self.search.value,
+            max_calls=int(self.max_calls.value) or None,
+            max_seconds=float(self.max_seconds.value) or None,
+            progress=progress,
+        )
 
     def run(self) -> Any:
         """Run the optimization here, blocking, with live updates; returns the result."""

@@ -1,0 +1,68 @@
+"""``OptimizerConfig``: the optimizer's settings, frozen and checked once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.optimizer import OptimizerConfig, PromptOptimizer, PromptStrategy, TestCase
+from tnsai_eval.testing import ScriptedLLM
+
+
+def test_options_become_a_frozen_normalized_config() -> None:
+    params = {"max_tokens": 8}
+    optimizer = PromptOptimizer(
+        ScriptedLLM(default="4"), candidate_strategies=["concise"], call_params=params
+    )
+    config = optimizer.config
+    assert config.candidate_strategies == (PromptStrategy.CONCISE,)
+    params["max_tokens"] = 999  # the caller's dict is copied, not kept
+    assert config.call_params == {"max_tokens": 8}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.search = "racing"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.call_params["max_tokens"] = 1  # type: ignore[index]
+
+
+def test_with_options_leaves_the_original_alone() -> None:
+    optimizer = PromptOptimizer(ScriptedLLM(default="4"), max_calls=10)
+    racing = optimizer.with_options(search="racing", max_calls=None)
+    assert (racing.config.search, racing.config.max_calls) == ("racing", None)
+    assert (optimizer.config.search, optimizer.config.max_calls) == ("exhaustive", 10)
+    assert racing.llm is optimizer.llm
+    with pytest.raises(ConfigError, match="search must be 'exhaustive' or 'racing'"):
+        optimizer.with_options(search="random")
+
+
+def test_a_config_can_be_given_whole() -> None:
+    config = OptimizerConfig(candidate_strategies=["answer_only"], rewrite=False)
+    optimizer = PromptOptimizer(ScriptedLLM(default="4"), config=config)
+    assert optimizer.config is config
+    assert optimizer.optimize("Add.", [TestCase("2 + 2", "4")]).score == 1.0
+    with pytest.raises(ConfigError, match="either config= or keyword options"):
+        PromptOptimizer(ScriptedLLM(), config=config, seed=1)
+
+
+def test_unknown_options_are_a_type_error() -> None:
+    with pytest.raises(TypeError, match="max_iteration"):
+        PromptOptimizer(ScriptedLLM(), max_iteration=3)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_iterations": 0}, "max_iterations must be at least 1, got 0"),
+        ({"target_score": 2}, "target_score must be in [0, 1], got 2"),
+        ({"concurrency": 0}, "concurrency must be an int >= 1, got 0"),
+        ({"max_seconds": 0}, "max_seconds must be > 0 or None, got 0"),
+        ({"template": "{prompt}"}, "template must contain {prompt} and {input}"),
+        ({"candidate_strategies": [], "rewrite": False}, "nothing to try"),
+        ({"candidate_strategies": ["nope"]}, "nope"),
+    ],
+)
+def test_bad_settings_are_named(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        OptimizerConfig(**options)  # type: ignore[arg-type]
+    assert message in str(info.value)
