@@ -1,4 +1,4 @@
-"""Every exception tnsai-eval raises, in one tree.
+r"""Every exception tnsai-eval raises, in one tree.
 
 ::
 
@@ -20,10 +20,11 @@
 Input errors subclass `ValueError` so that code written against the standard
 library's conventions (``except ValueError``) keeps working.
 
-Warnings: ``StoreWarning`` (a ``UserWarning``) when a store skipped an item
-it could not read (one bad feedback row), and its subclass
-``ServerMismatchWarning`` when a replayed recording was made against another
-server than the one configured.
+Warnings (all ``UserWarning``\ s): ``StructuredOutputWarning``, a
+``response_format`` schema that a backend enforces only in part;
+``StoreWarning``, a store skipped an item it could not read (one bad feedback
+row); its subclass ``ServerMismatchWarning``, a replayed recording was made
+against another server than the one configured.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "ServerMismatchWarning",
     "StoreError",
     "StoreWarning",
+    "StructuredOutputWarning",
     "TnsaiError",
 ]
 
@@ -162,3 +164,12 @@ class BadResponseError(LLMError):
 
 class ReplayMissError(LLMError):
     """Replay mode found no recorded response for a request."""
+
+
+class StructuredOutputWarning(UserWarning):
+    """A ``response_format`` schema is enforced only in part (or as plain JSON).
+
+    >>> import warnings
+    >>> issubclass(StructuredOutputWarning, UserWarning)
+    True
+    """
