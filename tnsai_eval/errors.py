@@ -7,6 +7,7 @@ r"""Every exception tnsai-eval raises, in one tree.
     │   ├── ConditionError                 a CEL condition that does not parse or evaluate
     │   ├── DatasetError                   a dataset file with bad lines (all of them listed)
     │   ├── StoreError                     a response-store file or feedback row that cannot be read
+    │   ├── ReportError                    a run report or baseline that cannot be read
     │   └── LocalModelUnavailable          the `local` extra (llama-cpp-python) is missing
     └── LLMError                           a model call failed; carries status, model, attempts
         ├── LLMConnectionError             could not connect, or the connection dropped
@@ -41,6 +42,7 @@ __all__ = [
     "LocalModelUnavailable",
     "RateLimitError",
     "ReplayMissError",
+    "ReportError",
     "ServerError",
     "ServerMismatchWarning",
     "StoreError",
@@ -95,6 +97,19 @@ class StoreWarning(UserWarning):
 
 class ServerMismatchWarning(StoreWarning):
     """A replayed recording was made against a different server than the configured one."""
+
+class ReportError(ConfigError):
+    """A run report (or baseline) file is missing, unreadable or malformed.
+
+    ``file`` is the file's path (empty for in-memory data) and ``field`` the
+    JSON path of the bad value (``$.tests[2].metrics.score.gate``), empty when
+    the file as a whole is at fault.
+    """
+
+    def __init__(self, message: str, *, file: str = "", field: str = "") -> None:
+        super().__init__(message)
+        self.file = file
+        self.field = field
 
 
 class LocalModelUnavailable(ConfigError):
