@@ -98,6 +98,7 @@ class StoreWarning(UserWarning):
 class ServerMismatchWarning(StoreWarning):
     """A replayed recording was made against a different server than the configured one."""
 
+
 class ReportError(ConfigError):
     """A run report (or baseline) file is missing, unreadable or malformed.
 
