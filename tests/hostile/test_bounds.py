@@ -130,6 +130,9 @@ def test_cel_state_size_caps() -> None:
 
 def test_cel_caps_are_configurable_and_strings_do_not_count() -> None:
     evaluator = ConditionEvaluator(max_comprehension_depth=2, max_items=5000)
+    assert (evaluator.max_comprehension_depth, evaluator.max_items) == (2, 5000)
+    with pytest.raises(AttributeError):
+        evaluator.max_items = 10**9  # type: ignore[misc]
     assert evaluator.evaluate("xs.all(x, xs.exists(y, y == x))", {"xs": [1, 2, 3]})
     assert evaluator.evaluate('"xs.map(x, xs.map(y, y))" != ""', {})  # inside a string
 

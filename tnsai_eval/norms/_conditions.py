@@ -327,11 +327,13 @@ class ConditionEvaluator:
                 raise ConfigError(f"{option} must be a positive int, got {value!r}")
         self._max_length = max_length
         self._max_depth = max_depth
-        self.max_comprehension_depth = max_comprehension_depth
-        self.max_comprehensions = max_comprehensions
-        self.max_literal_items = max_literal_items
-        self.max_items = max_items
-        self.max_text_chars = max_text_chars
+        self._caps = {
+            "max_comprehension_depth": max_comprehension_depth,
+            "max_comprehensions": max_comprehensions,
+            "max_literal_items": max_literal_items,
+            "max_items": max_items,
+            "max_text_chars": max_text_chars,
+        }
         # One cache per evaluator (no module-level mutable state); lru_cache is
         # thread-safe and does not cache exceptions, so a bad condition is
         # re-diagnosed each time, with the same message.
@@ -346,6 +348,31 @@ class ConditionEvaluator:
     def max_depth(self) -> int:
         """The deepest bracket nesting accepted (string literals excluded)."""
         return self._max_depth
+
+    @property
+    def max_comprehension_depth(self) -> int:
+        """How deep comprehensions (all, exists, exists_one, map, filter) may nest."""
+        return self._caps["max_comprehension_depth"]
+
+    @property
+    def max_comprehensions(self) -> int:
+        """The most comprehensions one condition may hold."""
+        return self._caps["max_comprehensions"]
+
+    @property
+    def max_literal_items(self) -> int:
+        """The most items one list or map literal may hold."""
+        return self._caps["max_literal_items"]
+
+    @property
+    def max_items(self) -> int:
+        """The most list items and map entries the state values one evaluation reads may hold."""
+        return self._caps["max_items"]
+
+    @property
+    def max_text_chars(self) -> int:
+        """The most characters of strings and bytes the state values one evaluation reads hold."""
+        return self._caps["max_text_chars"]
 
     def evaluate(self, condition: str, state: Mapping[str, object]) -> bool:
         """Whether ``condition`` holds for ``state``; blank conditions hold."""
@@ -416,7 +443,7 @@ class ConditionEvaluator:
             (shape.comprehensions, "max_comprehensions", "has comprehensions"),
             (shape.literal_items, "max_literal_items", "has a list or map literal of"),
         ):
-            limit = getattr(self, cap)
+            limit = self._caps[cap]
             if found > limit:
                 raise ConditionError(
                     f"condition {_quote(condition)} {what} {found}"
