@@ -65,13 +65,22 @@ def test_a_check_that_leaks_a_secret_leaks_it_nowhere(
     loop = RefinementLoop("Write code", criteria, max_iterations=3)
     result = loop.execute(llm, "draft")
     frame = result.to_dataframe()
+    checks = result.checks_dataframe()
     store_text = "".join(p.read_text() for p in (tmp_path / "store").rglob("*.json"))
     prompts = "".join(m.content for call in inner.calls for m in call.messages)
     captured = capsys.readouterr()
     everything = _all_text(
-        frame.to_csv(), result, result.metrics, prompts, store_text, captured.out, captured.err
+        frame.to_csv(),
+        checks.to_csv(),
+        result,
+        result.metrics,
+        prompts,
+        store_text,
+        captured.out,
+        captured.err,
     )
     assert "***" in prompts  # the leak was there, masked
+    assert "***" in checks.to_csv()
     assert API_KEY not in everything
     assert SERVICE_TOKEN not in everything
     assert API_KEY[:12] not in everything
