@@ -48,8 +48,8 @@ class OptimizationResult:
     replies reused from the run's cache are not calls), ``retries`` how many
     of them were retries, ``cache_hits`` the replies a client served from its
     response store without a request (never counted as calls), ``tokens``
-    what the calls used, ``failed_calls`` the calls that raised ``LLMError``
-    after their retries (their cases were left out).
+    what the calls used, ``failed_calls`` the calls that raised an ``Exception``
+    (an ``LLMError`` after its retries) (their cases were left out).
 
     Held out: the best prompt is chosen on ``selection_cases`` cases only
     (``score`` and ``initial_score`` are training figures); ``validation_score``
