@@ -15,7 +15,9 @@ same seeded split (30% held out, stratified by label) and the same model:
 
 Printed per method: the held-out score of the initial and the best prompt,
 the best's 95% interval, the paired flips and exact sign-test p-value, the
-training score, HTTP attempts (``calls``), tokens and seconds. Targets (issue
+training score, the requests the method made (``calls + cache_hits``: HTTP
+attempts plus replies a ``--store`` replayed, so a rerun from the store
+reports what a live run costs), tokens and seconds. Targets (issue
 14): on at least two datasets the best method beats the initial prompt on
 held-out cases with p < 0.05; on datasets of 100 cases or more, racing reaches
 the exhaustive winner's held-out score with at most 0.6 of its calls.
@@ -115,6 +117,11 @@ def run(
     return PromptOptimizer(llm, **options).optimize(_PROMPTS[name], cases)
 
 
+def _requests(result: OptimizationResult) -> int:
+    """What the method cost: live attempts plus replies replayed from ``--store``."""
+    return result.calls + result.cache_hits
+
+
 def _fmt(value: float | None) -> str:
     return "   -  " if value is None else f"{value:6.3f}"
 
@@ -140,7 +147,7 @@ def main() -> None:
     memo = Memo(model)
     header = (
         f"{'dataset':<17} {'sel/out':>7} {'method':<10} {'held-out initial -> best [95% CI]':<36} "
-        f"{'flips':>7} {'p':>7} {'train':>13} {'calls':>5} {'tokens':>7} {'model s':>7} "
+        f"{'flips':>7} {'p':>7} {'train':>13} {'reqs':>5} {'tokens':>7} {'model s':>7} "
         f"{'wall s':>6}"
     )
     print(header)
@@ -165,7 +172,7 @@ def main() -> None:
                 f"{name:<17} {result.selection_cases:>3}/{result.validation_cases:<3} "
                 f"{method:<10} {held:<36} "
                 f"{f'+{result.validation_better}/-{result.validation_worse}':>7} {p:>7} "
-                f"{result.initial_score:5.3f}->{result.score:5.3f} {result.calls:>5} "
+                f"{result.initial_score:5.3f}->{result.score:5.3f} {_requests(result):>5} "
                 f"{result.tokens:>7} {model_s:>7.1f} {wall:>6.1f}",
                 flush=True,
             )
@@ -187,8 +194,8 @@ def main() -> None:
                 continue
             same = raced.best_spec == exhaustive.best_spec
             print(
-                f"{'':<17} {method}/exhaustive calls = "
-                f"{raced.calls / max(1, exhaustive.calls):.2f}; same winner: {same}"
+                f"{'':<17} {method}/exhaustive requests = "
+                f"{_requests(raced) / max(1, _requests(exhaustive)):.2f}; same winner: {same}"
             )
     print("-" * len(header))
     print(f"{memo.model_calls} calls past the memo, {time.perf_counter() - started:.0f} s")
