@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from tnsai_eval.cli._common import add_model_options, client_from_args
+from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
 
 __all__ = ["add_parser"]
 
@@ -15,7 +16,7 @@ def add_parser(subparsers: Any) -> None:
         "chat",
         help="print one reply from the model",
         description="Print one reply from the model: the embedded SmolLM2 model unless "
-        "--base-url/--model or $TNSAI_LLM_BASE_URL/$TNSAI_LLM_MODEL name a server.",
+        f"--base-url/--model or ${ENV_BASE_URL}/${ENV_MODEL} name a server.",
     )
     parser.add_argument("message", help="the user message")
     parser.add_argument("--system", default="", help="an optional system prompt")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tnsai_eval.llm import LLMClient, default_llm
+from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
 
 __all__ = ["add_model_options", "client_from_args"]
 
@@ -15,11 +16,11 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--base-url",
         help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 "
-        "(default: $TNSAI_LLM_BASE_URL, else the embedded model)",
+        f"(default: ${ENV_BASE_URL}, else the embedded model)",
     )
-    group.add_argument("--model", help="model name on that server (default: $TNSAI_LLM_MODEL)")
+    group.add_argument("--model", help=f"model name on that server (default: ${ENV_MODEL})")
 
 
 def client_from_args(args: argparse.Namespace) -> LLMClient:
-    """The client the options name; API keys come from $TNSAI_LLM_API_KEY only."""
+    """The client the options name; the API key comes from the environment only."""
     return default_llm(base_url=args.base_url, model=args.model)

@@ -4,7 +4,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
-from tnsai_eval.llm._cached import CachedLLM, RecordMode
+from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
@@ -24,6 +24,7 @@ from tnsai_eval.llm._types import (
     last_user_message,
     normalize_messages,
 )
+from tnsai_eval.settings import RecordMode
 
 __all__ = [
     "AsyncLLMClient",

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["DEFAULT_STORE", "ENV_API_KEY", "PluginOptions", "add_options"]
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, RecordMode
 
-ENV_API_KEY = "TNSAI_LLM_API_KEY"
+__all__ = ["DEFAULT_STORE", "PluginOptions", "add_options"]
+
 #: The response store used when neither --llm-store nor tnsai_llm_store is set,
 #: relative to pytest's rootdir.
 DEFAULT_STORE = "tests/llm-responses"
-_RECORD_MODES = ("off", "replay", "record", "refresh")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ _SPECS = (
         "--llm-base-url",
         "tnsai_llm_base_url",
         "OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1); the API key is read "
-        f"from ${ENV_API_KEY} only. Default: $TNSAI_LLM_BASE_URL, else the embedded model.",
+        f"from ${ENV_API_KEY} only. Default: ${ENV_BASE_URL}, else the embedded model.",
         "URL",
     ),
     _Spec("--llm-model", "tnsai_llm_model", "model name on that server.", "NAME"),
@@ -173,9 +173,9 @@ def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:
         return "record", "default"
     value, origin = given
     mode = value.strip().lower()
-    if mode not in _RECORD_MODES:
+    if mode not in tuple(RecordMode):
         raise pytest.UsageError(
-            f"{origin}: record mode {value!r} is not one of {', '.join(_RECORD_MODES)}"
+            f"{origin}: record mode {value!r} is not one of {', '.join(RecordMode)}"
         )
     return mode, origin
 
