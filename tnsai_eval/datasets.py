@@ -5,6 +5,18 @@ keys are allowed and ignored). ``load`` checks every line and raises one
 ``DatasetError`` listing each bad line by number and reason; it never skips a
 line silently.
 
+A dataset may declare how it is scored in a sidecar ``NAME.meta.json`` next to
+``NAME.jsonl`` (``load_meta`` reads it; every key optional)::
+
+    {"evaluator": "label", "labels": ["positive", "negative"],
+     "threshold": 0.8, "constrain": false}
+
+``evaluator`` names one of ``EVALUATORS`` (``"label"`` scores 1 for the right
+label and 0 otherwise, so a mean is an accuracy); ``labels`` are the answers
+allowed (every case's ``expected`` must be one of them); ``threshold`` is the
+score a prompt should reach; ``constrain`` asks for replies constrained to the
+labels (through ``response_format``) instead of free text.
+
 >>> from tnsai_eval import datasets
 >>> "capitals" in datasets.names()
 True
@@ -15,15 +27,36 @@ TestCase(input='What is the capital of France?', expected='Paris')
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
 from tnsai_eval.errors import DatasetError
-from tnsai_eval.optimizer import TestCase
+from tnsai_eval.optimizer import (
+    ContainsEvaluator,
+    DefaultPromptEvaluator,
+    ExactMatchEvaluator,
+    LabelEvaluator,
+    PromptEvaluator,
+    TestCase,
+    TokenF1Evaluator,
+    labels_response_format,
+)
 
-__all__ = ["CasesInput", "dataset_dir", "load", "load_cases", "names"]
+__all__ = [
+    "EVALUATORS",
+    "CasesInput",
+    "DatasetMeta",
+    "dataset_dir",
+    "load",
+    "load_cases",
+    "load_meta",
+    "meta_path",
+    "names",
+]
 
 #: What ``load_cases`` accepts: a dataset name or JSONL path, or cases given in code.
 CasesInput: TypeAlias = (
@@ -31,6 +64,62 @@ CasesInput: TypeAlias = (
 )
 
 _SUFFIX = ".jsonl"
+_META_SUFFIX = ".meta.json"
+_META_KEYS = frozenset({"evaluator", "labels", "threshold", "constrain", "description"})
+
+#: The evaluator names a ``NAME.meta.json`` (and ``--evaluator``) may give.
+EVALUATORS = ("default", "exact", "contains", "token_f1", "label")
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetMeta:
+    """How a dataset is scored, from its ``NAME.meta.json`` (defaults when it has none).
+
+    >>> meta = load_meta("sentiment")
+    >>> meta.evaluator, meta.labels
+    ('label', ('positive', 'negative'))
+    >>> meta.make_evaluator()
+    LabelEvaluator(labels=('positive', 'negative'))
+
+    Attributes:
+        evaluator: one of ``EVALUATORS``; ``"default"`` is ``DefaultPromptEvaluator``.
+        labels: the allowed answers (empty: free text).
+        threshold: the score a prompt is expected to reach, or ``None``.
+        constrain: constrain replies to ``labels`` with ``response_format``.
+        path: the sidecar file read, or ``None`` when there was none.
+    """
+
+    evaluator: str = "default"
+    labels: tuple[str, ...] = ()
+    threshold: float | None = None
+    constrain: bool = False
+    path: Path | None = None
+
+    def make_evaluator(self) -> PromptEvaluator:
+        """A fresh evaluator of the kind this dataset declares."""
+        if self.evaluator == "label":
+            return LabelEvaluator(self.labels)
+        if self.evaluator == "exact":
+            return ExactMatchEvaluator()
+        if self.evaluator == "contains":
+            return ContainsEvaluator()
+        if self.evaluator == "token_f1":
+            return TokenF1Evaluator()
+        return DefaultPromptEvaluator()
+
+    def response_format(self) -> dict[str, Any] | None:
+        """The ``response_format`` that constrains replies to the labels when
+        ``constrain`` is set (``None`` otherwise)."""
+        if not self.constrain or not self.labels:
+            return None
+        return labels_response_format(self.labels)
+
+    @property
+    def metric(self) -> str:
+        """What a mean score of this dataset is: ``"accuracy"`` for labels, else ``"score"``."""
+        return "accuracy" if self.evaluator in ("label", "exact") else "score"
+
+
 _KEYS = ("input", "expected")
 
 
@@ -56,15 +145,112 @@ def names() -> list[str]:
     return sorted(path.stem for path in dataset_dir().glob(f"*{_SUFFIX}"))
 
 
+def meta_path(name_or_path: str | os.PathLike[str]) -> Path:
+    """Where a dataset's sidecar is (or would be): ``NAME.meta.json`` beside ``NAME.jsonl``."""
+    path = _resolve(name_or_path)
+    stem = path.name[: -len(_SUFFIX)] if path.name.endswith(_SUFFIX) else path.stem
+    return path.with_name(stem + _META_SUFFIX)
+
+
+def load_meta(name_or_path: str | os.PathLike[str]) -> DatasetMeta:
+    """The scoring declaration of a dataset: its ``NAME.meta.json``, checked.
+
+    A dataset without a sidecar gets ``DatasetMeta()`` (the default evaluator,
+    no labels, no threshold). A sidecar with an unknown key, an unknown
+    evaluator, a ``"label"`` evaluator without labels, duplicate or empty
+    labels, a threshold outside [0, 1] or a non-boolean ``constrain`` raises
+    ``DatasetError`` listing every problem.
+
+    >>> load_meta("sentiment").threshold
+    0.8
+    """
+    path = meta_path(name_or_path)
+    if not path.is_file():
+        return DatasetMeta()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise DatasetError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise DatasetError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DatasetError(f"{str(path)!r} must hold a JSON object, got {type(data).__name__}")
+    meta, problems = _parse_meta(data)
+    if problems:
+        listing = "\n  ".join(problems)
+        raise DatasetError(
+            f"{str(path)!r} has {len(problems)} problem(s):\n  {listing}",
+            problems=tuple(problems),
+        )
+    return DatasetMeta(
+        evaluator=meta.evaluator,
+        labels=meta.labels,
+        threshold=meta.threshold,
+        constrain=meta.constrain,
+        path=path,
+    )
+
+
+def _parse_meta(data: Mapping[str, Any]) -> tuple[DatasetMeta, list[str]]:
+    problems = [
+        f"unknown key {key!r} (expected: {', '.join(sorted(_META_KEYS))})"
+        for key in sorted(set(data) - _META_KEYS)
+    ]
+    evaluator = data.get("evaluator", "default")
+    if evaluator not in EVALUATORS:
+        problems.append(f"evaluator {evaluator!r} is not one of {', '.join(EVALUATORS)}")
+        evaluator = "default"
+    raw_labels = data.get("labels", [])
+    labels: tuple[str, ...] = ()
+    if not isinstance(raw_labels, list) or not all(
+        isinstance(label, str) and label.strip() for label in raw_labels
+    ):
+        problems.append(f"labels must be a list of non-empty strings, got {raw_labels!r}")
+    elif len(set(raw_labels)) != len(raw_labels):
+        problems.append(f"labels must not repeat, got {raw_labels!r}")
+    else:
+        labels = tuple(raw_labels)
+    if evaluator == "label" and len(labels) < 2 and not problems:
+        problems.append(f"evaluator 'label' needs at least two labels, got {list(labels)!r}")
+    threshold = data.get("threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not math.isfinite(threshold)
+        or not 0.0 <= threshold <= 1.0
+    ):
+        problems.append(f"threshold must be a number in [0, 1], got {threshold!r}")
+        threshold = None
+    constrain = data.get("constrain", False)
+    if not isinstance(constrain, bool):
+        problems.append(f"constrain must be true or false, got {constrain!r}")
+        constrain = False
+    elif constrain and not labels:
+        problems.append("constrain is true but there are no labels to constrain replies to")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        problems.append(f"description must be a string, got {type(description).__name__}")
+    meta = DatasetMeta(
+        evaluator=evaluator,
+        labels=labels,
+        threshold=None if threshold is None else float(threshold),
+        constrain=constrain,
+    )
+    return meta, problems
+
+
 def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
     """The test cases of a shipped dataset (by name) or of a JSONL file (by path).
 
     A bare name without ``/`` or a ``.jsonl`` suffix, such as ``"capitals"``,
     names a shipped dataset; anything else is a path. Raises ``DatasetError``
     for an unknown name, an unreadable file, a file with no cases, or bad lines
-    (``problems`` holds one ``"line N: reason"`` per bad line).
+    (``problems`` holds one ``"line N: reason"`` per bad line). When the
+    dataset's ``NAME.meta.json`` declares labels, a case whose ``expected`` is
+    not one of them is a bad line too.
     """
     path = _resolve(name_or_path)
+    labels = frozenset(load_meta(path).labels)
     try:
         # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of line 1.
         text = path.read_text(encoding="utf-8-sig")
@@ -80,6 +266,8 @@ def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
         lines.pop()
     for number, line in enumerate(lines, start=1):
         case, problem = _parse_line(line)
+        if case is not None and labels and case.expected not in labels:
+            problem = f"expected {case.expected!r} is not one of the labels {sorted(labels)!r}"
         if problem is not None:
             problems.append(f"line {number}: {problem}")
         elif case is not None:

@@ -16,6 +16,9 @@
         ├── BadResponseError               the reply was not a usable chat completion
         └── ReplayMissError                replay mode and the request was never recorded
 
+Warnings: ``StructuredOutputWarning`` (a ``UserWarning``): a ``response_format``
+schema that a backend enforces only in part.
+
 Input errors subclass `ValueError` so that code written against the standard
 library's conventions (``except ValueError``) keeps working.
 """
@@ -35,6 +38,7 @@ __all__ = [
     "RateLimitError",
     "ReplayMissError",
     "ServerError",
+    "StructuredOutputWarning",
     "TnsaiError",
 ]
 
@@ -133,3 +137,12 @@ class BadResponseError(LLMError):
 
 class ReplayMissError(LLMError):
     """Replay mode found no recorded response for a request."""
+
+
+class StructuredOutputWarning(UserWarning):
+    """A ``response_format`` schema is enforced only in part (or as plain JSON).
+
+    >>> import warnings
+    >>> issubclass(StructuredOutputWarning, UserWarning)
+    True
+    """

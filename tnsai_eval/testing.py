@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from tnsai_eval.errors import LLMError
+from tnsai_eval.llm._format import check_response_format
 from tnsai_eval.llm._types import (
     Completion,
     Message,
@@ -127,17 +128,38 @@ class ScriptedLLM:
         with self._lock:
             self._queue.extend(replies)
 
-    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
-        """The next scripted reply (queue, then rules, then ``fn``, then ``default``)."""
+    def chat(
+        self,
+        messages: MessagesInput,
+        *,
+        response_format: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> Completion:
+        """The next scripted reply (queue, then rules, then ``fn``, then ``default``).
+
+        ``response_format`` is checked like a real client does and recorded in
+        the call's ``params``; the scripted reply is not made to match it.
+
+        >>> llm = ScriptedLLM(default='{"a": 1}')
+        >>> _ = llm.chat("json please", response_format={"type": "json_object"})
+        >>> llm.calls[0].params
+        {'response_format': {'type': 'json_object'}}
+        """
         if self.latency_s:
             time.sleep(self.latency_s)
-        return self._answer(messages, params)
+        return self._answer(messages, _with_format(params, response_format))
 
-    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+    async def achat(
+        self,
+        messages: MessagesInput,
+        *,
+        response_format: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> Completion:
         """Like ``chat``, awaiting ``latency_s`` instead of sleeping."""
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return self._answer(messages, params)
+        return self._answer(messages, _with_format(params, response_format))
 
     def _answer(self, messages: MessagesInput, params: dict[str, Any]) -> Completion:
         normalized = normalize_messages(messages)
@@ -178,3 +200,11 @@ class ScriptedLLM:
             return self._usage
         prompt_tokens = sum(estimate_tokens(m.content) for m in messages)
         return Usage(prompt_tokens, estimate_tokens(text))
+
+
+def _with_format(
+    params: dict[str, Any], response_format: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    if response_format is None:
+        return params
+    return {**params, "response_format": check_response_format(response_format)}

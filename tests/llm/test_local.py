@@ -169,3 +169,36 @@ def test_achat_matches_chat(local: LocalLLM) -> None:
     sync = local.chat(QUESTION, max_tokens=8)
     reply: Completion = asyncio.run(local.achat(QUESTION, max_tokens=8))
     assert reply.text == sync.text
+
+
+@pytest.mark.local_model
+def test_logprobs_come_from_a_logits_all_copy_loaded_on_demand(local: LocalLLM) -> None:
+    from tnsai_eval.llm import _local
+
+    plain = local.chat("Is the sky blue? Answer Yes or No.", max_tokens=1)
+    assert plain.logprobs is None
+    reply = local.chat(
+        "Is the sky blue? Answer Yes or No.", max_tokens=2, logprobs=True, top_logprobs=3
+    )
+    assert reply.logprobs is not None
+    assert len(reply.logprobs) == reply.usage.completion_tokens
+    first = reply.logprobs[0]
+    assert type(first.logprob) is float
+    assert first.logprob <= 0.0
+    assert len(first.top_logprobs) == 3
+    assert all(type(lp) is float for _, lp in first.top_logprobs)
+    # The greedy token is the most likely alternative.
+    assert first.top_logprobs[0][0] == first.token
+    assert {key.logits_all for key in _local._LOADED if key.path == local.model_path} == {
+        False,
+        True,
+    }
+    # The same text as without logprobs: the copy is the same model.
+    assert reply.text.startswith(plain.text)
+
+
+@pytest.mark.local_model
+@pytest.mark.parametrize("top", [-1, 21, "3"])
+def test_bad_top_logprobs_is_named(local: LocalLLM, top: object) -> None:
+    with pytest.raises(ConfigError, match="top_logprobs"):
+        local.chat("hi", logprobs=True, top_logprobs=top)

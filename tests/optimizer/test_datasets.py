@@ -113,6 +113,106 @@ def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None
     assert datasets.load(path) == [TestCase("2 + 2", "4")]
 
 
+# -- NAME.meta.json ------------------------------------------------------------------
+
+
+def test_sentiment_declares_a_label_evaluator() -> None:
+    meta = datasets.load_meta("sentiment")
+    assert (meta.evaluator, meta.labels, meta.constrain) == (
+        "label",
+        ("positive", "negative"),
+        False,
+    )
+    assert meta.path == datasets.dataset_dir() / "sentiment.meta.json"
+    assert meta.metric == "accuracy"
+    evaluator = meta.make_evaluator()
+    assert evaluator.evaluate("The sentiment is positive.", "positive") == 1.0
+    assert evaluator.evaluate("negative", "positive") == 0.0
+
+
+def test_a_dataset_without_sidecar_gets_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "plain.jsonl"
+    path.write_text('{"input": "a", "expected": "b"}\n')
+    meta = datasets.load_meta(path)
+    assert meta == datasets.DatasetMeta()
+    assert meta.path is None
+    assert meta.metric == "score"
+    assert type(meta.make_evaluator()).__name__ == "DefaultPromptEvaluator"
+    assert meta.response_format() is None
+
+
+def test_constrain_gives_a_schema_of_the_labels(tmp_path: Path) -> None:
+    (tmp_path / "yn.jsonl").write_text('{"input": "a", "expected": "yes"}\n')
+    (tmp_path / "yn.meta.json").write_text(
+        json.dumps({"evaluator": "label", "labels": ["yes", "no"], "constrain": True})
+    )
+    meta = datasets.load_meta(tmp_path / "yn.jsonl")
+    schema = meta.response_format()
+    assert schema is not None
+    assert schema["type"] == "json_schema"
+    assert schema["json_schema"]["schema"]["properties"]["label"]["enum"] == ["yes", "no"]
+
+
+def test_every_sidecar_problem_is_listed(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"input": "a", "expected": "b"}\n')
+    (tmp_path / "bad.meta.json").write_text(
+        json.dumps(
+            {
+                "evaluator": "vibes",
+                "labels": ["x", "x"],
+                "threshold": 1.5,
+                "constrain": "yes",
+                "colour": "red",
+            }
+        )
+    )
+    with pytest.raises(DatasetError) as info:
+        datasets.load_meta(tmp_path / "bad.jsonl")
+    assert len(info.value.problems) == 5
+    text = str(info.value)
+    for fragment in ("'colour'", "'vibes'", "must not repeat", "1.5", "'yes'"):
+        assert fragment in text
+
+
+@pytest.mark.parametrize(
+    ("meta", "fragment"),
+    [
+        ("[1, 2]", "must hold a JSON object"),
+        ("{not json", "not valid JSON"),
+        ('{"evaluator": "label", "labels": ["only"]}', "at least two labels"),
+        ('{"constrain": true}', "no labels"),
+        ('{"threshold": true}', "threshold"),
+        ('{"labels": ["a", ""]}', "non-empty strings"),
+    ],
+)
+def test_bad_sidecars_name_the_problem(tmp_path: Path, meta: str, fragment: str) -> None:
+    (tmp_path / "d.jsonl").write_text('{"input": "a", "expected": "b"}\n')
+    (tmp_path / "d.meta.json").write_text(meta)
+    with pytest.raises(DatasetError, match=r"d\.meta\.json") as info:
+        datasets.load_meta(tmp_path / "d.jsonl")
+    assert fragment in str(info.value)
+
+
+def test_a_case_outside_the_labels_is_a_bad_line(tmp_path: Path) -> None:
+    (tmp_path / "s.jsonl").write_text(
+        '{"input": "a", "expected": "positive"}\n{"input": "b", "expected": "neutral"}\n'
+    )
+    (tmp_path / "s.meta.json").write_text(
+        '{"evaluator": "label", "labels": ["positive", "negative"]}'
+    )
+    with pytest.raises(DatasetError) as info:
+        datasets.load(tmp_path / "s.jsonl")
+    assert info.value.problems == (
+        "line 2: expected 'neutral' is not one of the labels ['negative', 'positive']",
+    )
+
+
+@pytest.mark.parametrize("name", ["sentiment", "feedback_examples"])
+def test_shipped_sidecars_match_their_cases(name: str) -> None:
+    meta = datasets.load_meta(name)
+    assert {case.expected for case in datasets.load(name)} == set(meta.labels)
+
+
 def test_load_cases_takes_cases_given_in_code() -> None:
     cases = datasets.load_cases(
         [TestCase("1 + 1", "2"), ("2 + 2", "4"), {"input": "3 + 3", "expected": "6", "id": 9}]

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from tnsai_eval.errors import LLMConnectionError
+from tnsai_eval.errors import ConfigError, LLMConnectionError
 from tnsai_eval.optimizer import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
     ExactMatchEvaluator,
+    LabelEvaluator,
     LLMJudgeEvaluator,
     PromptEvaluator,
     TokenF1Evaluator,
@@ -152,3 +153,41 @@ def test_judge_failure_raises_the_llm_error() -> None:
     judge = LLMJudgeEvaluator(ScriptedLLM([LLMConnectionError("down")]))
     with pytest.raises(LLMConnectionError):
         judge.evaluate("Lyon", "Paris")
+
+
+# -- LabelEvaluator ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("positive", "positive"),
+        ("Negative.", "negative"),
+        ("The sentiment of this review is positive.", "positive"),
+        ('{"label": "negative"}', "negative"),
+        ("positive or negative", None),
+        ("It is hard to say.", None),
+        ("positively great", None),
+        ("", None),
+    ],
+)
+def test_label_of_finds_the_one_label(reply: str, label: str | None) -> None:
+    assert LabelEvaluator(["positive", "negative"]).label_of(reply) == label
+
+
+def test_label_scores_are_accuracy() -> None:
+    judge = LabelEvaluator(["positive", "negative"])
+    replies = ["positive", "Negative!", "positive or negative", "I think it's positive"]
+    expected = ["positive", "positive", "negative", "positive"]
+    assert [judge.evaluate(r, e) for r, e in zip(replies, expected, strict=True)] == [
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+    ]
+
+
+@pytest.mark.parametrize("labels", [["one"], ["a", "A"], ["x", "!"]])
+def test_label_evaluator_rejects_bad_labels(labels: list[str]) -> None:
+    with pytest.raises(ConfigError, match="label"):
+        LabelEvaluator(labels)

@@ -6,6 +6,12 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 
 from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
+from tnsai_eval.llm._format import (
+    ResponseFormatStyle,
+    check_response_format,
+    json_schema_format,
+    unenforced_keywords,
+)
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._openai import OpenAIClient
@@ -36,15 +42,19 @@ __all__ = [
     "MessagesInput",
     "OpenAIClient",
     "RecordMode",
+    "ResponseFormatStyle",
     "ResponseStore",
     "StoredRequest",
     "TokenLogprob",
     "ToolCall",
     "Usage",
     "acall",
+    "check_response_format",
     "default_llm",
     "estimate_tokens",
+    "json_schema_format",
     "last_user_message",
     "normalize_messages",
     "smollm2_gguf_path",
+    "unenforced_keywords",
 ]

@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx
 
-from tnsai_eval.errors import ConfigError, LLMError
+from tnsai_eval.errors import ClientRequestError, ConfigError, LLMError
 from tnsai_eval.llm._failures import REDACTED, Secret, reply_error, request_error, status_error
+from tnsai_eval.llm._format import ResponseFormatStyle, check_response_format, to_llama_cpp
 from tnsai_eval.llm._pools import AsyncPools, SyncPools, pool_limits, split_slots
 from tnsai_eval.llm._retry import RetryPolicy
 from tnsai_eval.llm._types import Completion, MessagesInput
@@ -52,6 +53,14 @@ class OpenAIClient:
       ``stop``, ``response_format``, ``tools``...) pass through unchanged;
       ``None`` values are left out; ``model=`` overrides the client's model for
       one call. ``async achat`` does the same without blocking the loop.
+    * ``response_format`` takes OpenAI's shape (``{"type": "json_schema",
+      "json_schema": {"name", "schema"}}`` or ``{"type": "json_object"}``) and
+      is checked before sending. With ``response_format_style="llama.cpp"`` it
+      goes on the wire in llama.cpp's shape (``{"type": "json_object",
+      "schema": {...}}``), which llama-cpp-python's server needs: it answers
+      OpenAI's shape with HTTP 500. A server that rejects the parameter (an
+      error status whose message names it) raises one ``ClientRequestError``
+      saying so, without retrying.
     * Retries HTTP 408, 409, 429 and 5xx, connection failures and timeouts, up
       to ``max_retries`` times, waiting by capped exponential backoff with
       jitter, or as long as the server's ``retry-after-ms`` / ``retry-after``
@@ -96,6 +105,7 @@ class OpenAIClient:
         retry_after_max: float = 60.0,
         headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        response_format_style: ResponseFormatStyle = "openai",
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"model must be a non-empty str, got {model!r}")
@@ -104,6 +114,12 @@ class OpenAIClient:
                 raise ConfigError(f"{name} must be a finite number of seconds > 0, got {value!r}")
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        if response_format_style not in ("openai", "llama.cpp"):
+            raise ConfigError(
+                "response_format_style must be 'openai' or 'llama.cpp', "
+                f"got {response_format_style!r}"
+            )
+        self._format_style: ResponseFormatStyle = response_format_style
         self._model = model
         self._base_url = _check_base_url(base_url)
         self._url = self._base_url + "/chat/completions"
@@ -153,8 +169,20 @@ class OpenAIClient:
 
     # -- calls -------------------------------------------------------------------------
 
-    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+    @property
+    def response_format_style(self) -> ResponseFormatStyle:
+        """How ``response_format`` is sent: ``"openai"`` or ``"llama.cpp"``."""
+        return self._format_style
+
+    def chat(
+        self,
+        messages: MessagesInput,
+        *,
+        response_format: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> Completion:
         """One chat completion; retries as documented on the class."""
+        params = self._with_format(params, response_format)
         model, content = encode_request(self._model, messages, params)
         pools = self._sync_pools()
         attempt = 0
@@ -171,10 +199,18 @@ class OpenAIClient:
                     outcome = self._outcome(response, model, attempt, started)
             if isinstance(outcome, Completion):
                 return outcome
+            outcome = self._format_rejected(outcome, params)
             time.sleep(self._wait_or_raise(outcome))
 
-    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+    async def achat(
+        self,
+        messages: MessagesInput,
+        *,
+        response_format: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> Completion:
         """Like ``chat`` but on the running event loop."""
+        params = self._with_format(params, response_format)
         model, content = encode_request(self._model, messages, params)
         pools = self._async_pools()
         attempt = 0
@@ -191,6 +227,7 @@ class OpenAIClient:
                     outcome = self._outcome(response, model, attempt, started)
             if isinstance(outcome, Completion):
                 return outcome
+            outcome = self._format_rejected(outcome, params)
             await asyncio.sleep(self._wait_or_raise(outcome))
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -312,6 +349,40 @@ class OpenAIClient:
             return reply_error(
                 self._url, response, problem, model=model, attempt=attempt, key=self._key
             )
+
+    def _with_format(
+        self, params: dict[str, Any], response_format: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """``params`` with ``response_format`` checked and in the configured wire shape."""
+        if response_format is None:
+            return params
+        checked = check_response_format(response_format)
+        wire = to_llama_cpp(checked) if self._format_style == "llama.cpp" else checked
+        return {**params, "response_format": wire} if wire is not None else params
+
+    def _format_rejected(self, error: LLMError, params: Mapping[str, Any]) -> LLMError:
+        """A failed call that sent ``response_format`` and whose error names it is the
+        parameter's fault, not the server's: retrying would fail the same way."""
+        sent = params.get("response_format")
+        if sent is None or error.status is None or error.status < 400:
+            return error
+        message = str(error)
+        if "response_format" not in message and "json_schema" not in message:
+            return error
+        hint = (
+            "pass response_format_style='llama.cpp' if it is a llama.cpp server"
+            if self._format_style == "openai"
+            else "the server may not support structured output"
+        )
+        rejected = ClientRequestError(
+            f"the server rejected response_format {sent!r} (sent in the "
+            f"{self._format_style!r} style); {hint}. Server said: {message}",
+            status=error.status,
+            model=error.model,
+            attempts=error.attempts,
+        )
+        rejected.__cause__ = error
+        return rejected
 
     def _request_failure(self, exc: httpx.RequestError, model: str, attempt: int) -> LLMError:
         return request_error(self._url, exc, model=model, attempt=attempt, key=self._key)

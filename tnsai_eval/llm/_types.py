@@ -122,11 +122,19 @@ MessagesInput: TypeAlias = str | Sequence[Message | Mapping[str, Any]]
 
 @runtime_checkable
 class LLMClient(Protocol):
-    """Anything with ``chat(messages, **params) -> Completion`` is a model client."""
+    """Anything with ``chat(messages, **params) -> Completion`` is a model client.
+
+    The library's clients also take ``response_format=`` (OpenAI's shape:
+    ``{"type": "json_schema", "json_schema": {"name", "schema"}}`` or
+    ``{"type": "json_object"}``) among the parameters, and constrain the reply
+    to it; ``logprobs=True`` with ``top_logprobs=k`` asks for
+    ``Completion.logprobs``.
+    """
 
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
         """One reply to ``messages`` (a str is one user message); ``params`` are
-        sampling parameters such as ``temperature`` or ``max_tokens``."""
+        sampling parameters such as ``temperature``, ``max_tokens`` or
+        ``response_format``."""
         ...
 
 

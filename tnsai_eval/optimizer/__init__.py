@@ -16,8 +16,10 @@ from tnsai_eval.optimizer._evaluators import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
     ExactMatchEvaluator,
+    LabelEvaluator,
     PromptEvaluator,
     TokenF1Evaluator,
+    labels_response_format,
     normalize_answer,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
@@ -32,6 +34,7 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
+from tnsai_eval.optimizer._rewrite import check_rewrite
 from tnsai_eval.optimizer._scoring import (
     CaseScore,
     CaseState,
@@ -57,6 +60,7 @@ __all__ = [
     "EventKind",
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
+    "LabelEvaluator",
     "OptimizationResult",
     "OptimizerConfig",
     "ProgressEvent",
@@ -72,6 +76,8 @@ __all__ = [
     "VariantRecord",
     "VariantStatus",
     "ascore_prompt",
+    "check_rewrite",
+    "labels_response_format",
     "normalize_answer",
     "parse_judge_score",
     "score_prompt",

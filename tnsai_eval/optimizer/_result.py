@@ -46,7 +46,10 @@ class OptimizationResult:
     what they used, ``failed_calls`` those that raised ``LLMError`` (their
     cases were left out). ``validation_score`` / ``initial_validation_score``
     are set when ``validation_cases`` were given (``None`` when the budget ran
-    out before every validation case was scored).
+    out before every validation case was scored). ``rejected_rewrites`` holds,
+    for each model rewrite that was not a prompt for the task (a greeting, a
+    question back, empty, off the task: see ``check_rewrite``), why it was
+    rejected; rejected rewrites are never scored.
 
     >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
     >>> from tnsai_eval.testing import ScriptedLLM
@@ -74,6 +77,7 @@ class OptimizationResult:
     variants: tuple[VariantRecord, ...] = field(default=(), repr=False)
     history: tuple[RoundRecord, ...] = field(default=(), repr=False)
     case_results: tuple[CaseResult, ...] = field(default=(), repr=False)
+    rejected_rewrites: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def was_improved(self) -> bool:

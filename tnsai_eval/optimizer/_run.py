@@ -23,7 +23,7 @@ from tnsai_eval.optimizer._records import (
     VariantStatus,
 )
 from tnsai_eval.optimizer._result import OptimizationResult
-from tnsai_eval.optimizer._rewrite import clean_rewrite, rewrite_request
+from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
 
 __all__ = ["Run", "example_order"]
 
@@ -81,6 +81,8 @@ class Run:
         self.history: list[RoundRecord] = []
         self.validation_rows: list[CaseResult] = []
         self.best: Variant | None = None
+        # Rewrite replies that were not prompts for the task (check_rewrite), with why.
+        self.rejected_rewrites: list[str] = []
 
     @property
     def best_score(self) -> float:
@@ -169,7 +171,11 @@ class Run:
             sent = await self.engine.send(request, self.options.call_params)
             text = getattr(sent.reply, "text", None)
             rewritten = clean_rewrite(text) if isinstance(text, str) else ""
-            if rewritten:
+            # A failed call (no text) is counted as a failed call, not as a rejection.
+            problem = check_rewrite(rewritten, self.prompt, self.cases) if rewritten else None
+            if problem is not None:
+                self.rejected_rewrites.append(problem)
+            elif rewritten:
                 fresh.append(self._new_variant(round_no, "rewrite", rewritten, parent.id))
         return fresh
 
@@ -265,6 +271,7 @@ class Run:
             variants=tuple(_freeze(v) for v in self.variants),
             history=tuple(self.history),
             case_results=tuple(train_rows) + tuple(validation_rows),
+            rejected_rewrites=tuple(self.rejected_rewrites),
         )
 
 

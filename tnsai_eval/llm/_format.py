@@ -1,0 +1,181 @@
+"""``response_format``: the OpenAI shape callers use, and what each backend needs instead.
+
+Callers always pass OpenAI's shape::
+
+    {"type": "json_object"}
+    {"type": "json_schema", "json_schema": {"name": "person", "schema": {...}}}
+
+llama-cpp-python 0.3.x understands only ``{"type": "json_object", "schema":
+{...}}``: in process it silently ignores the ``json_schema`` shape, and its
+server answers it with HTTP 500. So the shape is checked once here and
+translated where it is sent (``LocalLLM`` compiles the schema to a grammar;
+``OpenAIClient(response_format_style="llama.cpp")`` rewrites it on the wire).
+
+llama.cpp's schema-to-grammar converter enforces types, ``properties``,
+``required``, ``enum``/``const``, ``items`` and string lengths and patterns,
+but not, for example, ``minimum``/``maximum``: ``unenforced_keywords`` names
+those so that the caller can say what the grammar does not guarantee.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, TypeAlias
+
+from tnsai_eval.errors import ConfigError
+
+__all__ = [
+    "ResponseFormatStyle",
+    "check_response_format",
+    "json_schema_format",
+    "response_format_schema",
+    "schema_key",
+    "to_llama_cpp",
+    "unenforced_keywords",
+]
+
+ResponseFormatStyle: TypeAlias = Literal["openai", "llama.cpp"]
+
+# Keywords llama.cpp's converter turns into grammar rules, and keywords that
+# only annotate; anything else in a schema is accepted but not enforced.
+_ENFORCED = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "enum",
+        "const",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "$defs",
+        "definitions",
+    }
+)
+_ANNOTATIONS = frozenset(
+    {"title", "description", "$schema", "$id", "$comment", "default", "examples", "strict"}
+)
+# Keywords whose value is a schema, a list of schemas or a map of schemas.
+_SUBSCHEMA = frozenset({"items", "additionalProperties"})
+_SUBSCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SUBSCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
+
+
+def check_response_format(value: object) -> dict[str, Any]:
+    """``value`` as a checked OpenAI-shaped ``response_format`` dict.
+
+    Raises ``ConfigError`` naming what is wrong, before any call is made.
+
+    >>> check_response_format({"type": "json_object"})
+    {'type': 'json_object'}
+    >>> nameless = {"type": "json_schema", "json_schema": {"schema": {}}}
+    >>> check_response_format(nameless)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    tnsai_eval.errors.ConfigError: response_format json_schema needs a 'name' ...
+    """
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"response_format must be a mapping, got {type(value).__name__}")
+    kind = value.get("type")
+    if kind == "json_object":
+        # llama.cpp's own shape is accepted too: it is what the server speaks.
+        schema = value.get("schema")
+        if schema is not None and not isinstance(schema, Mapping):
+            raise ConfigError(f"response_format schema must be a JSON object, got {schema!r}")
+        return dict(value)
+    if kind == "json_schema":
+        spec = value.get("json_schema")
+        if not isinstance(spec, Mapping):
+            raise ConfigError(
+                "response_format of type 'json_schema' needs a 'json_schema' object "
+                f"with 'name' and 'schema', got {spec!r}"
+            )
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(
+                f"response_format json_schema needs a 'name' (a non-empty str), got {dict(spec)!r}"
+            )
+        if not isinstance(spec.get("schema"), Mapping):
+            raise ConfigError(
+                f"response_format json_schema {name!r} needs a 'schema' object, "
+                f"got {spec.get('schema')!r}"
+            )
+        return {"type": "json_schema", "json_schema": dict(spec)}
+    if kind == "text":
+        return {"type": "text"}
+    raise ConfigError(
+        f"response_format type must be 'json_object', 'json_schema' or 'text', got {kind!r}"
+    )
+
+
+def response_format_schema(response_format: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a checked ``response_format`` asks for (``None``: any JSON or text)."""
+    if response_format.get("type") == "json_schema":
+        return dict(response_format["json_schema"]["schema"])
+    schema = response_format.get("schema")
+    return dict(schema) if isinstance(schema, Mapping) else None
+
+
+def json_schema_format(schema: Mapping[str, Any], name: str = "reply") -> dict[str, Any]:
+    """The OpenAI-shaped ``response_format`` asking for JSON that matches ``schema``.
+
+    >>> json_schema_format({"type": "object"}, "person")
+    {'type': 'json_schema', 'json_schema': {'name': 'person', 'schema': {'type': 'object'}}}
+    """
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
+
+
+def to_llama_cpp(response_format: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A checked ``response_format`` in llama.cpp's shape (``None`` for plain text).
+
+    >>> to_llama_cpp(json_schema_format({"type": "integer"}))
+    {'type': 'json_object', 'schema': {'type': 'integer'}}
+    """
+    if response_format.get("type") == "text":
+        return None
+    schema = response_format_schema(response_format)
+    if schema is None:
+        return {"type": "json_object"}
+    return {"type": "json_object", "schema": schema}
+
+
+def unenforced_keywords(schema: Mapping[str, Any]) -> list[str]:
+    """The keywords of ``schema`` (at any depth) that llama.cpp's grammar does not enforce.
+
+    >>> unenforced_keywords({"type": "object", "properties": {
+    ...     "age": {"type": "integer", "minimum": 0}, "name": {"type": "string"}}})
+    ['minimum']
+    """
+    return sorted(set(_unenforced(schema)))
+
+
+def _unenforced(schema: object) -> Iterator[str]:
+    if not isinstance(schema, Mapping):
+        return
+    for key, value in schema.items():
+        if key in _SUBSCHEMA:
+            yield from _unenforced(value)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            for item in value:
+                yield from _unenforced(item)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            for item in value.values():
+                yield from _unenforced(item)
+        elif key not in _ENFORCED and key not in _ANNOTATIONS:
+            yield str(key)
+
+
+def schema_key(schema: Mapping[str, Any]) -> str:
+    """A canonical text of ``schema`` (sorted keys), used to cache compiled grammars."""
+    return json.dumps(schema, sort_keys=True, ensure_ascii=False)
