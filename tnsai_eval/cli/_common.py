@@ -7,7 +7,7 @@ import argparse
 from tnsai_eval.llm import LLMClient, default_llm
 from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
 
-__all__ = ["add_model_options", "client_from_args"]
+__all__ = ["add_model_options", "client_from_args", "positive_int"]
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -24,3 +24,21 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 def client_from_args(args: argparse.Namespace) -> LLMClient:
     """The client the options name; the API key comes from the environment only."""
     return default_llm(base_url=args.base_url, model=args.model)
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type=``: a whole number >= 1, else an error naming the value.
+
+    >>> positive_int("3")
+    3
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a whole number >= 1, got '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value

@@ -25,13 +25,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm._types import Completion, Message, MessagesInput, Usage, normalize_messages
 
@@ -257,18 +257,7 @@ class ResponseStore:
             },
         }
         data = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        file.parent.mkdir(parents=True, exist_ok=True)
-        # Same directory as the target: os.replace is only atomic within a filesystem.
-        fd, tmp_name = tempfile.mkstemp(dir=file.parent, prefix=f".{key[:8]}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-            # mkstemp makes the file private (0600); a store is shared project data.
-            os.chmod(tmp_name, 0o644)
-            os.replace(tmp_name, file)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        atomic_write_text(file, data)
         return file
 
 
