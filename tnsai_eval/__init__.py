@@ -27,6 +27,9 @@ from tnsai_eval.errors import (
     RateLimitError,
     ReplayMissError,
     ServerError,
+    ServerMismatchWarning,
+    StoreError,
+    StoreWarning,
     TnsaiError,
 )
 
@@ -138,7 +141,10 @@ __all__ = [
     "ReplayMissError",
     "ResponseStore",
     "ServerError",
+    "ServerMismatchWarning",
     "StopHook",
+    "StoreError",
+    "StoreWarning",
     "TestCase",
     "TnsaiError",
     "TokenF1Evaluator",
