@@ -5,7 +5,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 """
 
 from tnsai_eval.llm._attempts import AttemptGate, attempt_gate, may_retry
-from tnsai_eval.llm._cached import CachedLLM, RecordMode
+from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._format import (
     ResponseFormatStyle,
@@ -27,10 +27,12 @@ from tnsai_eval.llm._types import (
     ToolCall,
     Usage,
     acall,
+    call_tokens,
     estimate_tokens,
     last_user_message,
     normalize_messages,
 )
+from tnsai_eval.settings import RecordMode
 
 __all__ = [
     "AsyncLLMClient",
@@ -51,6 +53,7 @@ __all__ = [
     "Usage",
     "acall",
     "attempt_gate",
+    "call_tokens",
     "check_response_format",
     "default_llm",
     "estimate_tokens",

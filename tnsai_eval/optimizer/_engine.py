@@ -27,7 +27,7 @@ from tnsai_eval.llm import (
     Message,
     acall,
     attempt_gate,
-    estimate_tokens,
+    call_tokens,
 )
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._evaluators import PromptEvaluator
@@ -342,9 +342,7 @@ class Engine:
             tokens = 0
             if isinstance(reply, Completion):
                 sent_text = message if isinstance(message, str) else "".join(shown)
-                tokens = reply.usage.total_tokens or (
-                    estimate_tokens(sent_text) + estimate_tokens(reply.text)
-                )
+                tokens = call_tokens(reply, sent_text)
                 self.budget.tokens += tokens
                 latency = reply.latency_s or latency
             future.set_result(reply)
