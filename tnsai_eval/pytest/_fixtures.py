@@ -147,12 +147,15 @@ def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
 
 @pytest.fixture
 def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., RefinementResult]:
-    """``refine(draft, check=True, **overrides)`` -> ``RefinementResult``.
+    """``refine(draft, input=None, check=True, **overrides)`` -> ``RefinementResult``.
 
     Runs a ``RefinementLoop`` with the ``@refine_until`` criteria (``overrides``
-    take the mark's keywords) on the ``llm`` fixture. With ``check=True`` a
-    run that does not succeed fails the test with each iteration's failed
-    checks and the score progression.
+    take the mark's keywords, ``reply_parser=`` and ``json_schema=`` included)
+    on the ``llm`` fixture. ``draft`` is the first output checked, as it is (a
+    model's first attempt or the text to start from); ``input`` is what the
+    output is made from and is shown in every revision prompt. With
+    ``check=True`` a run that does not succeed fails the test with each
+    iteration's failed checks and the score progression.
     """
     from tnsai_eval.refinement import RefinementLoop
 
@@ -162,8 +165,12 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
     request.node.stash[REFINE_RUN_KEY] = run
     mark_spec = request.node.stash.get(REFINE_KEY, None)
 
-    def do_refine(draft: str, *, check: bool = True, **overrides: Any) -> RefinementResult:
+    def do_refine(
+        draft: str, *, input: str | None = None, check: bool = True, **overrides: Any
+    ) -> RefinementResult:
         session.touch()  # a row even if the criteria turn out to be wrong
+        if "reply_parser" in overrides and overrides["reply_parser"] is None:
+            overrides = {**overrides, "reply_parser": "none"}
         spec = _spec_with(mark_spec, overrides)
         loop = RefinementLoop(
             spec.task,
@@ -172,8 +179,9 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
             timeout=spec.timeout,
             stop_hook=spec.options.get("stop"),
             chat_params=spec.options.get("chat_params"),
+            reply_parser=spec.options.get("reply_parser", "auto"),
         )
-        result = loop.execute(client, draft)
+        result = loop.execute(client, draft, input=input)
         run.results.append(result)
         session.record_iterations(result.iteration_count)
         session.record_metric(_free_name(session, "refine_score"), result.final_score)
