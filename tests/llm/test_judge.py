@@ -42,7 +42,7 @@ def test_the_yes_share_of_the_first_token_is_the_score() -> None:
         "top_logprobs": 10,
     }
     assert call.messages[0] == Message("system", "You judge texts. Answer only Yes or No.")
-    assert call.messages[1].content == "Is it polite?\n\nThanks!"
+    assert call.messages[1].content == "Is it polite? The text:\n\nThanks!"
 
 
 def test_tokens_with_spaces_and_case_count_too() -> None:

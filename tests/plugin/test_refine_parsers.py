@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-CONFTEST = '''
+CONFTEST = """
 import pytest
 from tnsai_eval.testing import ScriptedLLM
 
@@ -14,9 +14,9 @@ CHATTY = 'Sure!\\n```json\\n{"name": "Alice", "age": 30}\\n```\\nAnd ```json\\n{
 @pytest.fixture(scope="session")
 def llm():
     return ScriptedLLM(rules=[(r"Revise", CHATTY)])
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import pytest
 from pytest_plugin import refine_until
 from tnsai_eval.refinement import first_code_block
@@ -61,7 +61,7 @@ def test_bad_parser_name(refine):
 @refine_until(task="t", json_schema="object")
 def test_bad_schema(refine):
     refine("x")
-'''
+"""
 
 
 def test_reply_parser_json_schema_and_input(pytester: pytest.Pytester) -> None:

@@ -288,16 +288,18 @@ _Request: TypeAlias = tuple[list[dict[str, str]], dict[str, Any]]
 def _request(method: JudgeMethod, question: str, text: str, params: Mapping[str, Any]) -> _Request:
     """The messages and parameters that ask ``question`` about ``text`` by ``method``.
 
-    For log-probabilities the question and the bare text follow a system
-    message that asks for Yes or No: on SmolLM2-135M this layout separated 6
-    polite from 6 rude texts completely (AUC 1.0), where the same question
-    after the text in one user message gave 0.97 and a quoted text 0.33.
+    For log-probabilities, a system message asks for Yes or No and the user
+    message is the question, "The text:" and the bare text. Measured on
+    SmolLM2-135M with "Is the text polite?" on 4 polite and 4 rude texts: this
+    layout ranked them all right (AUC 1.0; "Text: ..." after the question
+    0.94); on 6 and 6, the text before the question gave 0.97 and the text in
+    quotes 0.33, so the layout matters as much as the method.
     """
     question = question.strip()
     if method is JudgeMethod.LOGPROBS:
         messages = [
             {"role": "system", "content": _YES_NO_SYSTEM},
-            {"role": "user", "content": f"{question}\n\n{text}"},
+            {"role": "user", "content": f"{question} The text:\n\n{text}"},
         ]
         extra: dict[str, Any] = {"max_tokens": 1, "logprobs": True, "top_logprobs": _TOP_LOGPROBS}
         return messages, {**params, **extra}

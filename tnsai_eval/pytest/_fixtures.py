@@ -7,6 +7,7 @@ them at collection time.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -252,6 +253,7 @@ class EvaluatePrompt(Protocol):
         evaluator: PromptEvaluator | None = ...,
         min_score: float | None = ...,
         name: str | None = ...,
+        constrain: bool | None = ...,
         **kwargs: Any,
     ) -> PromptEvaluation: ...
 
@@ -266,6 +268,13 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     the mean as a tracked metric (``score``, or ``name``). A case whose call or
     evaluator failed fails the test after every other case has been scored;
     below ``min_score`` the test fails listing its worst cases.
+
+    For a dataset (a name or a path) with a ``NAME.meta.json``, its evaluator
+    is used unless ``evaluator=`` is given (``sentiment``: label accuracy),
+    and ``constrain`` (default: the sidecar's, else ``False``) constrains the
+    replies to its labels with ``response_format``; left off, the prompt is
+    tested as production runs it. What was used is printed (shown with the
+    test's output).
     """
     session = _session(request)
     client = session.meter(llm)
@@ -277,13 +286,30 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         evaluator: PromptEvaluator | None = None,
         min_score: float | None = None,
         name: str | None = None,
+        constrain: bool | None = None,
         **options: Any,
     ) -> PromptEvaluation:
-        from tnsai_eval.datasets import load_cases
-        from tnsai_eval.optimizer import score_prompt
+        from tnsai_eval.datasets import DatasetMeta, load_cases, load_meta
+        from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, labels_response_format, score_prompt
         from tnsai_eval.pytest._evaluate import error_message, failure_message
 
         session.touch()  # a row even if the cases cannot be loaded
+        meta = load_meta(cases) if isinstance(cases, str | os.PathLike) else DatasetMeta()
+        if evaluator is None and meta.path is not None:
+            evaluator = meta.make_evaluator()
+            print(f"evaluate_prompt: {meta.describe()}")
+        if constrain is None:
+            constrain = meta.constrain
+        if constrain:
+            if not meta.labels:
+                raise pytest.UsageError(
+                    f"evaluate_prompt(constrain=True) needs a dataset with labels in its "
+                    f"NAME.meta.json; {cases!r} declares none"
+                )
+            params = dict(options.pop("params", None) or DEFAULT_CALL_PARAMS)
+            params["response_format"] = labels_response_format(meta.labels)
+            options["params"] = params
+            print(f"evaluate_prompt: replies constrained to {', '.join(meta.labels)}")
         result = score_prompt(client, prompt, load_cases(cases), evaluator=evaluator, **options)
         session.record_metric(name or _free_name(session, "score"), result.mean_score)
         if result.errors:
