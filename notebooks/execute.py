@@ -6,21 +6,32 @@
 Notebooks read their model replies from ``notebooks/responses/`` (a committed
 ``ResponseStore``); ``TNSAI_NOTEBOOK_RECORD`` (``replay`` by default) is the
 ``CachedLLM`` mode, so ``record`` calls the embedded model for any request not
-recorded yet and stores its reply. After a notebook runs, the first PNG output
-of each cell tagged ``readme-figure`` is written to
-``docs/figures/<notebook>.png`` for the README.
+recorded yet and stores its reply. After a notebook runs, its widget ids are
+renamed to ids derived from the notebook's name (so an unchanged notebook
+re-executes to an unchanged file), a static HTML snapshot of each widget, made
+from the saved widget state, is put after the widget's output (what GitHub,
+nbviewer offline and JupyterLab before a kernel starts show), and the first PNG
+output of each cell tagged ``readme-figure`` is written to
+``docs/figures/<notebook>.png`` for the README. A notebook whose outputs name
+a machine path (this checkout, a temporary folder, a home) is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
+import re
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
+
+from tnsai_eval.widgets import add_static_snapshots, normalize_widget_ids
 
 HERE = Path(__file__).resolve().parent
 FIGURES = HERE.parent / "docs" / "figures"
@@ -33,16 +44,32 @@ def execute(path: Path, *, timeout: int) -> float:
         notebook,
         timeout=timeout,
         kernel_name="python3",
+        store_widget_state=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
-    for cell in notebook.cells:
+    data: dict[str, Any] = json.loads(json.dumps(notebook))
+    for cell in data["cells"]:
         # Timestamps would make every re-run a diff of an unchanged notebook.
         cell.get("metadata", {}).pop("execution", None)
-    nbformat.write(notebook, path)
+    normalize_widget_ids(data, salt=path.stem)
+    add_static_snapshots(data)
+    leaks = machine_paths(data)
+    if leaks:
+        raise SystemExit(f"{path.name}: outputs name machine paths {leaks}; not written")
+    nbformat.write(nbformat.from_dict(data), path)
     return elapsed
+
+
+def machine_paths(notebook: dict[str, Any]) -> list[str]:
+    """Paths of this machine found in the notebook's outputs and metadata (sorted, unique)."""
+    roots = {str(HERE.parent), tempfile.gettempdir(), str(Path.home())}
+    text = json.dumps({"cells": [c.get("outputs", []) for c in notebook["cells"]],
+                       "metadata": notebook.get("metadata", {})})  # fmt: skip
+    pattern = "|".join(re.escape(root) + r"[^\s\"'<]*" for root in sorted(roots) if root != "/")
+    return sorted(set(re.findall(pattern, text)))
 
 
 def export_figures(path: Path) -> list[Path]:

@@ -1,6 +1,7 @@
 """The shipped datasets (``datasets/*.jsonl``) and any JSONL file of test cases.
 
-Each line is one JSON object ``{"input": "...", "expected": "..."}`` (other
+Each line is one JSON object ``{"input": "...", "expected": "..."}``, with an
+optional ``"id"`` (a string that names the case in reports across runs; other
 keys are allowed and ignored). ``load`` checks every line and raises one
 ``DatasetError`` listing each bad line by number and reason; it never skips a
 line silently.
@@ -372,4 +373,7 @@ def _case_from(item: Mapping[str, Any]) -> tuple[TestCase | None, str | None]:
             return None, f"{key!r} must be a string, got {type(item[key]).__name__}"
     if not item["input"].strip():
         return None, "'input' is empty"
-    return TestCase(item["input"], item["expected"]), None
+    case_id = item.get("id")
+    if case_id is not None and (not isinstance(case_id, str) or not case_id.strip()):
+        return None, f"'id' must be a non-blank string, got {case_id!r}"
+    return TestCase(item["input"], item["expected"], case_id), None

@@ -6,6 +6,7 @@
     ├── ConfigError (also ValueError)      bad configuration or input; names the bad value
     │   ├── ConditionError                 a CEL condition that does not parse or evaluate
     │   ├── DatasetError                   a dataset file with bad lines (all of them listed)
+    │   ├── ReportError                    a run report or baseline that cannot be read
     │   └── LocalModelUnavailable          the `local` extra (llama-cpp-python) is missing
     └── LLMError                           a model call failed; carries status, model, attempts
         ├── LLMConnectionError             could not connect, or the connection dropped
@@ -37,6 +38,7 @@ __all__ = [
     "LocalModelUnavailable",
     "RateLimitError",
     "ReplayMissError",
+    "ReportError",
     "ServerError",
     "StructuredOutputWarning",
     "TnsaiError",
@@ -68,6 +70,20 @@ class DatasetError(ConfigError):
     def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems
+
+
+class ReportError(ConfigError):
+    """A run report (or baseline) file is missing, unreadable or malformed.
+
+    ``file`` is the file's path (empty for in-memory data) and ``field`` the
+    JSON path of the bad value (``$.tests[2].metrics.score.gate``), empty when
+    the file as a whole is at fault.
+    """
+
+    def __init__(self, message: str, *, file: str = "", field: str = "") -> None:
+        super().__init__(message)
+        self.file = file
+        self.field = field
 
 
 class LocalModelUnavailable(ConfigError):

@@ -141,14 +141,17 @@ def test_report_columns(tmp_path: Path) -> None:
     test = TrackedTest("t::a", TestStatus.PASSED, {"score": MetricStats("score", (0.5, 1.0))})
     path = Report(tests=(test,)).save(tmp_path / "abc.json")
     out = frames.load_reports([path])
-    assert tuple(out.columns[:13]) == (
+    assert tuple(out.columns[:16]) == (
         "run",
         "nodeid",
         "status",
         "score",
         "score_low",
         "score_high",
-        "pass_rate",
+        "case_pass_rate",
+        "sample_pass_rate",
+        "cases",
+        "unrecorded",
         "samples",
         "iterations",
         "calls",
@@ -156,7 +159,7 @@ def test_report_columns(tmp_path: Path) -> None:
         "cache_hits",
         "duration_s",
     )
-    assert list(out.columns[13:]) == ["metric.score"]
+    assert list(out.columns[16:]) == ["metric.score"]
     assert frames.COMPARISON_COLUMNS == (
         "nodeid",
         "metric",

@@ -166,7 +166,7 @@ def test_stop_button_ends_a_running_run_and_keeps_its_scores() -> None:
     assert result.stop_reason is StopReason.STOPPED
     assert result.calls == 1
     assert result.to_dataframe()["score"].tolist() == [1.0]
-    assert "stopped: stopped" in dashboard.status.value
+    assert "stop reason: stopped" in dashboard.status.value
     assert dashboard.bar.bar_style == "warning"
     assert not dashboard.run_button.disabled
     # A second run starts afresh: the stop of the first does not carry over.

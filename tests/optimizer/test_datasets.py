@@ -215,9 +215,16 @@ def test_shipped_sidecars_match_their_cases(name: str) -> None:
 
 def test_load_cases_takes_cases_given_in_code() -> None:
     cases = datasets.load_cases(
-        [TestCase("1 + 1", "2"), ("2 + 2", "4"), {"input": "3 + 3", "expected": "6", "id": 9}]
+        [TestCase("1 + 1", "2"), ("2 + 2", "4"), {"input": "3 + 3", "expected": "6", "note": 9}]
     )
     assert cases == [TestCase("1 + 1", "2"), TestCase("2 + 2", "4"), TestCase("3 + 3", "6")]
+
+
+def test_a_case_id_names_the_case_in_reports() -> None:
+    (case,) = datasets.load_cases([{"input": "3 + 3", "expected": "6", "id": "sum-3"}])
+    assert case.id == "sum-3"
+    with pytest.raises(DatasetError, match="'id' must be a non-blank string, got 9"):
+        datasets.load_cases([{"input": "3 + 3", "expected": "6", "id": 9}])
 
 
 def test_load_cases_reads_names_and_paths_with_load(tmp_path: Path) -> None:

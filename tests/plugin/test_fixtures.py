@@ -199,7 +199,7 @@ def test_a_replay_miss_says_how_to_record(
 ) -> None:
     monkeypatch.setenv("CI", "true")
     pytester.makepyfile(test_miss="def test_miss(llm):\n    llm.chat('never recorded')\n")
-    result = pytester.runpytest_inprocess("--llm-base-url=http://127.0.0.1:9/v1")
+    result = pytester.runpytest_inprocess("--llm-base-url=http://127.0.0.1:9/v1", "--llm-model=m")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [

@@ -1,18 +1,50 @@
-"""``tnsai-eval report new.json [--baseline old.json]``: summarize a run, gate it.
+"""``tnsai-eval report NEW [--baseline OLD]``: summarize a run, gate it, export it for CI.
 
-Prints one row per tracked test and, with ``--baseline``, the same comparison
-the pytest plugin's ``--tnsai-baseline`` gate prints. The exit code is 1 when a
-gated metric regressed beyond the tolerance, so CI can run it on its own.
+Prints one row per tracked test (the mean with its 95% interval) and, with
+``--baseline``, the same comparison the pytest plugin's ``--tnsai-baseline``
+gate prints: regressed metrics, then the cases that flipped (broken ones
+first, worst first) and the prompts that changed.
+
+Exit codes: 0 no regression, 1 a regression, 2 bad arguments or a report that
+cannot be read (the message names the file and the JSON path of the field).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+from pathlib import Path
 from typing import Any
 
-from tnsai_eval.reports import compare, format_summary, read_report
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.reports import (
+    Comparison,
+    GateMode,
+    Report,
+    compare,
+    format_summary,
+    read_report,
+    summary_rows,
+)
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "render_markdown"]
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = _fraction(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
 
 
 def add_parser(subparsers: Any) -> None:
@@ -20,41 +52,121 @@ def add_parser(subparsers: Any) -> None:
         "report",
         help="summarize a --tnsai-report JSON file, optionally against a baseline",
         description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("report", help="a report written by pytest --tnsai-report")
     parser.add_argument("--baseline", help="an earlier report to compare against")
     parser.add_argument(
         "--tolerance",
-        type=float,
+        type=_fraction,
         default=0.05,
         help="largest allowed absolute drop of a gated metric (default: 0.05)",
     )
     parser.add_argument(
+        "--gate",
+        choices=[m.value for m in GateMode],
+        default=GateMode.TOLERANCE.value,
+        help="tolerance: a drop beyond the tolerance regresses (default); paired: only when "
+        "the exact sign test on the flipped cases also has p < --alpha",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=_alpha,
+        default=0.05,
+        help="significance level of the paired gate (default: 0.05)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown"),
+        default="text",
+        help="markdown: for a pull-request comment or $GITHUB_STEP_SUMMARY",
+    )
+    parser.add_argument(
+        "--junit", metavar="PATH", help="also write JUnit XML with one testcase per case"
+    )
+    parser.add_argument(
         "--html",
         metavar="OUT.html",
-        help="also write a self-contained HTML page with the tables and embedded plots",
+        help="also write a self-contained HTML page with the tables, case tables and plots",
     )
     parser.set_defaults(func=_run)
 
 
+def _check_output(path: str | None, option: str) -> None:
+    # Checked before any work: a bad output path must not cost the reading first.
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{option} {path!r} is a directory; expected a file path")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise ConfigError(f"{option} {path!r}: {str(target.parent)!r} is not a directory")
+
+
 def _run(args: argparse.Namespace) -> int:
+    _check_output(args.junit, "--junit")
+    _check_output(args.html, "--html")
     report = read_report(args.report)
-    config = report.config
-    print(
-        f"report {args.report} (schema {report.schema_version}, model "
-        f"{config.get('model') or '-'}, record mode {config.get('record_mode') or '-'})"
-    )
-    print(format_summary(report))
+    baseline = None if not args.baseline else read_report(args.baseline)
+    comparison = None
+    if baseline is not None:
+        comparison = compare(
+            report, baseline, tolerance=args.tolerance, gate=args.gate, alpha=args.alpha
+        )
+    if args.format == "markdown":
+        print(render_markdown(report, comparison, name=args.report, baseline_name=args.baseline))
+    else:
+        config = report.config
+        print(
+            f"report {args.report} (schema {report.schema_version}, model "
+            f"{config.get('model') or '-'}, record mode {config.get('record_mode') or '-'})"
+        )
+        print(format_summary(report))
+        if comparison is not None:
+            print()
+            print(f"against baseline {args.baseline}:")
+            print(comparison.format())
+    if args.junit:
+        from tnsai_eval.reports._junit import write_junit
+
+        write_junit(args.junit, report, comparison=comparison)
+        if args.format == "text":
+            print(f"wrote {args.junit}")
     if args.html:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.reports._html import write_html
 
-        write_html(args.html, report, baseline=args.baseline, tolerance=args.tolerance)
-        print(f"wrote {args.html}")
-    if not args.baseline:
-        return 0
-    comparison = compare(report, read_report(args.baseline), tolerance=args.tolerance)
-    print()
-    print(f"against baseline {args.baseline}:")
-    print(comparison.format())
-    return 0 if comparison.passed else 1
+        write_html(args.html, report, comparison=comparison)
+        if args.format == "text":
+            print(f"wrote {args.html}")
+    return 0 if comparison is None or comparison.passed else 1
+
+
+def render_markdown(
+    report: Report,
+    comparison: Comparison | None,
+    *,
+    name: str = "report",
+    baseline_name: str | None = None,
+) -> str:
+    """The run (and its comparison) as Markdown, for a PR comment or a job summary."""
+    from tnsai_eval.reports._text import markdown_table
+
+    if comparison is None:
+        verdict = "report"
+    elif comparison.passed:
+        verdict = "PASS: no regressions"
+    else:
+        verdict = f"FAIL: {len(comparison.regressions)} regression(s)"
+    lines = [f"### tnsai-eval {verdict}", ""]
+    config = report.config
+    lines.append(
+        f"`{name}`: model `{config.get('model') or '-'}`, record mode "
+        f"`{config.get('record_mode') or '-'}`, schema {report.schema_version}"
+    )
+    lines.append("")
+    lines.append(markdown_table(*summary_rows(report)))
+    if comparison is not None:
+        lines += ["", f"Against baseline `{baseline_name or '-'}`:", ""]
+        lines.append(comparison.format(markdown=True))
+    return "\n".join(lines)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from tnsai_eval.errors import ConfigError
@@ -18,6 +18,10 @@ class TestCase:
     >>> case = TestCase("What is the capital of France?", "Paris")
     >>> case.expected
     'Paris'
+
+    ``id`` is an optional stable name for the case (a dataset line's ``"id"``);
+    reports use it to match the case across runs, else a hash of input and
+    expected answer (see ``tnsai_eval.reports.case_ids``).
     """
 
     # A class named Test* would otherwise be collected by pytest in users' test modules.
@@ -25,6 +29,8 @@ class TestCase:
 
     input: str
     expected: str
+    # Left out of repr: most cases have none, and the pair is what a reader looks for.
+    id: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("input", "expected"):
@@ -33,6 +39,8 @@ class TestCase:
                 raise ConfigError(
                     f"TestCase.{name} must be a str, got {type(value).__name__}: {value!r}"
                 )
+        if self.id is not None and (not isinstance(self.id, str) or not self.id.strip()):
+            raise ConfigError(f"TestCase.id must be a non-blank str or None, got {self.id!r}")
 
 
 def check_cases(

@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["CaseScore", "CaseState", "PromptEvaluation", "ascore_prompt", "score_prompt"]
 
 #: ``scored``: the reply was scored; ``error``: the call or the evaluator
-#: failed (``CaseScore.error`` says how); ``unrecorded``: the budget ran out
-#: before the case was sent.
+#: failed (``CaseScore.error`` says how); ``unrecorded``: the case was never
+#: asked: the budget ran out before it was sent, or a response store in replay
+#: mode had no recording of it (``ReplayMissError``; ``error`` says which).
 CaseState: TypeAlias = Literal["scored", "error", "unrecorded"]
 
 
@@ -83,6 +84,8 @@ class CaseScore:
     @property
     def state(self) -> CaseState:
         """``scored``, ``error`` or ``unrecorded`` (see ``CaseState``)."""
+        if self.error_type == "ReplayMissError":
+            return "unrecorded"  # never asked: no score, rather than a failing 0
         if self.error is not None:
             return "error"
         return "unrecorded" if self.score is None else "scored"
@@ -131,20 +134,34 @@ class PromptEvaluation:
 
     @property
     def scores(self) -> tuple[float, ...]:
-        """Per-case scores, in case order; a failed or unsent case counts as 0.0."""
-        return tuple(0.0 if c.score is None else c.score for c in self.cases)
+        """Per-case scores, in case order; a failed case counts as 0.0, an unrecorded
+        one (never asked) is left out."""
+        return tuple(
+            0.0 if c.score is None else c.score for c in self.cases if c.state != "unrecorded"
+        )
 
     @property
     def mean_score(self) -> float:
-        """The mean of ``scores`` (0.0 with no cases)."""
-        return math.fsum(self.scores) / len(self.scores) if self.cases else 0.0
+        """The mean of ``scores`` (0.0 with no recorded case)."""
+        scores = self.scores
+        return math.fsum(scores) / len(scores) if scores else 0.0
 
     score = mean_score
 
     @property
     def errors(self) -> tuple[CaseScore, ...]:
         """The cases whose call (or evaluator) failed."""
-        return tuple(c for c in self.cases if c.error is not None)
+        return tuple(c for c in self.cases if c.state == "error")
+
+    @property
+    def unrecorded(self) -> tuple[CaseScore, ...]:
+        """The cases never asked (budget spent, or no recording in replay mode)."""
+        return tuple(c for c in self.cases if c.state == "unrecorded")
+
+    def case_pass_rate(self, threshold: float = 0.5) -> float:
+        """Share of the recorded cases scored at ``threshold`` or above (0.0 with none)."""
+        recorded = [c for c in self.cases if c.state != "unrecorded"]
+        return sum(c.passed(threshold) for c in recorded) / len(recorded) if recorded else 0.0
 
     @property
     def tokens(self) -> int:
@@ -152,8 +169,9 @@ class PromptEvaluation:
         return sum(c.tokens for c in self.cases)
 
     def worst(self, n: int = 5) -> list[CaseScore]:
-        """The ``n`` lowest-scoring cases, worst first (failed ones count as 0)."""
-        return sorted(self.cases, key=lambda c: -1.0 if c.score is None else c.score)[:n]
+        """The ``n`` lowest-scoring recorded cases, worst first (failed ones count as 0)."""
+        recorded = [c for c in self.cases if c.state != "unrecorded"]
+        return sorted(recorded, key=lambda c: -1.0 if c.score is None else c.score)[:n]
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per case: input, expected, output, score, tokens, cached, error."""

@@ -83,6 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
             baseline = read_report(options.baseline)
         except ConfigError as exc:
             raise pytest.UsageError(f"--tnsai-baseline: {exc}") from None
+    if options.max_calls is not None:
+        session.budget = _xdist.call_budget(config, options.max_calls)
     config.pluginmanager.register(TnsaiHooks(config, session, baseline), "tnsai-session")
     if options.repeat > 1:
         config.pluginmanager.register(RepeatHooks(session), "tnsai-repeat")

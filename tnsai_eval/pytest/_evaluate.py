@@ -2,21 +2,44 @@
 
 ``evaluate_prompt`` loads cases with ``tnsai_eval.datasets.load_cases`` and
 scores them with ``tnsai_eval.optimizer.score_prompt`` (the optimizer's engine),
-so a score here means what it means there. What the plugin adds is only the
-test verdict and these messages.
+so a score here means what it means there. What the plugin adds is the test
+verdict, these messages, and the case records of the report: stable case ids,
+``passed`` against the case threshold, the prompt's hash and file. A case whose
+reply was never recorded (replay mode, or ``--llm-max-calls`` spent) is
+*unrecorded*: it has no score at all, rather than a score of 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tnsai_eval.reports import format_table
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.reports import (
+    CaseRecord,
+    CaseState,
+    PromptRecord,
+    case_ids,
+    format_table,
+    prompt_hash,
+)
 
 if TYPE_CHECKING:
-    from tnsai_eval.optimizer import CaseScore, PromptEvaluation
+    from tnsai_eval.datasets import CasesInput
+    from tnsai_eval.optimizer import CaseScore, PromptEvaluation, TestCase
 
-__all__ = ["error_message", "excerpt", "failure_message"]
+__all__ = [
+    "case_records",
+    "declared_threshold",
+    "error_message",
+    "excerpt",
+    "failure_message",
+    "load_prompt",
+    "prompt_record",
+    "unrecorded_message",
+]
 
 
 def excerpt(text: str, limit: int = 50) -> str:
@@ -57,3 +80,88 @@ def _table(cases: Sequence[CaseScore]) -> str:
         for c in cases
     ]
     return format_table(("input", "expected", "output", "score"), rows, indent=2)
+
+
+def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> str:
+    """One message for every unrecorded case: how many, why, and the command that records."""
+    missing = [c for c in result.cases if c.state == "unrecorded"]
+    lines = [
+        f"{len(missing)} of {len(result.cases)} case(s) unrecorded ({reason}); they are not "
+        f"scored. Record them with:\n    {command}",
+    ]
+    lines.extend(f"  - {excerpt(c.input, 60)!r}" for c in missing[:20])
+    if len(missing) > 20:
+        lines.append(f"  ... and {len(missing) - 20} more")
+    return "\n".join(lines)
+
+
+def declared_threshold(cases: CasesInput) -> float:
+    """The case threshold a dataset declares (``threshold`` in its ``NAME.meta.json``), else 0.5.
+
+    Only a dataset given by name or path can declare one; cases given in code use 0.5.
+    """
+    if isinstance(cases, str | os.PathLike):
+        from tnsai_eval.datasets import load_meta
+
+        threshold = load_meta(cases).threshold
+        if threshold is not None:
+            return float(threshold)
+    return 0.5
+
+
+def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """``(text, file)``: a ``str`` is the prompt itself; a ``pathlib.Path`` is a prompt file."""
+    if isinstance(prompt, os.PathLike):
+        path = Path(prompt)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read prompt file {str(path)!r}: {exc}") from exc
+        if not text.strip():
+            raise ConfigError(f"prompt file {str(path)!r} is empty")
+        return text, path.as_posix()
+    return prompt, None
+
+
+def check_threshold(value: object) -> float:
+    """``case_threshold`` checked: a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(f"case_threshold must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def case_records(
+    result: PromptEvaluation, cases: Sequence[TestCase], threshold: float
+) -> list[CaseRecord]:
+    """The report's records of ``result``'s cases (ids from the cases, in order)."""
+    ids = case_ids((c.input, c.expected, c.id) for c in cases)
+    return [
+        CaseRecord(
+            id=ids[case.index],
+            input=case.input,
+            expected=case.expected,
+            output=case.output,
+            score=case.score,
+            passed=None if case.state == "unrecorded" else case.passed(threshold),
+            state=CaseState(case.state),
+            cached=case.cached,
+            tokens=case.tokens,
+            latency_s=case.latency_s,
+            error=case.error,
+        )
+        for case in result.cases
+    ]
+
+
+def prompt_record(text: str, file: str | None, options: Mapping[str, Any]) -> PromptRecord:
+    """The evaluated prompt, with the hash of everything sent except the case input."""
+    from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
+
+    template = options.get("template") or DEFAULT_TEMPLATE
+    params = options.get("params")
+    # A changed hash means the model saw something different (template, call
+    # parameters, response_format...), even when the prompt text reads the same.
+    digest = prompt_hash(
+        text.rstrip(), template, dict(DEFAULT_CALL_PARAMS if params is None else params)
+    )
+    return PromptRecord("score", text, digest, file)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluation, PromptEvaluator, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
+    from tnsai_eval.reports import IterationRecord
 
 __all__ = [
     "NormActions",
@@ -185,12 +186,31 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
         result = loop.execute(client, draft, input=input)
         run.results.append(result)
         session.record_iterations(result.iteration_count)
-        session.record_metric(_free_name(session, "refine_score"), result.final_score)
+        metric = _free_name(session, "refine_score")
+        session.record_metric(metric, result.final_score)
+        session.record_refinement(_iteration_records(metric, result))
         if check and not result.is_success:
             pytest.fail(refinement_failure(result), pytrace=False)
         return result
 
     return do_refine
+
+
+def _iteration_records(metric: str, result: RefinementResult) -> list[IterationRecord]:
+    """Each checked output of a refinement, as the report keeps it (output cut to 500)."""
+    from tnsai_eval.reports import IterationRecord, shown_text
+
+    return [
+        IterationRecord(
+            metric=metric,
+            iteration=record.iteration,
+            score=record.score,
+            output=shown_text(record.output, 500),
+            passed_checks=tuple(c.name for c in record.passed_checks),
+            failed_checks=tuple(c.name for c in record.failed_checks),
+        )
+        for record in result.iterations
+    ]
 
 
 def _free_name(session: PluginSession, base: str) -> str:
@@ -247,12 +267,13 @@ def refinement_failure(result: RefinementResult) -> str:
 class EvaluatePrompt(Protocol):
     def __call__(
         self,
-        prompt: str,
+        prompt: str | os.PathLike[str],
         cases: CasesInput,
         *,
         evaluator: PromptEvaluator | None = ...,
         min_score: float | None = ...,
         name: str | None = ...,
+        case_threshold: float | None = ...,
         constrain: bool | None = ...,
         **kwargs: Any,
     ) -> PromptEvaluation: ...
@@ -260,14 +281,18 @@ class EvaluatePrompt(Protocol):
 
 @pytest.fixture
 def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluatePrompt:
-    """``evaluate_prompt(prompt, cases_or_dataset, evaluator=None, min_score=None, name=None)``.
+    """``evaluate_prompt(prompt_or_path, cases_or_dataset, evaluator=None, min_score=None,
+    name=None, case_threshold=None)``.
 
-    Loads the cases (``tnsai_eval.datasets.load_cases``: TestCases, pairs,
-    mappings, a dataset name or a JSONL path), scores ``prompt`` on them with
-    ``tnsai_eval.optimizer.score_prompt`` (other keywords go there) and records
-    the mean as a tracked metric (``score``, or ``name``). A case whose call or
-    evaluator failed fails the test after every other case has been scored;
-    below ``min_score`` the test fails listing its worst cases.
+    Scores ``prompt`` (its text, or a ``pathlib.Path`` to a prompt file) on
+    the cases (TestCases, (input, expected) pairs, a dataset name or a JSONL
+    path) and records the mean as a tracked metric (``score``, or ``name``),
+    and every case in the report: its id, output, score, and whether it
+    passed (score >= ``case_threshold``: by default the dataset's declared
+    threshold, else 0.5). Below ``min_score`` the test fails listing its
+    worst cases; a case whose call failed always fails the test, after every
+    other case has been scored; cases with no recorded reply fail it once,
+    with the command that records them.
 
     For a dataset (a name or a path) with a ``NAME.meta.json``, its evaluator
     is used unless ``evaluator=`` is given (``sentiment``: label accuracy),
@@ -278,22 +303,36 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     """
     session = _session(request)
     client = session.meter(llm)
+    nodeid = request.node.nodeid
 
     def run(
-        prompt: str,
+        prompt: str | os.PathLike[str],
         cases: CasesInput,
         *,
         evaluator: PromptEvaluator | None = None,
         min_score: float | None = None,
         name: str | None = None,
+        case_threshold: float | None = None,
         constrain: bool | None = None,
         **options: Any,
     ) -> PromptEvaluation:
         from tnsai_eval.datasets import DatasetMeta, load_cases, load_meta
         from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, labels_response_format, score_prompt
-        from tnsai_eval.pytest._evaluate import error_message, failure_message
+        from tnsai_eval.pytest._evaluate import (
+            case_records,
+            check_threshold,
+            declared_threshold,
+            error_message,
+            failure_message,
+            load_prompt,
+            prompt_record,
+            unrecorded_message,
+        )
 
         session.touch()  # a row even if the cases cannot be loaded
+        threshold = check_threshold(
+            declared_threshold(cases) if case_threshold is None else case_threshold
+        )
         meta = load_meta(cases) if isinstance(cases, str | os.PathLike) else DatasetMeta()
         if evaluator is None and meta.path is not None:
             evaluator = meta.make_evaluator()
@@ -310,15 +349,40 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
             params["response_format"] = labels_response_format(meta.labels)
             options["params"] = params
             print(f"evaluate_prompt: replies constrained to {', '.join(meta.labels)}")
-        result = score_prompt(client, prompt, load_cases(cases), evaluator=evaluator, **options)
-        session.record_metric(name or _free_name(session, "score"), result.mean_score)
+        text, file = load_prompt(prompt)
+        loaded = load_cases(cases)
+        result = score_prompt(client, text, loaded, evaluator=evaluator, **options)
+        metric = name or _free_name(session, "score")
+        if any(c.state != "unrecorded" for c in result.cases):
+            session.record_metric(metric, result.mean_score)
+        session.record_cases(
+            metric, case_records(result, loaded, threshold), prompt_record(text, file, options)
+        )
+        problems = []
+        if result.unrecorded:
+            command = f"pytest --llm-record record {nodeid}"
+            problems.append(
+                unrecorded_message(result, command, _unrecorded_reason(session, result))
+            )
         if result.errors:
-            pytest.fail(error_message(result), pytrace=False)
+            problems.append(error_message(result))
+        if problems:
+            pytest.fail("\n".join(problems), pytrace=False)
         if min_score is not None and result.mean_score < min_score:
             pytest.fail(failure_message(result, min_score), pytrace=False)
         return result
 
     return run
+
+
+def _unrecorded_reason(session: PluginSession, result: PromptEvaluation) -> str:
+    if any("--llm-max-calls" in (c.error or "") for c in result.unrecorded):
+        return f"--llm-max-calls {session.options.max_calls} spent"
+    options = session.options
+    return (
+        f"no reply in the store {options.describe()['store']}; replay mode "
+        f"({options.record_mode_source})"
+    )
 
 
 @pytest.fixture

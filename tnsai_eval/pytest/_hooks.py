@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from tnsai_eval.pytest._keys import NormActions
     from tnsai_eval.reports import Comparison, Report
 
-__all__ = ["TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
+__all__ = ["GATE_STAT", "TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
+
+#: The category under which gate regressions are counted in pytest's final summary line.
+GATE_STAT = "regressed (tnsai gate)"
 
 #: With --tnsai-repeat, tests requesting any of these (or marked) are repeated.
 TRACKING_FIXTURES = frozenset(
@@ -159,9 +162,25 @@ class TnsaiHooks:
             report.save(options.report)
             self.report_path_written = str(options.report)
         if self.baseline is not None:
-            self.comparison = compare(report, self.baseline, tolerance=options.tolerance)
-            if not self.comparison.passed and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            self.comparison = compare(
+                report,
+                self.baseline,
+                tolerance=options.tolerance,
+                gate=options.gate,
+                alpha=options.alpha,
+            )
+            if not self.comparison.passed:
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                # pytest's last line ("=== 3 passed in 0.1s ===") counts what is in
+                # the terminal reporter's stats, any category included: listing the
+                # regressions there makes it read "3 passed, 1 regressed (tnsai gate)",
+                # so a run failed only by the gate never ends on a plain passed line.
+                terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+                if terminal is not None:
+                    terminal.stats.setdefault(GATE_STAT, []).extend(
+                        _GateEntry(f"{c.nodeid} :: {c.metric}") for c in self.comparison.regressions
+                    )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):
@@ -173,7 +192,22 @@ class TnsaiHooks:
             self.session.report(),
             comparison=self.comparison,
             report_path=self.report_path_written,
+            budget=self.session.budget,
         )
+
+
+class _GateEntry:
+    """One regression, as an entry of the terminal reporter's stats.
+
+    A plain object with attributes: pytest reads entries of any stats
+    category like reports (``getattr``, ``vars``), so a slotted record fails.
+    """
+
+    count_towards_summary = True
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.when = "gate"
 
 
 _MARKS_KEY = pytest.StashKey[tuple[pytest.Mark | None, pytest.Mark | None]]()

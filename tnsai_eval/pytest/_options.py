@@ -22,6 +22,7 @@ ENV_API_KEY = "TNSAI_LLM_API_KEY"
 #: relative to pytest's rootdir.
 DEFAULT_STORE = "tests/llm-responses"
 _RECORD_MODES = ("off", "replay", "record", "refresh")
+_GATES = ("tolerance", "paired")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,28 @@ _SPECS = (
         "FLOAT",
     ),
     _Spec(
+        "--tnsai-gate",
+        "tnsai_gate",
+        "how the baseline gate decides a regression: tolerance (the mean dropped by more "
+        "than the tolerance; default) or paired (also the exact sign test on the flipped "
+        "cases has p < --tnsai-alpha).",
+        "MODE",
+    ),
+    _Spec(
+        "--tnsai-alpha",
+        "tnsai_alpha",
+        "significance level of the paired gate (default 0.05).",
+        "FLOAT",
+    ),
+    _Spec(
+        "--llm-max-calls",
+        "tnsai_llm_max_calls",
+        "stop calling the model once N calls (HTTP attempts, retries included; replies "
+        "from the store never count) were made in this session, across xdist workers; "
+        "later cases are marked unrecorded.",
+        "N",
+    ),
+    _Spec(
         "--tnsai-repeat",
         "tnsai_repeat",
         "run each tracked test N times; scores are reported as mean with a 95%% interval "
@@ -102,6 +125,9 @@ class PluginOptions:
     tolerance: float = 0.05
     repeat: int = 1
     rootdir: Path | None = None
+    gate: str = "tolerance"
+    alpha: float = 0.05
+    max_calls: int | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -130,9 +156,35 @@ class PluginOptions:
             return base / found[0]
 
         mode, source = _record_mode(values.get("tnsai_llm_record"))
+        base_url = get("tnsai_llm_base_url") or None
+        model = get("tnsai_llm_model") or None
+        if base_url is not None and model is None and not os.environ.get("TNSAI_LLM_MODEL"):
+            origin = values["tnsai_llm_base_url"][1]
+            raise pytest.UsageError(
+                f"{origin} needs a model name: add --llm-model NAME (or ini tnsai_llm_model, "
+                "or $TNSAI_LLM_MODEL)"
+            )
+        if model is not None and base_url is None and not os.environ.get("TNSAI_LLM_BASE_URL"):
+            origin = values["tnsai_llm_model"][1]
+            raise pytest.UsageError(
+                f"{origin} names a model but no server: add --llm-base-url URL (or ini "
+                "tnsai_llm_base_url, or $TNSAI_LLM_BASE_URL)"
+            )
+        gate = values.get("tnsai_gate")
+        if gate is not None and gate[0].strip().lower() not in _GATES:
+            raise pytest.UsageError(
+                f"{gate[1]}: gate {gate[0]!r} is not one of {', '.join(_GATES)}"
+            )
+        alpha = _number(values.get("tnsai_alpha"), 0.05, float)
+        if not 0 < alpha < 1:
+            raise pytest.UsageError(
+                f"{values['tnsai_alpha'][1]}: expected a number between 0 and 1, "
+                f"got {values['tnsai_alpha'][0]!r}"
+            )
+        max_calls = values.get("tnsai_llm_max_calls")
         return cls(
-            base_url=get("tnsai_llm_base_url") or None,
-            model=get("tnsai_llm_model") or None,
+            base_url=base_url,
+            model=model,
             record_mode=mode,
             record_mode_source=source,
             store=path("tnsai_llm_store") or config.rootpath / DEFAULT_STORE,
@@ -141,6 +193,9 @@ class PluginOptions:
             tolerance=_number(values.get("tnsai_tolerance"), 0.05, float),
             repeat=int(_number(values.get("tnsai_repeat"), 1, int, minimum=1)),
             rootdir=config.rootpath,
+            gate="tolerance" if gate is None else gate[0].strip().lower(),
+            alpha=alpha,
+            max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
         )
 
     def describe(self) -> dict[str, object]:
@@ -153,6 +208,9 @@ class PluginOptions:
             "store": self._shown(self.store),
             "repeat": self.repeat,
             "tolerance": self.tolerance,
+            "gate": self.gate,
+            "alpha": self.alpha,
+            "max_calls": self.max_calls,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
         }
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from tnsai_eval.pytest._budget import CallBudget
     from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["write_summary"]
@@ -18,6 +19,7 @@ def write_summary(
     *,
     comparison: Comparison | None,
     report_path: str | None,
+    budget: CallBudget | None = None,
 ) -> None:
     """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table."""
     if not report.tests and comparison is None and report_path is None:
@@ -33,6 +35,23 @@ def write_summary(
     if report.tests:
         for line in format_summary(report).splitlines():
             terminal.write_line(line)
+    if budget is not None:
+        spent = budget.spent
+        note = "; the rest were not sent (unrecorded)" if spent >= budget.limit else ""
+        terminal.write_line(
+            f"--llm-max-calls {budget.limit}: {spent} model call(s) made{note}",
+            yellow=bool(note),
+        )
+    unrecorded = [t for t in report.tests if t.unrecorded]
+    if unrecorded:
+        # Listed once for the whole run, with the one command that fixes it.
+        count = sum(len({c.id for c in t.unrecorded}) for t in unrecorded)
+        nodeids = " ".join(t.nodeid for t in unrecorded)
+        terminal.write_line(
+            f"{count} case(s) in {len(unrecorded)} test(s) have no recorded reply and were "
+            f"not scored; record them with:\n    pytest --llm-record record {nodeids}",
+            yellow=True,
+        )
     if report_path is not None:
         terminal.write_line(f"report written to {report_path}")
     if comparison is not None:

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tnsai_eval.pytest._budget import CallBudget
 from tnsai_eval.pytest._options import PluginOptions
 
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
     from tnsai_eval.llm import Completion, LLMClient, MessagesInput
-    from tnsai_eval.reports import Report, TrackedTest
+    from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "MeteredLLM", "PluginSession", "get_session"]
 
@@ -54,6 +55,9 @@ class _Run:
     iterations: int | None = None
     duration_s: float = 0.0
     message: str = ""
+    cases: list[CaseRecord] = field(default_factory=list)
+    prompts: dict[str, PromptRecord] = field(default_factory=dict)
+    refinements: list[IterationRecord] = field(default_factory=list)
 
     def finish(self) -> TrackedTest:
         from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest
@@ -79,6 +83,9 @@ class _Run:
             iterations=self.iterations,
             duration_s=self.duration_s,
             message=self.message,
+            cases=tuple(self.cases),
+            prompts=tuple(self.prompts.values()),
+            refinements=tuple(self.refinements),
         )
 
 
@@ -103,6 +110,8 @@ class PluginSession:
         self._lock = threading.Lock()
         self.started = time.time()
         self.llm_description: dict[str, object] = {}
+        #: The --llm-max-calls bound (None: unbounded); see ``_budget``.
+        self.budget: CallBudget | None = None
 
     @property
     def current(self) -> str | None:
@@ -169,6 +178,27 @@ class PluginSession:
         if run is not None:
             with self._lock:
                 run.iterations = (run.iterations or 0) + count
+
+    def record_cases(
+        self, metric: str, cases: Iterable[CaseRecord], prompt: PromptRecord | None
+    ) -> None:
+        """Keep the case records of one ``evaluate_prompt`` call (this repeat sample)."""
+        from dataclasses import replace
+
+        run = self._current_run()
+        if run is None:
+            return
+        with self._lock:
+            run.cases.extend(replace(c, metric=metric, sample=self.sample) for c in cases)
+            if prompt is not None:
+                run.prompts[metric] = replace(prompt, metric=metric)
+
+    def record_refinement(self, iterations: Iterable[IterationRecord]) -> None:
+        """Keep the iterations of one ``refine()`` run."""
+        run = self._current_run()
+        if run is not None:
+            with self._lock:
+                run.refinements.extend(iterations)
 
     def touch(self) -> None:
         """Make the running test tracked (a call is starting; it may fail)."""
@@ -264,6 +294,7 @@ class MeteredLLM:
         self.inner = inner
         self.session = session
         self._takes_sample = _accepts_sample(inner)
+        self._replay: Any = None  # a store-only view of `inner`, made on first need
 
     @property
     def model(self) -> str:
@@ -288,10 +319,20 @@ class MeteredLLM:
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
         """``inner.chat``, counted towards the running test."""
         self.session.touch()
+        params = self._params(params)
+        budget = self.session.budget
         try:
-            completion = self.inner.chat(messages, **self._params(params))
+            stored = None if budget is None else self._stored(messages, params, budget)
+            if stored is not None:
+                completion = stored
+            else:
+                if budget is not None:
+                    self._reserve(budget)
+                completion = self.inner.chat(messages, **params)
+                if budget is not None:
+                    self._spent(budget, completion)
         except Exception as exc:
-            self._hint(exc)
+            self._failed(budget, exc)
             raise
         self.session.record_call(completion)
         return completion
@@ -301,20 +342,84 @@ class MeteredLLM:
         from tnsai_eval.llm import acall
 
         self.session.touch()
+        params = self._params(params)
+        budget = self.session.budget
         try:
-            completion = await acall(self.inner, messages, **self._params(params))
+            stored = None if budget is None else self._stored(messages, params, budget)
+            if stored is not None:
+                completion = stored
+            else:
+                if budget is not None:
+                    self._reserve(budget)
+                completion = await acall(self.inner, messages, **params)
+                if budget is not None:
+                    self._spent(budget, completion)
         except Exception as exc:
-            self._hint(exc)
+            self._failed(budget, exc)
             raise
         self.session.record_call(completion)
         return completion
+
+    # -- --llm-max-calls ---------------------------------------------------------
+    def _stored(
+        self, messages: MessagesInput, params: dict[str, Any], budget: CallBudget
+    ) -> Completion | None:
+        """The recorded reply when the store has one (a hit never counts), else None."""
+        from tnsai_eval.errors import ReplayMissError
+        from tnsai_eval.llm import CachedLLM, RecordMode
+
+        inner = self.inner
+        if not isinstance(inner, CachedLLM) or inner.mode in (RecordMode.OFF, RecordMode.REFRESH):
+            return None  # every call reaches the model
+        if inner.mode is RecordMode.REPLAY:
+            return None  # never calls: nothing to bound (a miss raises in inner.chat)
+        if self._replay is None:
+            self._replay = CachedLLM(inner.inner, inner.store, mode=RecordMode.REPLAY)
+        try:
+            completion: Completion = self._replay.chat(messages, **params)
+        except ReplayMissError:
+            return None
+        with inner._lock:  # the hit is the recording client's, for its counters
+            inner.hits += 1
+        return completion
+
+    def _reserve(self, budget: CallBudget) -> None:
+        from tnsai_eval.errors import ReplayMissError
+        from tnsai_eval.llm import CachedLLM, RecordMode
+
+        if isinstance(self.inner, CachedLLM) and self.inner.mode is RecordMode.REPLAY:
+            return  # replay never calls the model: nothing to take from the budget
+        if not budget.reserve():
+            raise ReplayMissError(
+                f"--llm-max-calls {budget.limit}: the session's model calls are spent, so "
+                "this request was not sent",
+                model=self.model,
+            )
+
+    @staticmethod
+    def _spent(budget: CallBudget, completion: Completion) -> None:
+        # One attempt was reserved; retries are counted now. A reply that came
+        # from a store after all (another worker recorded it) costs nothing more.
+        if not completion.cached:
+            budget.add(max(completion.attempts, 1) - 1)
+
+    def _failed(self, budget: CallBudget | None, exc: Exception) -> None:
+        from tnsai_eval.errors import LLMError, ReplayMissError
+
+        if (
+            budget is not None
+            and isinstance(exc, LLMError)
+            and not isinstance(exc, ReplayMissError)
+        ):
+            budget.add(max(exc.attempts, 1) - 1)
+        self._hint(exc)
 
     def _hint(self, exc: Exception) -> None:
         # The store's own advice is about CachedLLM's `mode=`; a pytest user
         # needs the option, and why replay was on (CI=true often is the reason).
         from tnsai_eval.errors import ReplayMissError
 
-        if not isinstance(exc, ReplayMissError):
+        if not isinstance(exc, ReplayMissError) or "--llm-max-calls" in str(exc):
             return
         options = self.session.options
         exc.add_note(

@@ -9,22 +9,50 @@ summary, the JSON report and the baseline gate see the whole run.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tnsai_eval.pytest._budget import CallBudget
 from tnsai_eval.pytest._session import PluginSession
 
-__all__ = ["OUTPUT_KEY", "XdistHooks", "is_worker"]
+__all__ = ["OUTPUT_KEY", "XdistHooks", "call_budget", "is_worker"]
 
 OUTPUT_KEY = "tnsai_records"
 #: What answered on the worker (the ``llm`` fixture is made there, never on
 #: the controller), so that the merged report names the model.
 LLM_KEY = "tnsai_llm"
+#: workerinput key naming the file in which every worker counts --llm-max-calls.
+CALLS_FILE_KEY = "tnsai_calls_file"
 
 
 def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def call_budget(config: pytest.Config, limit: int) -> CallBudget:
+    """The session's ``--llm-max-calls`` budget, shared by every xdist worker.
+
+    The controller makes the counting file (in a fresh temporary folder) and
+    names it in each worker's ``workerinput``; without xdist the count stays
+    in memory.
+    """
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        shared = workerinput.get(CALLS_FILE_KEY)
+        return CallBudget(limit, None if shared is None else Path(shared))
+    if not config.pluginmanager.hasplugin("xdist"):
+        return CallBudget(limit)
+    folder = Path(tempfile.mkdtemp(prefix="tnsai-calls-"))
+    config.add_cleanup(lambda: _remove(folder))
+    return CallBudget(limit, folder / "calls")
+
+
+def _remove(folder: Path) -> None:
+    (folder / "calls").unlink(missing_ok=True)
+    folder.rmdir()
 
 
 def ship(config: pytest.Config, session: PluginSession) -> None:
@@ -39,6 +67,12 @@ class XdistHooks:
 
     def __init__(self, session: PluginSession) -> None:
         self.session = session
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        budget = self.session.budget
+        if budget is not None and budget.shared is not None:
+            node.workerinput[CALLS_FILE_KEY] = str(budget.shared)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:

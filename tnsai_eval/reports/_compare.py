@@ -8,15 +8,31 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from tnsai_eval._util.stats import mean_interval
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.reports._cases import (
+    CaseChange,
+    CaseComparison,
+    GateMode,
+    PromptChange,
+    compare_cases,
+)
+from tnsai_eval.reports._decode import decode_report
 from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
+    CaseRecord,
+    CaseState,
+    IterationRecord,
     MetricStats,
+    PromptRecord,
     Report,
     ReportSource,
     TestStatus,
     TrackedTest,
+    case_ids,
+    prompt_hash,
     read_report,
+    shown_text,
 )
 
 if TYPE_CHECKING:
@@ -25,19 +41,33 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARISON_COLUMNS",
     "SCHEMA_VERSION",
+    "CaseChange",
+    "CaseComparison",
+    "CaseRecord",
+    "CaseState",
     "ChangeKind",
     "Comparison",
+    "GateMode",
+    "IterationRecord",
     "MetricChange",
     "MetricStats",
+    "PromptChange",
+    "PromptRecord",
     "Report",
     "TestStatus",
     "TrackedTest",
+    "case_ids",
     "compare",
+    "decode_report",
     "format_summary",
     "format_table",
     "load_report",
+    "prompt_hash",
     "read_report",
     "report_dataframe",
+    "score_interval",
+    "shown_text",
+    "summary_rows",
 ]
 
 # The epsilon keeps "dropped by exactly the tolerance" on the passing side
@@ -54,8 +84,10 @@ def report_dataframe(source: ReportSource, *, long: bool = False) -> pd.DataFram
     """A report as a DataFrame.
 
     Wide (default): one row per test with ``nodeid, status, score, score_low,
-    score_high, pass_rate, samples, iterations, calls, tokens, cache_hits,
-    duration_s`` and one ``metric.<name>`` column (the mean) per metric.
+    score_high, case_pass_rate, sample_pass_rate, cases, unrecorded, samples,
+    iterations, calls, tokens, cache_hits, duration_s`` and one ``metric.<name>``
+    column (the mean) per metric. ``score_low``/``score_high`` are the 95%
+    interval of ``score_interval``.
     Long: one row per (test, metric) with ``mean, ci_low, ci_high, n, gate``.
     ``df.attrs`` carries ``schema_version`` and ``config``.
     """
@@ -79,14 +111,17 @@ def report_dataframe(source: ReportSource, *, long: bool = False) -> pd.DataFram
                 for m in test.metrics.values()
             )
             continue
-        score = test.score
+        interval = score_interval(test)
         row: dict[str, Any] = {
             "nodeid": test.nodeid,
             "status": test.status.value,
-            "score": None if score is None else score.mean,
-            "score_low": None if score is None else score.ci_low,
-            "score_high": None if score is None else score.ci_high,
-            "pass_rate": test.pass_rate,
+            "score": None if interval is None else interval[0],
+            "score_low": None if interval is None else interval[1],
+            "score_high": None if interval is None else interval[2],
+            "case_pass_rate": test.case_pass_rate,
+            "sample_pass_rate": test.sample_pass_rate,
+            "cases": len({(c.metric, c.id) for c in test.cases}),
+            "unrecorded": len({(c.metric, c.id) for c in test.unrecorded}),
             "samples": test.samples,
             "iterations": test.iterations,
             "calls": test.calls,
@@ -131,7 +166,12 @@ class ChangeKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class MetricChange:
-    """A gated metric present in both runs, and how it moved."""
+    """A gated metric present in both runs, and how it moved.
+
+    For a metric with case records in both runs, ``baseline`` and ``current``
+    are means over the cases both runs recorded (unrecorded ones left out),
+    and ``p_value`` is the one-sided sign test on the flipped cases.
+    """
 
     nodeid: str
     metric: str
@@ -140,6 +180,8 @@ class MetricChange:
     current_low: float
     current_high: float
     kind: ChangeKind
+    allowed: float = 0.0
+    p_value: float | None = None
 
     @property
     def delta(self) -> float:
@@ -153,7 +195,9 @@ class Comparison:
 
     ``new`` and ``vanished`` name tests (or ``nodeid :: metric`` for a metric
     added to or dropped from a test that exists in both runs); they are listed,
-    never failed.
+    never failed. ``cases`` holds the case-level comparison of every metric
+    with case records in both runs: flips are always listed and never fail the
+    run by themselves.
     """
 
     regressions: tuple[MetricChange, ...]
@@ -162,11 +206,31 @@ class Comparison:
     new: tuple[str, ...]
     vanished: tuple[str, ...]
     tolerance: float
+    cases: tuple[CaseComparison, ...] = ()
+    gate: GateMode = GateMode.TOLERANCE
+    alpha: float = 0.05
 
     @property
     def passed(self) -> bool:
         """True when nothing regressed (new and vanished tests do not count)."""
         return not self.regressions
+
+    @property
+    def flipped(self) -> tuple[CaseChange, ...]:
+        """Every flipped case of every test, broken ones first (worst first)."""
+        broken = sorted((c for cmp in self.cases for c in cmp.broken), key=lambda c: c.delta)
+        fixed = sorted((c for cmp in self.cases for c in cmp.fixed), key=lambda c: -c.delta)
+        return (*broken, *fixed)
+
+    @property
+    def unrecorded(self) -> tuple[tuple[str, str], ...]:
+        """``(nodeid, case id)`` of every case left out because it had no recorded reply."""
+        return tuple((cmp.nodeid, i) for cmp in self.cases for i in cmp.unrecorded)
+
+    @property
+    def prompt_changes(self) -> tuple[PromptChange, ...]:
+        """Prompts whose hash differs from the baseline's."""
+        return tuple(cmp.prompt_change for cmp in self.cases if cmp.prompt_change is not None)
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per metric in both runs (``COMPARISON_COLUMNS``), regressions first."""
@@ -179,43 +243,11 @@ class Comparison:
         ]
         return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
 
-    def format(self) -> str:
-        """The human-readable summary printed by the plugin and ``tnsai-eval report``."""
-        lines: list[str] = []
-        if self.regressions:
-            lines.append(
-                f"{len(self.regressions)} regression(s) beyond tolerance {self.tolerance:g}:"
-            )
-            lines.append(_changes_table(self.regressions))
-        else:
-            lines.append(f"no regressions beyond tolerance {self.tolerance:g}")
-        if self.improved:
-            lines.append(f"{len(self.improved)} improvement(s):")
-            lines.append(_changes_table(self.improved))
-        for title, names in (("new (not in baseline)", self.new), ("vanished", self.vanished)):
-            if names:
-                lines.append(f"{title}: {len(names)}")
-                lines.extend(f"  {name}" for name in names)
-        return "\n".join(lines)
+    def format(self, *, markdown: bool = False) -> str:
+        """The human-readable comparison printed by the plugin and ``tnsai-eval report``."""
+        from tnsai_eval.reports._text import format_comparison
 
-
-def _changes_table(changes: Sequence[MetricChange]) -> str:
-    rows = [
-        (
-            c.nodeid,
-            c.metric,
-            f"{c.baseline:.3f}",
-            f"{c.current:.3f}"
-            + (
-                ""
-                if c.current_low == c.current_high
-                else f" [{c.current_low:.3f}, {c.current_high:.3f}]"
-            ),
-            f"{c.delta:+.3f}",
-        )
-        for c in changes
-    ]
-    return format_table(("test", "metric", "baseline", "current", "delta"), rows, indent=2)
+        return format_comparison(self, markdown=markdown)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, indent: int = 0) -> str:
@@ -234,25 +266,63 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, inden
     )
 
 
+def score_interval(test: TrackedTest) -> tuple[float, float, float] | None:
+    """``(mean, low, high)`` of a test's headline score, with a 95% interval.
+
+    With ``--tnsai-repeat`` the interval is over the samples; otherwise, for a
+    score that has case records, it is over the scored cases (Student's t),
+    so every run shows how far its mean can be trusted.
+    """
+    score = test.score
+    if score is None:
+        return None
+    if score.n > 1:
+        return score.mean, score.ci_low, score.ci_high
+    scores = [
+        0.0 if c.score is None else c.score
+        for c in test.cases
+        if c.metric == score.name and c.state is not CaseState.UNRECORDED
+    ]
+    if len(scores) > 1:
+        _, low, high = mean_interval(scores)
+        return score.mean, max(low, 0.0), min(high, 1.0)
+    return score.mean, score.mean, score.mean
+
+
 def format_summary(report: Report) -> str:
-    """One row per tracked test: score, status, iterations, calls, tokens, cache hits."""
-    rows = []
+    """One row per tracked test: score [95% interval], status, cases, calls, tokens, cache hits."""
+    return format_table(*summary_rows(report))
+
+
+def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The headers and rows of ``format_summary`` (one per test, then the totals)."""
+    rows: list[tuple[str, ...]] = []
     for test in report.tests:
-        score = test.score
-        if score is None:
+        interval = score_interval(test)
+        if interval is None:
             shown = "-"
-        elif score.n > 1:
-            shown = f"{score.mean:.3f} [{score.ci_low:.3f}, {score.ci_high:.3f}]"
+        elif interval[1] != interval[2]:
+            shown = f"{interval[0]:.3f} [{interval[1]:.3f}, {interval[2]:.3f}]"
         else:
-            shown = f"{score.mean:.3f}"
+            shown = f"{interval[0]:.3f}"
         status = test.status.value
         if test.samples > 1:
             status += f" ({test.passed_samples}/{test.samples})"
+        case_rate = test.case_pass_rate
+        cases = "-"
+        if case_rate is not None:
+            judged = {(c.metric, c.id) for c in test.cases} - {
+                (c.metric, c.id) for c in test.unrecorded
+            }
+            cases = f"{round(case_rate * len(judged))}/{len(judged)}"
+            if test.unrecorded:
+                cases += f" ({len({(c.metric, c.id) for c in test.unrecorded})} unrecorded)"
         rows.append(
             (
                 test.nodeid,
                 shown,
                 status,
+                cases,
                 "-" if test.iterations is None else str(test.iterations),
                 str(test.calls),
                 str(test.tokens),
@@ -266,37 +336,64 @@ def format_summary(report: Report) -> str:
             "",
             "",
             "",
+            "",
             str(totals["calls"]),
             str(totals["tokens"]),
             str(totals["cache_hits"]),
         )
     )
-    headers = ("test", "score", "status", "iterations", "calls", "tokens", "cache hits")
-    return format_table(headers, rows)
+    headers: tuple[str, ...] = (
+        "test",
+        "score [95% CI]",
+        "status",
+        "cases passed",
+        "iterations",
+        "calls",
+        "tokens",
+        "cache hits",
+    )
+    return headers, rows
 
 
-def compare(current: ReportSource, baseline: ReportSource, tolerance: float = 0.05) -> Comparison:
-    """Compare every gated metric of ``current`` with ``baseline``.
+def compare(
+    current: ReportSource,
+    baseline: ReportSource,
+    tolerance: float = 0.05,
+    *,
+    gate: GateMode | str = GateMode.TOLERANCE,
+    alpha: float = 0.05,
+    gate_costs: float | None = None,
+) -> Comparison:
+    """Compare every gated metric of ``current`` with ``baseline``, and their cases.
 
-    ``tolerance`` is absolute (scores are in [0, 1]: 0.05 is five points). A
-    metric regresses when even the favourable end of its 95% interval in this
-    run is worse than the baseline's mean by more than the tolerance; with one
-    sample the interval is the value, so this is a plain difference. It
-    improves when the unfavourable end is better by more than the tolerance.
+    ``tolerance`` is absolute (scores are in [0, 1]: 0.05 is five points),
+    unless a metric declares its own (``MetricStats.tolerance``, absolute or
+    relative). Under ``gate="tolerance"`` a metric regresses when even the
+    favourable end of its 95% interval in this run is worse than the
+    baseline's mean by more than the tolerance; with one sample the interval
+    is the value, so this is a plain difference. Under ``gate="paired"`` a
+    metric with case records in both runs regresses only when, in addition,
+    the one-sided exact sign test on its flipped cases gives p < ``alpha``.
+    Metrics with case records are compared on the cases both runs recorded.
+
+    ``gate_costs`` (a relative tolerance, e.g. 0.2) also gates each test's
+    token and call counts (lower is better); by default they are only shown.
     """
-    if (
-        not isinstance(tolerance, int | float)
-        or isinstance(tolerance, bool)
-        or not math.isfinite(tolerance)  # NaN would pass every comparison
-        or tolerance < 0
-    ):
-        raise ConfigError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    _check_fraction("tolerance", tolerance, upper=None)
+    _check_fraction("alpha", alpha, upper=1.0)
+    if gate_costs is not None:
+        _check_fraction("gate_costs", gate_costs, upper=None)
+    try:
+        mode = GateMode(gate)
+    except ValueError:
+        raise ConfigError(
+            f"gate must be one of {', '.join(m.value for m in GateMode)}, got {gate!r}"
+        ) from None
     now, before = read_report(current), read_report(baseline)
-    regressions: list[MetricChange] = []
-    improved: list[MetricChange] = []
-    unchanged: list[MetricChange] = []
+    buckets: dict[ChangeKind, list[MetricChange]] = {kind: [] for kind in ChangeKind}
     new: list[str] = []
     vanished: list[str] = []
+    case_comparisons: list[CaseComparison] = []
     before_by_id = {t.nodeid: t for t in before.tests}
     now_ids = {t.nodeid for t in now.tests}
     for test in now.tests:
@@ -305,18 +402,22 @@ def compare(current: ReportSource, baseline: ReportSource, tolerance: float = 0.
             new.append(test.nodeid)
             continue
         for name, metric in test.metrics.items():
+            old_metric = old.metrics.get(name)
+            cases = _cases_of(test, old, name)
+            if cases is not None:
+                case_comparisons.append(cases)
             if not metric.gate:
                 continue
-            old_metric = old.metrics.get(name)
             if old_metric is None:
                 new.append(f"{test.nodeid} :: {name}")
                 continue
-            change = _judge(test.nodeid, metric, old_metric.mean, tolerance)
-            {
-                ChangeKind.REGRESSED: regressions,
-                ChangeKind.IMPROVED: improved,
-                ChangeKind.UNCHANGED: unchanged,
-            }[change.kind].append(change)
+            change = _judge(test.nodeid, metric, old_metric.mean, tolerance, cases, mode, alpha)
+            buckets[change.kind].append(change)
+        if gate_costs is not None:
+            for name in ("tokens", "calls"):
+                cost = _judge_cost(test, old, name, gate_costs)
+                if cost is not None:
+                    buckets[cost.kind].append(cost)
         vanished.extend(
             f"{test.nodeid} :: {name}"
             for name, m in old.metrics.items()
@@ -324,35 +425,118 @@ def compare(current: ReportSource, baseline: ReportSource, tolerance: float = 0.
         )
     vanished.extend(t.nodeid for t in before.tests if t.nodeid not in now_ids)
     return Comparison(
-        regressions=tuple(regressions),
-        improved=tuple(improved),
-        unchanged=tuple(unchanged),
+        regressions=tuple(buckets[ChangeKind.REGRESSED]),
+        improved=tuple(buckets[ChangeKind.IMPROVED]),
+        unchanged=tuple(buckets[ChangeKind.UNCHANGED]),
         new=tuple(new),
         vanished=tuple(vanished),
         tolerance=float(tolerance),
+        cases=tuple(case_comparisons),
+        gate=mode,
+        alpha=float(alpha),
     )
 
 
-def _judge(nodeid: str, metric: MetricStats, baseline: float, tolerance: float) -> MetricChange:
+def _check_fraction(name: str, value: object, *, upper: float | None) -> None:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)  # NaN would pass every comparison
+        or value < 0
+        or (upper is not None and not 0 < value < upper)
+    ):
+        expected = "a finite number >= 0" if upper is None else f"a number in (0, {upper:g})"
+        raise ConfigError(f"{name} must be {expected}, got {value!r}")
+
+
+def _cases_of(test: TrackedTest, old: TrackedTest, metric: str) -> CaseComparison | None:
+    now_cases = [c for c in test.cases if c.metric == metric]
+    old_cases = [c for c in old.cases if c.metric == metric]
+    if not now_cases or not old_cases:
+        return None  # a version 1 baseline, or a metric without cases (tnsai_record)
+    return compare_cases(
+        test.nodeid,
+        metric,
+        now_cases,
+        old_cases,
+        current_prompts=test.prompts,
+        baseline_prompts=old.prompts,
+    )
+
+
+def _judge(
+    nodeid: str,
+    metric: MetricStats,
+    baseline: float,
+    tolerance: float,
+    cases: CaseComparison | None,
+    mode: GateMode,
+    alpha: float,
+) -> MetricChange:
+    current, low, high = metric.mean, metric.ci_low, metric.ci_high
+    p_value: float | None = None
+    if cases is not None and cases.changes:
+        # Same cases on both sides: unrecorded, new and vanished ones left out.
+        baseline = cases.baseline_mean
+        current = cases.current_mean
+        low, high = current - metric.half_width, current + metric.half_width
+    allowed = metric.allowed_drop(baseline, tolerance)
     # Orient everything so that "up is good", then judge on the interval's ends.
     sign = 1.0 if metric.higher_is_better else -1.0
-    best = max(sign * metric.ci_low, sign * metric.ci_high)
-    worst = min(sign * metric.ci_low, sign * metric.ci_high)
+    best = max(sign * low, sign * high)
+    worst = min(sign * low, sign * high)
     reference = sign * baseline
     # The epsilon keeps "dropped by exactly the tolerance" on the passing side
     # despite binary floating point (0.9 - 0.05 is 0.8500000000000001).
-    if best < reference - tolerance - _EPSILON:
-        kind = ChangeKind.REGRESSED
-    elif worst > reference + tolerance + _EPSILON:
-        kind = ChangeKind.IMPROVED
-    else:
-        kind = ChangeKind.UNCHANGED
+    regressed = best < reference - allowed - _EPSILON
+    improved = worst > reference + allowed + _EPSILON
+    if cases is not None and cases.changes:
+        worse_p, better_p = cases.p_worse, cases.p_better
+        if not metric.higher_is_better:
+            worse_p, better_p = better_p, worse_p
+        p_value = worse_p if sign * (current - baseline) <= 0 else better_p
+        if mode is GateMode.PAIRED:
+            regressed = regressed and worse_p < alpha
+            improved = improved and better_p < alpha
+    kind = (
+        ChangeKind.REGRESSED
+        if regressed
+        else ChangeKind.IMPROVED
+        if improved
+        else ChangeKind.UNCHANGED
+    )
     return MetricChange(
         nodeid=nodeid,
         metric=metric.name,
         baseline=baseline,
-        current=metric.mean,
-        current_low=metric.ci_low,
-        current_high=metric.ci_high,
+        current=current,
+        current_low=low,
+        current_high=high,
         kind=kind,
+        allowed=allowed,
+        p_value=p_value,
+    )
+
+
+def _judge_cost(
+    test: TrackedTest, old: TrackedTest, name: str, relative: float
+) -> MetricChange | None:
+    now_value, old_value = float(getattr(test, name)), float(getattr(old, name))
+    if old_value == 0 and now_value == 0:
+        return None
+    allowed = relative * old_value
+    kind = ChangeKind.UNCHANGED
+    if now_value > old_value + allowed + _EPSILON:
+        kind = ChangeKind.REGRESSED
+    elif now_value < old_value - allowed - _EPSILON:
+        kind = ChangeKind.IMPROVED
+    return MetricChange(
+        nodeid=test.nodeid,
+        metric=name,
+        baseline=old_value,
+        current=now_value,
+        current_low=now_value,
+        current_high=now_value,
+        kind=kind,
+        allowed=allowed,
     )

@@ -2,9 +2,12 @@
 
 The page holds the run's configuration and totals, the per-test table, a
 figure of the scores, and with a baseline the comparison table (regressions
-first, highlighted) and the baseline-vs-current figure. Figures are embedded
-as base64 PNG and the style sheet is inline, so the file can be attached to a
-CI run or mailed and opened anywhere, offline.
+first, highlighted) and the baseline-vs-current figure. Below, per test, a
+table of its cases with filters (flipped, failing, unrecorded) and, for
+flipped cases, the baseline's and this run's outputs side by side. Figures
+are embedded as base64 PNG, the style sheet and the few lines of filter
+script are inline, so the file can be attached to a CI run or mailed and
+opened anywhere, offline. Case texts are masked for secrets.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tnsai_eval import frames, plots
-from tnsai_eval.reports import Report, compare, read_report, report_dataframe
+from tnsai_eval.reports import (
+    CaseChange,
+    Comparison,
+    Report,
+    compare,
+    read_report,
+    report_dataframe,
+)
+from tnsai_eval.reports._model import CaseState, TrackedTest, masked, shown_text
 
 __all__ = ["render_html", "write_html"]
 
@@ -32,11 +43,31 @@ tr.regressed td, tr.failed td, tr.error td { background: #ffebe9; }
 .verdict-fail { color: #d62728; font-weight: bold; } .verdict-pass { color: #2ca02c; }
 img { max-width: 100%; }
 code { background: #f4f4f4; padding: 0 0.2em; }
+tr.broken td { background: #ffebe9; } tr.fixed td { background: #e6ffec; }
+tr.unrecorded td { color: #888; font-style: italic; }
+.side { display: grid; grid-template-columns: 1fr 1fr; gap: 0.5em; margin: 0.4em 0 1em; }
+.side pre { background: #f8f8f8; padding: 0.4em; white-space: pre-wrap; margin: 0; }
+.filters label { margin-right: 1em; font-size: 0.85em; }
 """
 
+# Shows only the rows of a case table whose class matches the chosen filter.
+_SCRIPT = """
+function tnsaiFilter(input) {
+  var table = document.getElementById(input.name);
+  var rows = table.querySelectorAll("tbody tr");
+  for (var i = 0; i < rows.length; i++) {
+    var kinds = rows[i].getAttribute("data-kinds").split(" ");
+    var shown = input.value === "all" || kinds.indexOf(input.value) >= 0;
+    rows[i].style.display = shown ? "" : "none";
+  }
+}
+"""
+_FILTERS = ("all", "flipped", "failing", "unrecorded")
+
 # Columns of the per-test table, in the order the terminal summary shows them.
-_TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "pass_rate",
-                 "iterations", "calls", "tokens", "cache_hits", "duration_s")  # fmt: skip
+_TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_pass_rate",
+                 "sample_pass_rate", "cases", "unrecorded", "iterations", "calls", "tokens",
+                 "cache_hits", "duration_s")  # fmt: skip
 
 
 def _img(fig: Figure, alt: str) -> str:
@@ -66,14 +97,82 @@ def _cell(value: object) -> str:
     return html.escape(str(value))
 
 
+def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], CaseChange]) -> str:
+    """The case table of one test, with its filter buttons and flipped outputs side by side."""
+    table_id = f"cases-{index}"
+    buttons = "".join(
+        f'<label><input type="radio" name="{table_id}" value="{kind}"'
+        f'{" checked" if kind == "all" else ""} onchange="tnsaiFilter(this)"> {kind}</label>'
+        for kind in _FILTERS
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("case", "metric", "state", "input", "expected", "output", "score", "passed",
+                  "flip", "tokens", "cached")
+    )  # fmt: skip
+    rows = []
+    for case in test.cases:
+        change = flips.get((case.metric, case.id))
+        kinds = ["all"]
+        if change is not None:
+            kinds += ["flipped", change.flip]
+        if case.state is CaseState.UNRECORDED:
+            kinds.append("unrecorded")
+        elif not case.passed:
+            kinds.append("failing")
+        cells = (
+            case.id,
+            case.metric,
+            case.state.value,
+            shown_text(case.input, 120),
+            shown_text(case.expected, 60),
+            shown_text(case.output or "", 120),
+            "" if case.score is None else f"{case.score:.3f}",
+            "" if case.passed is None else str(case.passed).lower(),
+            "" if change is None else change.flip,
+            str(case.tokens),
+            str(case.cached).lower(),
+        )
+        css = " ".join(k for k in kinds if k in ("broken", "fixed", "unrecorded"))
+        rows.append(
+            f'<tr class="{css}" data-kinds="{" ".join(kinds)}">'
+            + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+            + "</tr>"
+        )
+    parts = [
+        f"<h3>{html.escape(test.nodeid)}: {len(test.cases)} case record(s)</h3>",
+        f'<div class="filters">{buttons}</div>',
+        f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+        "</table>",
+    ]
+    flipped = sorted((c for c in flips.values()), key=lambda c: (c.flip != "broken", c.delta))
+    for change in flipped:
+        before = html.escape(masked(change.baseline_output) or "")
+        after = html.escape(masked(change.current_output) or "")
+        parts.append(
+            f"<p><b>{change.flip}</b> <code>{html.escape(change.id)}</code>: "
+            f"{html.escape(shown_text(change.input, 200))} "
+            f"(expected {html.escape(shown_text(change.expected, 80))}; "
+            f"{change.baseline_score:.2f} -> {change.current_score:.2f})</p>"
+            f'<div class="side"><div>baseline<pre>{before}</pre></div>'
+            f"<div>this run<pre>{after}</pre></div></div>"
+        )
+    return "\n".join(parts)
+
+
 def render_html(
     report: Report | str | os.PathLike[str],
     *,
     baseline: Report | str | os.PathLike[str] | None = None,
     tolerance: float = 0.05,
     title: str | None = None,
+    comparison: Comparison | None = None,
 ) -> str:
-    """The page for ``report`` (a ``Report`` or a JSON path), compared with ``baseline``."""
+    """The page for ``report`` (a ``Report`` or a JSON path), compared with ``baseline``.
+
+    ``comparison`` (from ``compare``) may be given instead of ``baseline``, so
+    that the page shows the gate exactly as it was judged (mode, alpha).
+    """
     run = read_report(report)
     if title is not None:
         name = title
@@ -86,15 +185,17 @@ def render_html(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
+        f"<title>{html.escape(name)}</title><style>{_STYLE}</style>",
+        f"<script>{_SCRIPT}</script></head><body>",
         f"<h1>{html.escape(name)}</h1>",
         f"<p>created {html.escape(run.created or '-')} · schema {run.schema_version} · "
         f"{html.escape(config)}</p>",
         f"<p>{totals['tests']} test(s), {totals['failed']} failed · {totals['calls']} call(s), "
         f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)</p>",
     ]
-    if baseline is not None:
+    if comparison is None and baseline is not None:
         comparison = compare(run, read_report(baseline), tolerance=tolerance)
+    if comparison is not None:
         changes = frames.comparison_frame(comparison)
         verdict = (
             '<span class="verdict-pass">no regressions</span>'
@@ -102,7 +203,8 @@ def render_html(
             else f'<span class="verdict-fail">{len(comparison.regressions)} regression(s)</span>'
         )
         parts += [
-            f"<h2>Against the baseline (tolerance {tolerance:g}): {verdict}</h2>",
+            f"<h2>Against the baseline (tolerance {comparison.tolerance:g}, gate "
+            f"{comparison.gate.value}): {verdict}</h2>",
             _img(plots.plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
         ]
@@ -115,6 +217,17 @@ def render_html(
         parts.append(_table(tests.loc[:, shown], row_class="status"))
     else:
         parts.append("<p><i>(no tracked tests)</i></p>")
+    with_cases = [t for t in run.tests if t.cases]
+    if with_cases:
+        parts.append("<h2>Cases</h2>")
+        for index, test in enumerate(with_cases):
+            flips = {
+                (c.metric, c.id): c
+                for cmp in (comparison.cases if comparison is not None else ())
+                if cmp.nodeid == test.nodeid
+                for c in cmp.flipped
+            }
+            parts.append(_case_section(test, index, flips))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -125,9 +238,11 @@ def write_html(
     *,
     baseline: Report | str | os.PathLike[str] | None = None,
     tolerance: float = 0.05,
+    comparison: Comparison | None = None,
 ) -> Path:
     """Write ``render_html(...)`` to ``path`` (parent folders created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(report, baseline=baseline, tolerance=tolerance), encoding="utf-8")
+    page = render_html(report, baseline=baseline, tolerance=tolerance, comparison=comparison)
+    target.write_text(page, encoding="utf-8")
     return target

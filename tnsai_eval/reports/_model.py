@@ -5,10 +5,11 @@ Public through ``tnsai_eval.reports``; kept apart so that each module stays smal
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -23,16 +24,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CaseRecord",
+    "CaseState",
+    "IterationRecord",
     "MetricStats",
+    "PromptRecord",
     "Report",
     "ReportSource",
     "TestStatus",
     "TrackedTest",
+    "case_ids",
+    "masked",
+    "prompt_hash",
     "read_report",
+    "shown_text",
 ]
 
 #: Bumped whenever a field changes meaning or disappears; adding fields does not bump it.
-SCHEMA_VERSION = 1
+#: Version 2 added per-case records and prompts, and replaced ``pass_rate`` by
+#: ``case_pass_rate`` and ``sample_pass_rate``. Version 1 files are still read.
+SCHEMA_VERSION = 2
 
 ReportSource: TypeAlias = "Report | str | os.PathLike[str]"
 
@@ -64,8 +75,22 @@ class MetricStats:
     samples: tuple[float, ...]
     gate: bool = True
     higher_is_better: bool = True
+    #: This metric's own allowed drop (``None``: the run's ``--tnsai-tolerance``).
+    tolerance: float | None = None
+    #: Whether ``tolerance`` is a share of the baseline (0.1: ten percent) rather than absolute.
+    relative: bool = False
 
     def __post_init__(self) -> None:
+        if self.tolerance is not None and (
+            isinstance(self.tolerance, bool)
+            or not isinstance(self.tolerance, int | float)
+            or not math.isfinite(self.tolerance)
+            or self.tolerance < 0
+        ):
+            raise ConfigError(
+                f"metric {self.name!r}: tolerance must be a finite number >= 0, "
+                f"got {self.tolerance!r}"
+            )
         if not self.samples:
             raise ConfigError(f"metric {self.name!r} has no samples")
         for value in self.samples:
@@ -114,19 +139,169 @@ class MetricStats:
             "samples": list(self.samples),
             "gate": self.gate,
             "higher_is_better": self.higher_is_better,
+            "tolerance": self.tolerance,
+            "relative": self.relative,
         }
 
-    @classmethod
-    def from_dict(cls, name: str, data: Mapping[str, Any]) -> MetricStats:
-        samples = data.get("samples")
-        if not isinstance(samples, list):
-            raise ConfigError(f"metric {name!r}: 'samples' must be a list, got {samples!r}")
-        return cls(
-            name,
-            tuple(float(x) for x in samples),
-            gate=bool(data.get("gate", True)),
-            higher_is_better=bool(data.get("higher_is_better", True)),
+    def allowed_drop(self, baseline: float, default: float) -> float:
+        """How far this metric may move the wrong way from ``baseline`` before it regresses."""
+        tolerance = default if self.tolerance is None else self.tolerance
+        return tolerance * abs(baseline) if self.relative else tolerance
+
+
+class CaseState(StrEnum):
+    """What happened to one case: scored, failed to run, or had no recorded reply."""
+
+    SCORED = "scored"
+    ERROR = "error"
+    #: Replay mode had no recording (or --llm-max-calls was spent): never a score of 0.
+    UNRECORDED = "unrecorded"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRecord:
+    """One case of one ``evaluate_prompt`` call (one repeat sample of it).
+
+    ``metric`` names the call's metric (``score``, ``score_2``...), so that a
+    test evaluating two prompts keeps their cases apart. ``passed`` is
+    ``score >= case_threshold``; it is ``None`` unless the case was scored.
+
+    >>> CaseRecord("a1", "2+2", "4", output="4", score=1.0, passed=True).state.value
+    'scored'
+    """
+
+    id: str
+    input: str
+    expected: str
+    output: str | None = None
+    score: float | None = None
+    passed: bool | None = None
+    state: CaseState = CaseState.SCORED
+    cached: bool = False
+    tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+    metric: str = "score"
+    sample: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "metric": self.metric,
+            "sample": self.sample,
+            "state": self.state.value,
+            "input": masked(self.input),
+            "expected": masked(self.expected),
+            "output": masked(self.output),
+            "score": self.score,
+            "passed": self.passed,
+            "cached": self.cached,
+            "tokens": self.tokens,
+            "latency_s": self.latency_s,
+            "error": masked(self.error),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRecord:
+    """A prompt a test evaluated: its text, the hash of everything sent with it, its file.
+
+    ``hash`` covers the prompt, the template, the call parameters
+    (``response_format`` included), system message and demos: everything sent
+    except the case input, so a changed hash means the model saw something
+    different. ``file`` is set when ``evaluate_prompt`` was given a path.
+    """
+
+    metric: str
+    text: str
+    hash: str
+    file: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "text": masked(self.text),
+            "hash": self.hash,
+            "file": self.file,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IterationRecord:
+    """One iteration of a ``refine()`` / ``@refine_until`` run, as the report keeps it."""
+
+    metric: str
+    iteration: int
+    score: float
+    output: str
+    passed_checks: tuple[str, ...] = ()
+    failed_checks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "iteration": self.iteration,
+            "score": self.score,
+            "output": masked(self.output),
+            "passed_checks": list(self.passed_checks),
+            "failed_checks": list(self.failed_checks),
+        }
+
+
+def _mask(text: str) -> str:
+    # TEMPORARY call site: replaced by tnsai_eval._util.secrets.mask (i10) on merge.
+    return text
+
+
+def masked(text: str | None) -> str | None:
+    """``text`` with known secrets masked (``None`` stays ``None``)."""
+    return None if text is None else _mask(text)
+
+
+def shown_text(text: str, limit: int = 50) -> str:
+    """``text`` masked, on one line, cut to ``limit`` characters with "..." when longer.
+
+    Masked before it is cut, so a secret straddling the cut cannot leak its start.
+
+    >>> shown_text("a  long input text", 10)
+    'a long ...'
+    """
+    flat = " ".join(_mask(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def prompt_hash(*parts: object) -> str:
+    """A short stable hash of what is sent with every case (8 hex digits).
+
+    >>> len(prompt_hash("Answer briefly.", {"temperature": 0}))
+    8
+    """
+    blob = json.dumps(parts, sort_keys=True, default=repr, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def case_ids(cases: Iterable[tuple[str, str, str | None]]) -> list[str]:
+    """Stable ids for ``(input, expected, dataset_id)`` triples, in order.
+
+    A dataset's own ``id`` is used as given; otherwise the id is a hash of the
+    input and the expected answer, so it survives reordering and edits to
+    other cases. The second and later copies of an id get ``#2``, ``#3``...
+
+    >>> case_ids([("2+2", "4", None), ("2+2", "4", None), ("x", "y", "c7")])[1:]
+    ['...#2', 'c7']
+    """
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for text, expected, given in cases:
+        base = (
+            given
+            or hashlib.sha256(
+                json.dumps([text, expected], ensure_ascii=False).encode("utf-8", "surrogatepass")
+            ).hexdigest()[:12]
         )
+        count = seen[base] = seen.get(base, 0) + 1
+        out.append(base if count == 1 else f"{base}#{count}")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +319,9 @@ class TrackedTest:
     iterations: int | None = None
     duration_s: float = 0.0
     message: str = ""
+    cases: tuple[CaseRecord, ...] = ()
+    prompts: tuple[PromptRecord, ...] = ()
+    refinements: tuple[IterationRecord, ...] = ()
 
     @property
     def score(self) -> MetricStats | None:
@@ -153,8 +331,22 @@ class TrackedTest:
         return next((m for m in self.metrics.values() if m.gate), None)
 
     @property
-    def pass_rate(self) -> float:
+    def sample_pass_rate(self) -> float:
+        """Share of repeat samples (``--tnsai-repeat``) in which the test passed."""
         return self.passed_samples / self.samples if self.samples else 0.0
+
+    @property
+    def case_pass_rate(self) -> float | None:
+        """Share of recorded cases that passed (unrecorded ones left out); None without cases."""
+        judged = [c for c in self.cases if c.state is not CaseState.UNRECORDED]
+        if not judged:
+            return None
+        return sum(c.passed is True for c in judged) / len(judged)
+
+    @property
+    def unrecorded(self) -> tuple[CaseRecord, ...]:
+        """Cases that had no recorded reply (replay miss or spent --llm-max-calls)."""
+        return tuple(c for c in self.cases if c.state is CaseState.UNRECORDED)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,7 +354,8 @@ class TrackedTest:
             "status": self.status.value,
             "samples": self.samples,
             "passed_samples": self.passed_samples,
-            "pass_rate": self.pass_rate,
+            "sample_pass_rate": self.sample_pass_rate,
+            "case_pass_rate": self.case_pass_rate,
             "calls": self.calls,
             "tokens": self.tokens,
             "cache_hits": self.cache_hits,
@@ -170,37 +363,17 @@ class TrackedTest:
             "duration_s": self.duration_s,
             "message": self.message,
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "prompts": [p.to_dict() for p in self.prompts],
+            "cases": [c.to_dict() for c in self.cases],
+            "refinements": [r.to_dict() for r in self.refinements],
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrackedTest:
-        try:
-            nodeid = str(data["nodeid"])
-            status = TestStatus(data["status"])
-        except KeyError as exc:
-            raise ConfigError(f"report test entry lacks {exc.args[0]!r}: {dict(data)!r}") from exc
-        except ValueError as exc:
-            raise ConfigError(
-                f"report test {data.get('nodeid')!r}: status {data['status']!r} is not one of "
-                f"{', '.join(s.value for s in TestStatus)}"
-            ) from exc
-        metrics_data = data.get("metrics", {})
-        if not isinstance(metrics_data, Mapping):
-            raise ConfigError(f"report test {nodeid!r}: 'metrics' must be an object")
-        iterations = data.get("iterations")
-        return cls(
-            nodeid=nodeid,
-            status=status,
-            metrics={k: MetricStats.from_dict(k, v) for k, v in metrics_data.items()},
-            samples=int(data.get("samples", 1)),
-            passed_samples=int(data.get("passed_samples", 0)),
-            calls=int(data.get("calls", 0)),
-            tokens=int(data.get("tokens", 0)),
-            cache_hits=int(data.get("cache_hits", 0)),
-            iterations=None if iterations is None else int(iterations),
-            duration_s=float(data.get("duration_s", 0.0)),
-            message=str(data.get("message", "")),
-        )
+        """Decode one test entry strictly (see ``tnsai_eval.reports.decode_report``)."""
+        from tnsai_eval.reports._decode import decode_test
+
+        return decode_test(data, SCHEMA_VERSION, "$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,22 +424,11 @@ class Report:
         return target
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Report:
-        version = data.get("schema_version")
-        if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
-            raise ConfigError(
-                f"report schema_version {version!r} is not supported "
-                f"(expected an integer from 1 to {SCHEMA_VERSION})"
-            )
-        tests = data.get("tests", [])
-        if not isinstance(tests, list):
-            raise ConfigError(f"report 'tests' must be a list, got {type(tests).__name__}")
-        return cls(
-            tests=tuple(TrackedTest.from_dict(t) for t in tests),
-            config=dict(data.get("config", {})),
-            created=str(data.get("created", "")),
-            schema_version=version,
-        )
+    def from_dict(cls, data: object) -> Report:
+        """Decode a report's JSON data strictly (``ReportError`` naming the bad field)."""
+        from tnsai_eval.reports._decode import decode_report
+
+        return decode_report(data)
 
     def to_dataframe(self, *, long: bool = False) -> pd.DataFrame:
         """See ``tnsai_eval.reports.report_dataframe``."""
@@ -276,19 +438,14 @@ class Report:
 
 
 def read_report(source: ReportSource) -> Report:
-    """A ``Report`` from a JSON file written by ``--tnsai-report`` (or a Report, as is)."""
+    """A ``Report`` from a JSON file written by ``--tnsai-report`` (or a Report, as is).
+
+    Any problem with the file (missing, not UTF-8, not JSON, a field of the
+    wrong type) raises ``ReportError`` naming the file and the JSON path of
+    the field; schema versions 1 and 2 are read.
+    """
     if isinstance(source, Report):
         return source
-    path = Path(source)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"report file {str(path)!r} does not exist") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"report file {str(path)!r} is not valid JSON: {exc}") from exc
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"report file {str(path)!r} must hold a JSON object")
-    try:
-        return Report.from_dict(data)
-    except ConfigError as exc:
-        raise ConfigError(f"report file {str(path)!r}: {exc}") from exc
+    from tnsai_eval.reports._decode import read_report_file
+
+    return read_report_file(Path(source))

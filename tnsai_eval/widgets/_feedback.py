@@ -117,7 +117,10 @@ class FeedbackPanel(DisplayMixin):
         else:
             section = learned_behavior_section(self.store.get_all())
             self.prompt.value = pre_html(section) if section else "<i>nothing learned yet</i>"
-        table = frames.feedback_frame(self.store).drop(columns=["id", "session_id"])
+        # Oldest first, without the timestamp: the order says when, and a table of
+        # clock times would make every re-run of a notebook a diff.
+        frame = frames.feedback_frame(self.store)
+        table = frame.drop(columns=[c for c in ("id", "session_id", "timestamp") if c in frame])
         self.history.value = table_html(table, empty="no feedback yet")
 
     def learn(self) -> Any:

@@ -87,7 +87,8 @@ class OptimizerDashboard(DisplayMixin):
             max=10**9,
             description="max calls",
             tooltip="budget of model calls; 0: none",
-            layout=w.Layout(width="200px"),
+            style={"description_width": "initial"},
+            layout=w.Layout(width="180px"),
         )
         self.max_seconds = w.BoundedFloatText(
             value=optimizer.config.max_seconds or 0.0,
@@ -95,7 +96,8 @@ class OptimizerDashboard(DisplayMixin):
             max=10.0**9,
             description="max seconds",
             tooltip="budget of seconds; 0: none",
-            layout=w.Layout(width="200px"),
+            style={"description_width": "initial"},
+            layout=w.Layout(width="180px"),
         )
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.stop_button = w.Button(
@@ -282,7 +284,7 @@ class OptimizerDashboard(DisplayMixin):
         self.status.value = (
             f"done: {result.rounds} round(s), {result.calls} call(s), "
             f"score {result.initial_score:.3f} → {result.score:.3f} "
-            f"(stopped: {html.escape(stop)})"
+            f"(stop reason: {html.escape(stop)})"
         )
         set_png(self.plot, figure_png(plots.plot_optimizer_rounds(result)))
         # Long prompts are shortened in the table, each whole in its cell's tooltip.

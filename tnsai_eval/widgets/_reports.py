@@ -19,7 +19,17 @@ __all__ = ["ReportBrowser"]
 _NO_BASELINE = "(none)"
 _FILTERS = ("all", "failing", "regressed")
 _FAILING = ("failed", "error")
-_SHOWN = ("nodeid", "status", "score", "pass_rate", "iterations", "calls", "tokens", "cache_hits")
+_SHOWN = (
+    "nodeid",
+    "status",
+    "score",
+    "case_pass_rate",
+    "sample_pass_rate",
+    "iterations",
+    "calls",
+    "tokens",
+    "cache_hits",
+)
 
 
 class ReportBrowser(DisplayMixin):

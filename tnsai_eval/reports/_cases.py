@@ -1,0 +1,256 @@
+"""Case-level comparison of two runs: which cases flipped, and whether the change is real.
+
+A mean can hide everything: a prompt change that fixes three cases and breaks
+three others keeps it exactly where it was. Comparing case by case (matched
+on their stable ids) shows the flips both ways, and the flips are also what
+the paired test reads: under "no difference" each flipped case is equally
+likely to have gone either way, so ``sign_test`` (shared with the optimizer)
+says how surprising the count of broken cases is.
+
+Unrecorded cases (no reply in the store) are left out of every number here
+and listed on their own: a case that was never asked has no score, not 0.
+
+>>> from tnsai_eval.reports._model import CaseRecord
+>>> old = [CaseRecord("a", "q", "x", "x", 1.0, True), CaseRecord("b", "r", "y", "n", 0.0, False)]
+>>> new = [CaseRecord("a", "q", "x", "n", 0.0, False), CaseRecord("b", "r", "y", "y", 1.0, True)]
+>>> diff = compare_cases("t::x", "score", new, old)
+>>> [c.id for c in diff.broken], [c.id for c in diff.fixed], diff.mean_delta
+(['a'], ['b'], 0.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from tnsai_eval._util.stats import mean_interval, sign_test
+from tnsai_eval.reports._model import CaseRecord, CaseState, PromptRecord
+
+__all__ = [
+    "CaseChange",
+    "CaseComparison",
+    "GateMode",
+    "PromptChange",
+    "aggregate_cases",
+    "compare_cases",
+]
+
+
+class GateMode(StrEnum):
+    """How the baseline gate decides that a score regressed.
+
+    ``tolerance`` (default): the mean dropped by more than the tolerance.
+    ``paired``: in addition, the exact one-sided sign test on the flipped
+    cases has p < alpha, so a drop made of a few coin-flip cases passes.
+    """
+
+    TOLERANCE = "tolerance"
+    PAIRED = "paired"
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """One case's outcome over its repeat samples."""
+
+    record: CaseRecord
+    score: float
+    passed: bool
+
+
+def aggregate_cases(records: Iterable[CaseRecord]) -> tuple[dict[str, _Verdict], list[str]]:
+    """Scored (or failed) cases by id, and the ids that were never recorded.
+
+    With ``--tnsai-repeat`` a case has one record per sample: its score is
+    their mean and it passes when at least half of its samples passed. A
+    case that failed to run (state ``error``) counts as score 0, failing:
+    the call was made and did not answer.
+    """
+    grouped: dict[str, list[CaseRecord]] = {}
+    for record in records:
+        grouped.setdefault(record.id, []).append(record)
+    verdicts: dict[str, _Verdict] = {}
+    unrecorded: list[str] = []
+    for case_id, group in grouped.items():
+        judged = [r for r in group if r.state is not CaseState.UNRECORDED]
+        if not judged:
+            unrecorded.append(case_id)
+            continue
+        scores = [0.0 if r.score is None else r.score for r in judged]
+        passes = sum(r.passed is True for r in judged)
+        verdicts[case_id] = _Verdict(
+            record=judged[-1],
+            score=math.fsum(scores) / len(scores),
+            passed=2 * passes >= len(judged),
+        )
+    return verdicts, unrecorded
+
+
+@dataclass(frozen=True, slots=True)
+class CaseChange:
+    """A case present (and recorded) in both runs, with both outcomes."""
+
+    nodeid: str
+    metric: str
+    id: str
+    input: str
+    expected: str
+    baseline_score: float
+    current_score: float
+    baseline_passed: bool
+    current_passed: bool
+    baseline_output: str | None
+    current_output: str | None
+
+    @property
+    def delta(self) -> float:
+        """current - baseline score."""
+        return self.current_score - self.baseline_score
+
+    @property
+    def flip(self) -> str:
+        """``"broken"`` (pass -> fail), ``"fixed"`` (fail -> pass) or ``""``."""
+        if self.baseline_passed and not self.current_passed:
+            return "broken"
+        if self.current_passed and not self.baseline_passed:
+            return "fixed"
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptChange:
+    """A prompt whose hash changed between the runs (text, template or call settings)."""
+
+    nodeid: str
+    metric: str
+    name: str
+    baseline_hash: str
+    current_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaseComparison:
+    """The cases of one ``evaluate_prompt`` call (one test, one metric) in both runs."""
+
+    nodeid: str
+    metric: str
+    changes: tuple[CaseChange, ...]
+    new: tuple[str, ...]
+    vanished: tuple[str, ...]
+    unrecorded: tuple[str, ...]
+    prompt_change: PromptChange | None = None
+
+    @property
+    def broken(self) -> tuple[CaseChange, ...]:
+        """Cases that passed in the baseline and fail now, worst drop first."""
+        return tuple(sorted((c for c in self.changes if c.flip == "broken"), key=lambda c: c.delta))
+
+    @property
+    def fixed(self) -> tuple[CaseChange, ...]:
+        """Cases that failed in the baseline and pass now, largest gain first."""
+        return tuple(sorted((c for c in self.changes if c.flip == "fixed"), key=lambda c: -c.delta))
+
+    @property
+    def flipped(self) -> tuple[CaseChange, ...]:
+        """Every flipped case, broken ones (worst first) before fixed ones."""
+        return self.broken + self.fixed
+
+    @property
+    def baseline_mean(self) -> float:
+        """Mean baseline score over the cases both runs recorded."""
+        return _mean([c.baseline_score for c in self.changes])
+
+    @property
+    def current_mean(self) -> float:
+        """Mean current score over the cases both runs recorded."""
+        return _mean([c.current_score for c in self.changes])
+
+    @property
+    def mean_delta(self) -> float:
+        """Mean paired difference (current - baseline) over the common cases."""
+        return _mean([c.delta for c in self.changes])
+
+    @property
+    def delta_interval(self) -> tuple[float, float]:
+        """95% interval (Student's t) of the mean paired difference."""
+        if not self.changes:
+            return 0.0, 0.0
+        _, low, high = mean_interval([c.delta for c in self.changes])
+        return low, high
+
+    @property
+    def p_worse(self) -> float:
+        """One-sided exact sign test: how likely this many broken cases are by chance."""
+        return sign_test(len(self.fixed), len(self.broken), alternative="less")
+
+    @property
+    def p_better(self) -> float:
+        """One-sided exact sign test in the other direction (for improvements)."""
+        return sign_test(len(self.fixed), len(self.broken), alternative="greater")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+def compare_cases(
+    nodeid: str,
+    metric: str,
+    current: Iterable[CaseRecord],
+    baseline: Iterable[CaseRecord],
+    *,
+    current_prompts: Sequence[PromptRecord] = (),
+    baseline_prompts: Sequence[PromptRecord] = (),
+) -> CaseComparison:
+    """Match the two runs' cases of one metric on their ids."""
+    now, now_unrecorded = aggregate_cases(current)
+    before, before_unrecorded = aggregate_cases(baseline)
+    changes = [
+        CaseChange(
+            nodeid=nodeid,
+            metric=metric,
+            id=case_id,
+            input=verdict.record.input,
+            expected=verdict.record.expected,
+            baseline_score=before[case_id].score,
+            current_score=verdict.score,
+            baseline_passed=before[case_id].passed,
+            current_passed=verdict.passed,
+            baseline_output=before[case_id].record.output,
+            current_output=verdict.record.output,
+        )
+        for case_id, verdict in now.items()
+        if case_id in before
+    ]
+    unrecorded = list(dict.fromkeys([*now_unrecorded, *before_unrecorded]))
+    known_before = set(before) | set(before_unrecorded)
+    known_now = set(now) | set(now_unrecorded)
+    return CaseComparison(
+        nodeid=nodeid,
+        metric=metric,
+        changes=tuple(changes),
+        new=tuple(i for i in now if i not in known_before),
+        vanished=tuple(i for i in before if i not in known_now),
+        unrecorded=tuple(unrecorded),
+        prompt_change=_prompt_change(nodeid, metric, current_prompts, baseline_prompts),
+    )
+
+
+def _prompt_change(
+    nodeid: str,
+    metric: str,
+    current: Sequence[PromptRecord],
+    baseline: Sequence[PromptRecord],
+) -> PromptChange | None:
+    now = next((p for p in current if p.metric == metric), None)
+    before = next((p for p in baseline if p.metric == metric), None)
+    if now is None or before is None or now.hash == before.hash:
+        return None
+    return PromptChange(
+        nodeid=nodeid,
+        metric=metric,
+        name=now.file or before.file or f"{nodeid} ({metric})",
+        baseline_hash=before.hash,
+        current_hash=now.hash,
+    )

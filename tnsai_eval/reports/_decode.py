@@ -1,0 +1,337 @@
+"""Reading a report back: a strict, typed decoder that names the bad field.
+
+A report is committed as a baseline and read by the gate on every CI run, so
+a hand-edited or truncated file must fail with a message a person can act on,
+never with a raw ``TypeError`` from deep inside the comparison. Every value is
+checked for its JSON type before it is used: ``"gate": "false"`` is a string,
+not a boolean, and ``"schema_version": true`` is not a version (Python would
+happily read both). Errors are ``ReportError`` carrying the file and the JSON
+path of the field (``$.tests[2].metrics.score.gate``).
+
+Unknown keys are ignored: a newer writer may add fields without bumping the
+schema version (see ``SCHEMA_VERSION``). Versions 1 and 2 are read; version 1
+has no cases, prompts or per-metric tolerances.
+
+>>> decode_report({"schema_version": 2, "tests": [{"nodeid": "t::a", "status": "passed",
+...     "metrics": {"score": {"samples": [0.5], "gate": "false"}}}]})
+Traceback (most recent call last):
+...
+tnsai_eval.errors.ReportError: $.tests[0].metrics.score.gate: expected true or false, got 'false'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NoReturn
+
+from tnsai_eval.errors import ConfigError, ReportError
+from tnsai_eval.reports._model import (
+    SCHEMA_VERSION,
+    CaseRecord,
+    CaseState,
+    IterationRecord,
+    MetricStats,
+    PromptRecord,
+    Report,
+    TestStatus,
+    TrackedTest,
+)
+
+__all__ = ["decode_report", "decode_test", "read_report_file"]
+
+
+def read_report_file(path: Path) -> Report:
+    """Read and decode the report at ``path``; every failure is a ``ReportError``."""
+    shown = str(path)
+
+    def fail(reason: str, field: str = "") -> NoReturn:
+        raise ReportError(f"report file {shown!r}: {reason}", file=shown, field=field)
+
+    if path.is_dir():
+        fail("is a directory, not a report file")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        fail("does not exist")
+    except OSError as exc:
+        fail(f"cannot be read: {exc.strerror or exc}")
+    try:
+        # utf-8-sig: a byte-order mark (some Windows editors add one) is accepted, as in datasets.
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        fail(f"is not UTF-8 text (byte {exc.start})")
+    if not text.strip():
+        fail("is empty")
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        fail("is nested too deeply to be a report")
+    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, or an int of thousands of digits
+        fail(f"is not valid JSON: {exc}")
+    try:
+        return decode_report(data)
+    except ReportError as exc:
+        raise ReportError(f"report file {shown!r}: {exc}", file=shown, field=exc.field) from None
+
+
+def _reject_constant(name: str) -> float:
+    # NaN compares False with everything: a NaN score could never fail the gate.
+    raise ValueError(f"{name} is not a finite number")
+
+
+def decode_report(data: object) -> Report:
+    """A ``Report`` from parsed JSON, checked field by field."""
+    root = _object(data, "$")
+    version = root.get("schema_version")
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, int)
+        or not 1 <= version <= SCHEMA_VERSION
+    ):
+        _fail(
+            "$.schema_version",
+            f"expected an integer from 1 to {SCHEMA_VERSION}, got {version!r}",
+        )
+    tests = _list(root.get("tests", []), "$.tests")
+    decoded = tuple(decode_test(t, version, f"$.tests[{i}]") for i, t in enumerate(tests))
+    seen: set[str] = set()
+    for i, test in enumerate(decoded):
+        if test.nodeid in seen:
+            _fail(f"$.tests[{i}].nodeid", f"test {test.nodeid!r} appears twice")
+        seen.add(test.nodeid)
+    config = _object(root.get("config", {}), "$.config")
+    created = _string(root.get("created", ""), "$.created")
+    return Report(tests=decoded, config=dict(config), created=created, schema_version=version)
+
+
+def decode_test(data: object, version: int, path: str) -> TrackedTest:
+    """One entry of ``tests``."""
+    entry = _object(data, path)
+    nodeid = _string(_required(entry, "nodeid", path), f"{path}.nodeid", nonblank=True)
+    status_text = _string(_required(entry, "status", path), f"{path}.status")
+    try:
+        status = TestStatus(status_text)
+    except ValueError:
+        _fail(
+            f"{path}.status",
+            f"expected one of {', '.join(s.value for s in TestStatus)}, got {status_text!r}",
+        )
+    metrics_data = _object(entry.get("metrics", {}), f"{path}.metrics")
+    metrics = {
+        name: _metric(name, value, f"{path}.metrics.{name}") for name, value in metrics_data.items()
+    }
+    iterations = entry.get("iterations")
+    samples = _integer(entry.get("samples", 1), f"{path}.samples", minimum=1)
+    passed_samples = _integer(entry.get("passed_samples", 0), f"{path}.passed_samples")
+    if passed_samples > samples:
+        _fail(f"{path}.passed_samples", f"{passed_samples} is more than samples ({samples})")
+    cases: tuple[CaseRecord, ...] = ()
+    prompts: tuple[PromptRecord, ...] = ()
+    refinements: tuple[IterationRecord, ...] = ()
+    if version >= 2:
+        cases = tuple(
+            _case(c, f"{path}.cases[{i}]")
+            for i, c in enumerate(_list(entry.get("cases", []), f"{path}.cases"))
+        )
+        keys: set[tuple[str, int, str]] = set()
+        for i, case in enumerate(cases):
+            key = (case.metric, case.sample, case.id)
+            if key in keys:
+                _fail(f"{path}.cases[{i}].id", f"case {case.id!r} appears twice")
+            keys.add(key)
+        prompts = tuple(
+            _prompt(p, f"{path}.prompts[{i}]")
+            for i, p in enumerate(_list(entry.get("prompts", []), f"{path}.prompts"))
+        )
+        refinements = tuple(
+            _iteration(r, f"{path}.refinements[{i}]")
+            for i, r in enumerate(_list(entry.get("refinements", []), f"{path}.refinements"))
+        )
+    return TrackedTest(
+        nodeid=nodeid,
+        status=status,
+        metrics=metrics,
+        samples=samples,
+        passed_samples=passed_samples,
+        calls=_integer(entry.get("calls", 0), f"{path}.calls"),
+        tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
+        cache_hits=_integer(entry.get("cache_hits", 0), f"{path}.cache_hits"),
+        iterations=None if iterations is None else _integer(iterations, f"{path}.iterations"),
+        duration_s=_number(entry.get("duration_s", 0.0), f"{path}.duration_s", minimum=0.0),
+        message=_string(entry.get("message", ""), f"{path}.message"),
+        cases=cases,
+        prompts=prompts,
+        refinements=refinements,
+    )
+
+
+def _metric(name: str, data: object, path: str) -> MetricStats:
+    entry = _object(data, path)
+    samples = _list(_required(entry, "samples", path), f"{path}.samples")
+    if not samples:
+        _fail(f"{path}.samples", "expected at least one sample, got []")
+    values = tuple(_number(v, f"{path}.samples[{i}]") for i, v in enumerate(samples))
+    tolerance = entry.get("tolerance")
+    try:
+        return MetricStats(
+            name,
+            values,
+            gate=_boolean(entry.get("gate", True), f"{path}.gate"),
+            higher_is_better=_boolean(
+                entry.get("higher_is_better", True), f"{path}.higher_is_better"
+            ),
+            tolerance=None
+            if tolerance is None
+            else _number(tolerance, f"{path}.tolerance", minimum=0.0),
+            relative=_boolean(entry.get("relative", False), f"{path}.relative"),
+        )
+    except ReportError:
+        raise
+    except ConfigError as exc:  # the record's own checks, should a new one be added
+        _fail(path, str(exc))
+
+
+def _case(data: object, path: str) -> CaseRecord:
+    entry = _object(data, path)
+    state_text = _string(entry.get("state", "scored"), f"{path}.state")
+    try:
+        state = CaseState(state_text)
+    except ValueError:
+        _fail(
+            f"{path}.state",
+            f"expected one of {', '.join(s.value for s in CaseState)}, got {state_text!r}",
+        )
+    score_data = entry.get("score")
+    score = (
+        None
+        if score_data is None
+        else _number(score_data, f"{path}.score", minimum=0.0, maximum=1.0)
+    )
+    passed_data = entry.get("passed")
+    passed = None if passed_data is None else _boolean(passed_data, f"{path}.passed")
+    if state is CaseState.SCORED and (score is None or passed is None):
+        _fail(path, "a scored case needs a score and passed")
+    output = entry.get("output")
+    error = entry.get("error")
+    return CaseRecord(
+        id=_string(_required(entry, "id", path), f"{path}.id", nonblank=True),
+        input=_string(_required(entry, "input", path), f"{path}.input"),
+        expected=_string(_required(entry, "expected", path), f"{path}.expected"),
+        output=None if output is None else _string(output, f"{path}.output"),
+        score=score,
+        passed=passed,
+        state=state,
+        cached=_boolean(entry.get("cached", False), f"{path}.cached"),
+        tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
+        latency_s=_number(entry.get("latency_s", 0.0), f"{path}.latency_s", minimum=0.0),
+        error=None if error is None else _string(error, f"{path}.error"),
+        metric=_string(entry.get("metric", "score"), f"{path}.metric", nonblank=True),
+        sample=_integer(entry.get("sample", 0), f"{path}.sample"),
+    )
+
+
+def _prompt(data: object, path: str) -> PromptRecord:
+    entry = _object(data, path)
+    file = entry.get("file")
+    return PromptRecord(
+        metric=_string(entry.get("metric", "score"), f"{path}.metric", nonblank=True),
+        text=_string(_required(entry, "text", path), f"{path}.text"),
+        hash=_string(_required(entry, "hash", path), f"{path}.hash", nonblank=True),
+        file=None if file is None else _string(file, f"{path}.file"),
+    )
+
+
+def _iteration(data: object, path: str) -> IterationRecord:
+    entry = _object(data, path)
+    return IterationRecord(
+        metric=_string(entry.get("metric", "refine_score"), f"{path}.metric", nonblank=True),
+        iteration=_integer(_required(entry, "iteration", path), f"{path}.iteration"),
+        score=_number(_required(entry, "score", path), f"{path}.score"),
+        output=_string(entry.get("output", ""), f"{path}.output"),
+        passed_checks=_strings(entry.get("passed_checks", []), f"{path}.passed_checks"),
+        failed_checks=_strings(entry.get("failed_checks", []), f"{path}.failed_checks"),
+    )
+
+
+# -- typed readers: each checks one JSON type and names the path ------------
+
+
+def _fail(path: str, reason: str) -> NoReturn:
+    raise ReportError(f"{path}: {reason}", field=path)
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _required(entry: Mapping[str, object], key: str, path: str) -> object:
+    if key not in entry:
+        _fail(f"{path}.{key}", "is missing")
+    return entry[key]
+
+
+def _object(value: object, path: str) -> Mapping[str, object]:
+    if not isinstance(value, dict):
+        _fail(path, f"expected an object, got {_kind(value)}")
+    return value
+
+
+def _list(value: object, path: str) -> list[object]:
+    if not isinstance(value, list):
+        _fail(path, f"expected an array, got {_kind(value)}")
+    return value
+
+
+def _string(value: object, path: str, *, nonblank: bool = False) -> str:
+    if not isinstance(value, str):
+        _fail(path, f"expected a string, got {_kind(value)} {_shown(value)}")
+    if nonblank and not value.strip():
+        _fail(path, "expected a non-blank string")
+    return value
+
+
+def _strings(value: object, path: str) -> tuple[str, ...]:
+    return tuple(_string(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
+
+
+def _boolean(value: object, path: str) -> bool:
+    if not isinstance(value, bool):
+        _fail(path, f"expected true or false, got {_shown(value)}")
+    return value
+
+
+def _integer(value: object, path: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        _fail(path, f"expected an integer, got {_kind(value)} {_shown(value)}")
+    if value < minimum:
+        _fail(path, f"expected an integer >= {minimum}, got {value}")
+    return value
+
+
+def _number(
+    value: object, path: str, *, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _fail(path, f"expected a number, got {_kind(value)} {_shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer literal too large for a float
+        _fail(path, "number is too large")
+    if not math.isfinite(number):  # 1e999 parses as inf
+        _fail(path, f"expected a finite number, got {value!r}")
+    if minimum is not None and number < minimum:
+        _fail(path, f"expected a number >= {minimum:g}, got {number!r}")
+    if maximum is not None and number > maximum:
+        _fail(path, f"expected a number <= {maximum:g}, got {number!r}")
+    return number

@@ -1,0 +1,151 @@
+"""The comparison as text: for a terminal, or as Markdown for a pull-request comment.
+
+Both say the same things in the same order: the verdict and the gate's mode,
+the regressed metrics, then for each test the cases that flipped (broken ones
+first, worst drop first) next to the prompts that changed, then the cases left
+out because they had no recorded reply. Every case text is masked for secrets
+before it is cut to fit a line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tnsai_eval.reports._model import shown_text
+
+if TYPE_CHECKING:
+    from tnsai_eval.reports import Comparison, MetricChange
+    from tnsai_eval.reports._cases import CaseChange, CaseComparison
+
+__all__ = ["format_comparison", "markdown_table"]
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table (``|`` in cells escaped).
+
+    >>> print(markdown_table(("a", "b"), [("1", "x|y")]))
+    | a | b |
+    |---|---|
+    | 1 | x\\|y |
+    """
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
+    if markdown:
+        return markdown_table(headers, rows)
+    from tnsai_eval.reports import format_table
+
+    return format_table(headers, rows, indent=2)
+
+
+def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for c in changes:
+        current = f"{c.current:.3f}"
+        if c.current_low != c.current_high:
+            current += f" [{c.current_low:.3f}, {c.current_high:.3f}]"
+        rows.append(
+            (
+                c.nodeid,
+                c.metric,
+                f"{c.baseline:.3f}",
+                current,
+                f"{c.delta:+.3f}",
+                "-" if c.p_value is None else f"{c.p_value:.3g}",
+            )
+        )
+    return rows
+
+
+_METRIC_HEADERS = ("test", "metric", "baseline", "current", "delta", "sign test p")
+_CASE_HEADERS = ("flip", "case", "input", "expected", "before", "after", "delta")
+
+
+def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, ...]]:
+    width = 60 if markdown else 40
+    return [
+        (
+            c.flip,
+            c.id,
+            shown_text(c.input, width),
+            shown_text(c.expected, 30),
+            f"{c.baseline_score:.2f} {shown_text(c.baseline_output or '', width)!r}",
+            f"{c.current_score:.2f} {shown_text(c.current_output or '', width)!r}",
+            f"{c.delta:+.2f}",
+        )
+        for c in cases
+    ]
+
+
+def _case_heading(cmp: CaseComparison) -> list[str]:
+    low, high = cmp.delta_interval
+    lines = [
+        f"{cmp.nodeid} ({cmp.metric}): {len(cmp.broken)} broken, {len(cmp.fixed)} fixed "
+        f"of {len(cmp.changes)} common case(s); mean {cmp.baseline_mean:.3f} -> "
+        f"{cmp.current_mean:.3f} (delta {cmp.mean_delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}]); "
+        f"sign test p={cmp.p_worse:.3g} (one-sided, worse)"
+    ]
+    change = cmp.prompt_change
+    if change is not None:
+        lines.append(
+            f"prompt `{change.name}` changed ({change.baseline_hash} -> {change.current_hash}): "
+            f"{len(cmp.fixed)} case(s) fixed, {len(cmp.broken)} broken"
+        )
+    if cmp.new or cmp.vanished:
+        lines.append(f"{len(cmp.new)} new case(s), {len(cmp.vanished)} vanished case(s)")
+    return lines
+
+
+def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
+    """The comparison for a terminal (``markdown=False``) or a Markdown document."""
+    lines: list[str] = []
+    gate = f"gate: {comparison.gate.value}"
+    if comparison.gate.value == "paired":
+        gate += f", alpha {comparison.alpha:g}"
+    if comparison.regressions:
+        verdict = (
+            f"{len(comparison.regressions)} regression(s) beyond tolerance "
+            f"{comparison.tolerance:g} ({gate}):"
+        )
+    else:
+        verdict = f"no regressions beyond tolerance {comparison.tolerance:g} ({gate})"
+    lines.append(f"**{verdict}**" if markdown else verdict)
+    if comparison.regressions:
+        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.regressions), markdown))
+    if comparison.improved:
+        lines.append(f"{len(comparison.improved)} improvement(s):")
+        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.improved), markdown))
+    flipped = [cmp for cmp in comparison.cases if cmp.flipped or cmp.prompt_change]
+    total = len(comparison.flipped)
+    if comparison.cases:
+        broken = sum(len(cmp.broken) for cmp in comparison.cases)
+        lines.append(
+            f"flipped cases: {total} ({broken} broken, {total - broken} fixed)"
+            + ("; flips alone never fail the run" if total else "")
+        )
+    for cmp in flipped:
+        heading = _case_heading(cmp)
+        lines.append(f"#### {heading[0]}" if markdown else f"  {heading[0]}")
+        lines.extend(("" if markdown else "  ") + h for h in heading[1:])
+        if cmp.flipped:
+            lines.append(_table(_CASE_HEADERS, _case_rows(cmp.flipped, markdown), markdown))
+    unrecorded = comparison.unrecorded
+    if unrecorded:
+        lines.append(
+            f"unrecorded (no reply in the store; left out of the comparison): {len(unrecorded)}"
+        )
+        lines.extend(f"{'-' if markdown else ' '} {nodeid} case {i}" for nodeid, i in unrecorded)
+    for title, names in (
+        ("new (not in baseline)", comparison.new),
+        ("vanished", comparison.vanished),
+    ):
+        if names:
+            lines.append(f"{title}: {len(names)}")
+            lines.extend(f"{'-' if markdown else ' '} {name}" for name in names)
+    return "\n".join(lines)
