@@ -105,7 +105,9 @@ class Check:
 
     ``raw``: the check reads the model's reply as it came, before the loop's
     ``reply_parser`` took a code block out of it: a check that asks for a fence
-    (``must_contain("```python")``) could never pass on the parsed text.
+    (``must_contain("```python")``, a pattern with one) could never pass on the
+    parsed text. ``must_not_contain("```")`` reads the parsed text, which is
+    what the loop returns.
     """
 
     name: str
@@ -156,7 +158,6 @@ def must_not_contain(text: str) -> Check:
         CheckKind.DETERMINISTIC,
         "must_not_contain",
         run,
-        raw=_about_fences(text),
     )
 
 
