@@ -12,12 +12,14 @@ import sys
 from collections.abc import Sequence
 
 from tnsai_eval import __version__
+from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import TnsaiError
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``tnsai-eval`` argument parser, with every subcommand registered."""
     # Imported here so that `import tnsai_eval` never pays for the CLI's imports.
     from tnsai_eval.cli import _chat, _optimize, _refine, _report
 
@@ -33,13 +35,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tnsai-eval`` with ``argv`` (default: the command line); returns the exit code.
+
+    0 success, 1 a failed check or gate, 2 bad arguments or input, 130 interrupted.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
     except TnsaiError as exc:
         # Our errors already name the bad value; a traceback would only bury it.
-        print(f"tnsai-eval {args.command}: error: {exc}", file=sys.stderr)
+        print(f"tnsai-eval {args.command}: error: {mask(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # A file named on the command line that cannot be read or written.
+        print(f"tnsai-eval {args.command}: error: {mask(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

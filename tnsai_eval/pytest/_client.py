@@ -7,11 +7,11 @@ a server, and a run whose tests never call the model pays nothing.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import LocalModelUnavailable
 from tnsai_eval.llm import (
     CachedLLM,
@@ -24,11 +24,9 @@ from tnsai_eval.llm import (
     smollm2_gguf_path,
 )
 from tnsai_eval.pytest._options import PluginOptions
+from tnsai_eval.settings import resolve_model
 
 __all__ = ["LazyClient", "build_client", "describe_model"]
-
-_ENV_BASE_URL = "TNSAI_LLM_BASE_URL"
-_ENV_MODEL = "TNSAI_LLM_MODEL"
 
 
 class LazyClient:
@@ -62,16 +60,20 @@ class LazyClient:
 
 
 def describe_model(options: PluginOptions) -> tuple[str | None, str]:
-    """(base URL or None for the embedded model, model name), as the client will see them."""
-    base_url = options.base_url or os.environ.get(_ENV_BASE_URL) or None
-    model = options.model or os.environ.get(_ENV_MODEL) or None
-    if base_url is None and model is None:
+    """(base URL or None for the embedded model, model name), as the client will see them.
+
+    The URL has any credentials (``user:pass@``, ``?api_key=``) redacted: it is
+    written into reports and recordings.
+    """
+    settings = resolve_model(base_url=options.base_url, model=options.model)
+    base_url, model = settings.base_url, settings.model
+    if settings.embedded:
         try:
             return None, smollm2_gguf_path().stem
         except LocalModelUnavailable:
             # Only a call that reaches the model needs it; that call will raise.
             return None, "embedded (not installed)"
-    return base_url, model or ""
+    return (redact_url(base_url) if base_url else None), model or ""
 
 
 def build_client(options: PluginOptions) -> LLMClient:
@@ -81,8 +83,8 @@ def build_client(options: PluginOptions) -> LLMClient:
     deliberately no option for it, so that it never lands in a command line,
     an ini file or a report.
     """
-    _, model = describe_model(options)
+    server, model = describe_model(options)
     inner = LazyClient(lambda: default_llm(base_url=options.base_url, model=options.model), model)
     if options.record_mode == "off":
         return inner
-    return CachedLLM(inner, ResponseStore(options.store), mode=options.record_mode)
+    return CachedLLM(inner, ResponseStore(options.store), mode=options.record_mode, server=server)

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, json_schema_format
 from tnsai_eval.refinement import _checks
@@ -134,7 +135,9 @@ def _run(check: Check, output: str) -> CheckOutcome:
     return CheckOutcome(
         name=check.name,
         passed=verdict.passed,
-        message=verdict.message,
+        # Whatever a check says (a command's output, a predicate's exception)
+        # reaches the revision prompt, frames and recordings: no secret may.
+        message=mask(verdict.message),
         kind=check.kind,
         source=check.source,
         duration_s=time.perf_counter() - started,
@@ -184,10 +187,17 @@ class CompletionCriteriaBuilder:
         name: str | None = None,
         timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
         suffix: str = ".txt",
+        env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when ``command`` exits 0, e.g. ``"python -m py_compile $OUTPUT"``."""
+        """Passes when ``command`` exits 0, e.g. ``"python -m py_compile $OUTPUT"``.
+
+        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
+        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
+        """
         return self._add(
-            command_check("compiler_check", command, name=name, timeout_s=timeout_s, suffix=suffix)
+            command_check(
+                "compiler_check", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
+            )
         )
 
     def test_command(
@@ -197,10 +207,17 @@ class CompletionCriteriaBuilder:
         name: str | None = None,
         timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
         suffix: str = ".txt",
+        env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when the test command exits 0."""
+        """Passes when the test command exits 0.
+
+        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
+        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
+        """
         return self._add(
-            command_check("test_command", command, name=name, timeout_s=timeout_s, suffix=suffix)
+            command_check(
+                "test_command", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
+            )
         )
 
     def lint_check(
@@ -210,10 +227,17 @@ class CompletionCriteriaBuilder:
         name: str | None = None,
         timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
         suffix: str = ".txt",
+        env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when the linter exits 0."""
+        """Passes when the linter exits 0.
+
+        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
+        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
+        """
         return self._add(
-            command_check("lint_check", command, name=name, timeout_s=timeout_s, suffix=suffix)
+            command_check(
+                "lint_check", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
+            )
         )
 
     # In-process checks.

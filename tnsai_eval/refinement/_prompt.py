@@ -50,11 +50,9 @@ def strip_code_fence(reply: str) -> str:
     return body
 
 
-# Any fenced block: opening fence with optional info string, body, same fence.
-_ANY_BLOCK = re.compile(
-    r"^(?P<fence>`{3,}|~{3,})[\w.+#-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?^(?P=fence)[ \t]*$",
-    re.S | re.M,
-)
+# An opening fence line (without its "\n"): ``` or ~~~ (or longer), an
+# optional info string such as a language, trailing blanks.
+_OPEN_LINE = re.compile(r"(?P<fence>`{3,}|~{3,})[\w.+#-]*[ \t]*\r?")
 
 
 def first_code_block(reply: str) -> str:
@@ -70,8 +68,44 @@ def first_code_block(reply: str) -> str:
     >>> first_code_block("no block here")
     'no block here'
     """
-    match = _ANY_BLOCK.search(reply)
-    return reply if match is None else match.group("body")
+    # Line by line in linear time (a backtracking regex was quadratic on many
+    # unclosed fences: 40 KB took 15-20 s). The block is the earliest opening
+    # line that some later line closes with exactly the same fence.
+    lines = reply.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    # Backward pass: for each opening line, the nearest later closing line.
+    nearest: dict[str, int] = {}
+    closes_at: dict[int, int] = {}
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        fence = _fence_of(line)
+        if fence is None:
+            continue
+        # The last line has no "\n" after it, so it can close but not open.
+        opening = index < len(lines) - 1 and _OPEN_LINE.fullmatch(line) is not None
+        if opening and fence in nearest:
+            closes_at[index] = nearest[fence]
+        if line.rstrip(" \t") == fence:
+            nearest[fence] = index
+    if not closes_at:
+        return reply
+    first = min(closes_at)
+    body = reply[starts[first + 1] : starts[closes_at[first]]]
+    body = body[:-1] if body.endswith("\n") else body
+    return body[:-1] if body.endswith("\r") else body
+
+
+def _fence_of(line: str) -> str | None:
+    """The run of 3+ backticks or tildes that starts ``line``, if any."""
+    if not line.startswith(("```", "~~~")):
+        return None
+    char = line[0]
+    end = 3
+    while end < len(line) and line[end] == char:
+        end += 1
+    return line[:end]
 
 
 def first_json_block(reply: str) -> str:
@@ -92,9 +126,15 @@ def first_json_block(reply: str) -> str:
     """
     if _is_json(reply):
         return reply.strip()
-    for match in _ANY_BLOCK.finditer(reply):
-        if _is_json(match.group("body")):
-            return match.group("body").strip()
+    # The first few blocks, each found in linear time (first_code_block).
+    rest = reply
+    for _ in range(_JSON_STARTS):
+        body = first_code_block(rest)
+        if body is rest:
+            break
+        if _is_json(body):
+            return body.strip()
+        rest = rest[rest.find(body) + len(body) :]
     decoder = json.JSONDecoder()
     starts = (i for i, ch in enumerate(reply) if ch in "{[")
     for _, start in zip(range(_JSON_STARTS), starts, strict=False):
