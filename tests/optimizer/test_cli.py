@@ -47,7 +47,6 @@ def test_optimize_writes_its_three_files(
     printed = captured.out
     # The tqdm bar (stderr) ends full even though the run stopped below its bound.
     assert "optimize: 100%" in captured.err
-    assert "optimizing 'capitals': 20 cases" in printed
     assert "rank" in printed
     assert "strategy" in printed
     assert PromptStrategy.CONCISE.value in printed
@@ -57,16 +56,26 @@ def test_optimize_writes_its_three_files(
     assert {"round", "variant", "strategy", "case", "output", "score", "cached"} <= set(
         results.columns
     )
-    # initial + concise + rewrite, 20 cases each
-    assert len(results) == 60
+    # initial + concise + rewrite on the 14 selection cases; the initial and the
+    # best prompt on the 6 held out.
+    assert (results["split"] == "train").sum() == 3 * 14
+    assert (results["split"] == "validation").sum() == 2 * 6
+    assert "optimizing 'capitals': 20 cases (14 to select on, 6 held out)" in printed
+    assert "held-out " in printed
+    assert "training score" in printed
     rounds = pd.read_csv(out / "rounds.csv")
     assert list(rounds["round"]) == [0, 1]
     assert (out / "score_progression.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # The prompt given by default for capitals, then the case input.
+    # The prompt given by default for capitals, then the first selection case
+    # (France is held out with seed 0).
     assert scripted_default.prompts[0] == (
-        "Answer the geography question.\n\nWhat is the capital of France?"
+        "Answer the geography question.\n\nWhat is the capital of Japan?"
     )
-    assert all(call.params["max_tokens"] == 32 for call in scripted_default.calls)
+    assert all(
+        call.params["max_tokens"] == 32
+        for call in scripted_default.calls
+        if not call.messages[-1].content.startswith("You improve prompts")
+    )
 
 
 def test_optimize_options_reach_the_optimizer(

@@ -4,6 +4,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
+from tnsai_eval.llm._attempts import AttemptGate, attempt_gate, may_retry
 from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._format import (
@@ -42,6 +43,7 @@ from tnsai_eval.settings import RecordMode
 
 __all__ = [
     "AsyncLLMClient",
+    "AttemptGate",
     "CachedLLM",
     "Completion",
     "Judge",
@@ -61,6 +63,7 @@ __all__ = [
     "ToolCall",
     "Usage",
     "acall",
+    "attempt_gate",
     "call_tokens",
     "check_response_format",
     "default_llm",
@@ -68,6 +71,7 @@ __all__ = [
     "fit_threshold",
     "json_schema_format",
     "last_user_message",
+    "may_retry",
     "normalize_messages",
     "smollm2_gguf_path",
     "unenforced_keywords",
