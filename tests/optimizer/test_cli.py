@@ -103,3 +103,76 @@ def test_optimize_reports_bad_input(
     assert "unknown dataset 'capitols'" in capsys.readouterr().err
     assert main(["optimize", "capitals", "--strategies", "magic", "--out", str(tmp_path)]) == 2
     assert "prompt strategy 'magic' is not one of" in capsys.readouterr().err
+
+
+def test_optimize_uses_the_datasets_evaluator_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = ScriptedLLM(
+        rules=[
+            (r"^You improve prompts", "Hello! How can I help you today?"),
+            (r"loved|fantastic|great|wonderful|friendly|perfect", "The review is positive."),
+        ],
+        default="It is negative.",
+    )
+    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
+    out = tmp_path / "out"
+    code = main(
+        [
+            "optimize",
+            "sentiment",
+            "--strategies",
+            "concise",
+            "--rounds",
+            "1",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert (
+        "evaluator: label evaluator (scores are accuracy; labels: positive, negative), "
+        "from sentiment.meta.json" in printed
+    )
+    assert "accuracy " in printed
+    assert "rejected 1 model rewrite(s) that were not prompts for the task" in printed
+    scores = set(pd.read_csv(out / "results.csv")["score"])
+    assert scores <= {0.0, 1.0}
+    assert all("response_format" not in call.params for call in llm.calls)
+
+
+def test_constrain_sends_the_labels_schema(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = ScriptedLLM(default='{"label": "positive"}')
+    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
+    code = main(
+        [
+            "optimize",
+            "sentiment",
+            "--constrain",
+            "--no-rewrite",
+            "--strategies",
+            "concise",
+            "--rounds",
+            "1",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
+    assert code == 0
+    assert "replies constrained to the labels: positive, negative" in capsys.readouterr().out
+    schema = llm.calls[0].params["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["label"]["enum"] == ["positive", "negative"]
+
+
+def test_label_evaluator_and_constrain_need_labels(
+    scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["optimize", "capitals", "--evaluator", "label", "--out", str(tmp_path)]) == 2
+    assert "declares none" in capsys.readouterr().err
+    assert main(["optimize", "capitals", "--constrain", "--out", str(tmp_path)]) == 2
+    assert "--constrain needs labels" in capsys.readouterr().err

@@ -18,7 +18,7 @@ import argparse
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tnsai_eval.cli._common import (
     add_model_options,
@@ -34,6 +34,7 @@ from tnsai_eval.optimizer import (
     DefaultPromptEvaluator,
     EventKind,
     ExactMatchEvaluator,
+    LabelEvaluator,
     LLMJudgeEvaluator,
     OptimizationResult,
     ProgressEvent,
@@ -41,7 +42,11 @@ from tnsai_eval.optimizer import (
     PromptOptimizer,
     PromptStrategy,
     TokenF1Evaluator,
+    labels_response_format,
 )
+
+if TYPE_CHECKING:
+    from tnsai_eval.datasets import DatasetMeta
 
 __all__ = ["CLI_STRATEGIES", "DEFAULT_PROMPTS", "add_parser"]
 
@@ -58,7 +63,7 @@ _GENERIC_PROMPT = "Answer the following."
 #: The CLI's default candidates: what helps a small model (the library's default
 #: is the original module's four reasoning strategies).
 CLI_STRATEGIES = "few_shot,answer_only,concise"
-_EVALUATORS = ("default", "exact", "contains", "f1", "judge")
+_EVALUATORS = ("default", "exact", "contains", "f1", "label", "judge")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -94,8 +99,16 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--evaluator",
         choices=_EVALUATORS,
-        default="default",
-        help="how an answer is scored; judge asks the model itself (default: default)",
+        default=None,
+        help="how an answer is scored; judge asks the model itself (default: the "
+        "dataset's NAME.meta.json, else default)",
+    )
+    parser.add_argument(
+        "--constrain",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="constrain replies to the dataset's labels with response_format (default: the "
+        "dataset's NAME.meta.json, else no): tests the labels, not the prompt's wording",
     )
     parser.add_argument(
         "--no-rewrite", action="store_true", help="do not ask the model to rewrite the prompt"
@@ -166,7 +179,14 @@ def _share(text: str) -> float:
     return value
 
 
-def _evaluator(name: str, args: argparse.Namespace) -> PromptEvaluator:
+def _evaluator(name: str, args: argparse.Namespace, meta: DatasetMeta) -> PromptEvaluator:
+    if name == "label":
+        if not meta.labels:
+            raise ConfigError(
+                f"--evaluator label needs labels; {args.dataset!r} declares none "
+                "(add them to its NAME.meta.json)"
+            )
+        return LabelEvaluator(meta.labels)
     if name == "judge":
         return LLMJudgeEvaluator(client_from_args(args), fallback=DefaultPromptEvaluator())
     evaluators: dict[str, PromptEvaluator] = {
@@ -184,6 +204,17 @@ def _run(args: argparse.Namespace) -> int:
     # Before any work: a run must not be lost because its outputs cannot be written.
     check_output_dir(args.out, "--out")
     cases = datasets.load(args.dataset)
+    meta = datasets.load_meta(args.dataset)
+    if args.evaluator is None:
+        evaluator, how = meta.make_evaluator(), meta.describe()
+    else:
+        evaluator, how = _evaluator(args.evaluator, args, meta), f"{args.evaluator} (--evaluator)"
+    constrain = meta.constrain if args.constrain is None else args.constrain
+    if constrain and not meta.labels:
+        raise ConfigError(f"--constrain needs labels; {args.dataset!r} declares none")
+    call_params: dict[str, Any] = {"temperature": 0.0, "max_tokens": args.reply_tokens}
+    if constrain:
+        call_params["response_format"] = labels_response_format(meta.labels)
     validation = datasets.load(args.validation) if args.validation else None
     strategies = [PromptStrategy.parse(s) for s in args.strategies.split(",") if s.strip()]
     if not strategies:
@@ -195,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
         max_iterations=args.rounds,
         target_score=args.target,
         candidate_strategies=strategies,
-        evaluator=_evaluator(args.evaluator, args),
+        evaluator=evaluator,
         search=args.search,
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
@@ -203,7 +234,7 @@ def _run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         rewrite=not args.no_rewrite,
-        call_params={"temperature": 0.0, "max_tokens": args.reply_tokens},
+        call_params=call_params,
         progress=bar.update if bar is not None else None,
         split=args.split or None,
         demo_sets=args.demo_sets,
@@ -218,6 +249,9 @@ def _run(args: argparse.Namespace) -> int:
         f"at most {most_calls} calls",
         flush=True,
     )
+    print(f"evaluator: {how}", flush=True)
+    if constrain:
+        print(f"replies constrained to the labels: {', '.join(meta.labels)}", flush=True)
     if bar is not None:
         bar.open(most_calls)
     try:
@@ -225,7 +259,7 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    _print_report(result)
+    _print_report(result, metric="accuracy" if isinstance(evaluator, LabelEvaluator) else "score")
     _write_outputs(result, args.out)
     return 0
 
@@ -261,7 +295,7 @@ class _ProgressBar:
             self._bar.close()
 
 
-def _print_report(result: OptimizationResult) -> None:
+def _print_report(result: OptimizationResult, *, metric: str = "score") -> None:
     print()
     print(f"{'rank':>4}  {'train':>6}  {'calls':>5}  {'round':>5}  {'strategy':<21}  prompt")
     for rank, variant in enumerate(result.leaderboard(), start=1):
@@ -295,12 +329,18 @@ def _print_report(result: OptimizationResult) -> None:
     print(result.headline)
     change = "improved" if result.was_improved else "not improved"
     print(
-        f"training score {result.initial_score:.3f} -> {result.score:.3f} ({change}) on "
+        f"training {metric} {result.initial_score:.3f} -> {result.score:.3f} ({change}) on "
         f"{result.selection_cases} selection cases; {result.rounds} round(s), "
         f"{result.calls} calls ({result.retries} retries, {result.cache_hits} cache hits), "
         f"{result.tokens} tokens, {result.failed_calls} failed; "
         f"stopped: {result.stop_reason.value}; {result.elapsed_s:.1f} s"
     )
+    if result.rejected_rewrites:
+        reasons = sorted(set(result.rejected_rewrites))
+        print(
+            f"rejected {len(result.rejected_rewrites)} model rewrite(s) that were not prompts "
+            f"for the task: {'; '.join(reasons)}"
+        )
 
 
 def _write_outputs(result: OptimizationResult, out: Path) -> None:

@@ -13,6 +13,13 @@ from tnsai_eval.llm._format import (
     json_schema_format,
     unenforced_keywords,
 )
+from tnsai_eval.llm._judge import (
+    Judge,
+    JudgeCalibration,
+    JudgeMethod,
+    JudgeResult,
+    fit_threshold,
+)
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._openai import OpenAIClient
@@ -39,6 +46,10 @@ __all__ = [
     "AttemptGate",
     "CachedLLM",
     "Completion",
+    "Judge",
+    "JudgeCalibration",
+    "JudgeMethod",
+    "JudgeResult",
     "LLMClient",
     "LocalLLM",
     "Message",
@@ -57,6 +68,7 @@ __all__ = [
     "check_response_format",
     "default_llm",
     "estimate_tokens",
+    "fit_threshold",
     "json_schema_format",
     "last_user_message",
     "may_retry",
