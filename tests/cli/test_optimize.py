@@ -101,7 +101,7 @@ def test_optimize_reports_bad_input(
 
 
 def test_optimize_uses_the_datasets_evaluator_and_says_so(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     llm = ScriptedLLM(
         rules=[
@@ -110,7 +110,6 @@ def test_optimize_uses_the_datasets_evaluator_and_says_so(
         ],
         default="It is negative.",
     )
-    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
     out = tmp_path / "out"
     code = main(
         [
@@ -123,7 +122,8 @@ def test_optimize_uses_the_datasets_evaluator_and_says_so(
             "--no-progress",
             "--out",
             str(out),
-        ]
+        ],
+        llm=llm,
     )
     assert code == 0
     printed = capsys.readouterr().out
@@ -139,10 +139,9 @@ def test_optimize_uses_the_datasets_evaluator_and_says_so(
 
 
 def test_constrain_sends_the_labels_schema(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     llm = ScriptedLLM(default='{"label": "positive"}')
-    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
     code = main(
         [
             "optimize",
@@ -156,7 +155,8 @@ def test_constrain_sends_the_labels_schema(
             "--no-progress",
             "--out",
             str(tmp_path / "o"),
-        ]
+        ],
+        llm=llm,
     )
     assert code == 0
     assert "replies constrained to the labels: positive, negative" in capsys.readouterr().out
@@ -167,7 +167,9 @@ def test_constrain_sends_the_labels_schema(
 def test_label_evaluator_and_constrain_need_labels(
     scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["optimize", "capitals", "--evaluator", "label", "--out", str(tmp_path)]) == 2
+    labels = ["optimize", "capitals", "--evaluator", "label", "--out", str(tmp_path)]
+    assert main(labels, llm=scripted_default) == 2
     assert "declares none" in capsys.readouterr().err
-    assert main(["optimize", "capitals", "--constrain", "--out", str(tmp_path)]) == 2
+    constrain = ["optimize", "capitals", "--constrain", "--out", str(tmp_path)]
+    assert main(constrain, llm=scripted_default) == 2
     assert "--constrain needs labels" in capsys.readouterr().err
