@@ -30,6 +30,7 @@ from tnsai_eval.reports._model import (
     TestStatus,
     TrackedTest,
     case_ids,
+    masked,
     prompt_hash,
     read_report,
     shown_text,
@@ -62,6 +63,7 @@ __all__ = [
     "format_summary",
     "format_table",
     "load_report",
+    "masked",
     "prompt_hash",
     "read_report",
     "report_dataframe",
@@ -401,11 +403,15 @@ def compare(
         if old is None:
             new.append(test.nodeid)
             continue
-        for name, metric in test.metrics.items():
-            old_metric = old.metrics.get(name)
+        by_metric: dict[str, CaseComparison] = {}
+        for name in dict.fromkeys(c.metric for c in test.cases):
             cases = _cases_of(test, old, name)
             if cases is not None:
+                by_metric[name] = cases
                 case_comparisons.append(cases)
+        for name, metric in test.metrics.items():
+            old_metric = old.metrics.get(name)
+            cases = by_metric.get(name)
             if not metric.gate:
                 continue
             if old_metric is None:
