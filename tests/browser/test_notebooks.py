@@ -1,8 +1,9 @@
 """Each notebook as a person sees it: opened in JupyterLab in Chromium, "Run All", used.
 
 For every notebook: all cells run with no error output, every widget renders
-(no "Error displaying widget", no "Loading widget..." left), its key controls
-are there, and one interaction per widget changes what is shown. Then each
+(no "Error displaying widget", no "Loading widget..." left), nothing is logged
+as an error in the browser console, each widget's key controls are there, and
+one interaction per widget changes what is shown. Then each
 committed notebook is rendered by ``jupyter nbconvert --to html`` and that page
 is opened offline: the static snapshot of every widget must be on it.
 Screenshots go to ``browser-artifacts/`` (git-ignored).
@@ -38,8 +39,33 @@ _CODE_CELL_OUTPUTS = """
 """
 
 
-def _open_and_run_all(page: Any, lab: Lab, name: str) -> list[dict[str, Any]]:
-    """Open ``name``, wait for its kernel, run every cell; returns each code cell's outputs."""
+def _widget_outputs(stem: str) -> int:
+    """How many widget outputs the committed notebook ``stem`` holds."""
+    notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return sum(
+        "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+        for cell in notebook["cells"]
+        for output in cell.get("outputs", [])
+    )
+
+
+def _static_snapshots_shown(page: Any, name: str) -> None:
+    # Opened, before any cell runs: JupyterLab cannot draw the saved widgets yet
+    # (jupyterlab#15361), so the static snapshot under each must be what shows.
+    expected = _widget_outputs(Path(name).stem)
+    shown = page.get_by_text("Static snapshot of the widget above")
+    if expected:
+        shown.first.wait_for()
+    assert shown.count() == expected, f"{name}: {expected} widgets, {shown.count()} snapshots"
+
+
+def _open_and_run_all(
+    page: Any, lab: Lab, name: str, *, before_run: Callable[[Any, str], None]
+) -> list[dict[str, Any]]:
+    """Open ``name``, wait for its kernel, run every cell; returns each code cell's outputs.
+
+    ``before_run(page, name)`` checks the notebook as opened, before Run All.
+    """
     page.goto(lab.notebook_url(name))
     page.wait_for_function(
         """(name) => {
@@ -53,6 +79,7 @@ def _open_and_run_all(page: Any, lab: Lab, name: str) -> list[dict[str, Any]]:
         arg=name,
         timeout=120_000,
     )
+    before_run(page, name)
     # The command's promise settles once the last cell has run.
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function(
@@ -216,13 +243,18 @@ def test_every_notebook_is_checked() -> None:
 def test_notebook_runs_and_its_widgets_respond(
     page: Any, lab: Lab, artifacts: Path, stem: str
 ) -> None:
-    console_errors: list[str] = []
-    page.on("pageerror", lambda exc: console_errors.append(str(exc)))
-    cells = _open_and_run_all(page, lab, f"{stem}.ipynb")
+    uncaught: list[str] = []
+    console: list[tuple[str, str]] = []
+    page.on("pageerror", lambda exc: uncaught.append(str(exc)))
+    page.on("console", lambda msg: console.append((msg.type, msg.text)))
+    cells = _open_and_run_all(page, lab, f"{stem}.ipynb", before_run=_static_snapshots_shown)
     _assert_ran_cleanly(page, cells, stem)
     CHECKS[stem](page)
     _screenshot(page, artifacts, stem)
-    assert not console_errors, f"{stem}: uncaught errors in the page: {console_errors}"
+    (artifacts / f"{stem}.console.txt").write_text("\n".join(f"{k}: {t}" for k, t in console))
+    assert not uncaught, f"{stem}: uncaught errors in the page: {uncaught}"
+    errors = [text for kind, text in console if kind == "error"]
+    assert not errors, f"{stem}: errors in the browser console: {errors}"
 
 
 # -- the committed notebooks without a kernel: nbconvert's HTML -------------------------
@@ -245,14 +277,9 @@ def html_pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_committed_notebook_as_html_shows_each_widget(
     page: Any, html_pages: Path, artifacts: Path, stem: str
 ) -> None:
-    source = NOTEBOOKS / f"{stem}.ipynb"
     page_file = html_pages / f"{stem}.html"
     markup = page_file.read_text()
-    views = sum(
-        "application/vnd.jupyter.widget-view+json" in output.get("data", {})
-        for cell in json.loads(source.read_text())["cells"]
-        for output in cell.get("outputs", [])
-    )
+    views = _widget_outputs(stem)
     if views:
         # The saved widget state is embedded for viewers that can run the widgets'
         # JavaScript (nbviewer); this page is opened offline, where they cannot.
