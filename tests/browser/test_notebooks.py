@@ -57,6 +57,13 @@ def _static_snapshots_shown(page: Any, name: str) -> None:
     if expected:
         shown.first.wait_for()
     assert shown.count() == expected, f"{name}: {expected} widgets, {shown.count()} snapshots"
+    # The figures inside them survive JupyterLab's sanitizer (the notebook is untrusted).
+    notebook = (NOTEBOOKS / name).read_text(encoding="utf-8")
+    figures = page.locator(".jp-OutputArea-output img[alt='figure']")
+    assert figures.count() == notebook.count('alt=\\"figure\\"'), name
+    for image in figures.all():
+        image.scroll_into_view_if_needed()
+        assert image.evaluate("(img) => img.complete && img.naturalWidth > 0"), name
 
 
 def _open_and_run_all(
