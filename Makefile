@@ -49,6 +49,7 @@ notebooks: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/client.py
 	$(BIN)/python bench/cel.py
+	$(BIN)/python bench/cel_caps.py
 	$(BIN)/python bench/plugin.py
 
 clean:

@@ -21,6 +21,9 @@ from tnsai_eval.errors import (
     RateLimitError,
     ReplayMissError,
     ServerError,
+    ServerMismatchWarning,
+    StoreError,
+    StoreWarning,
     TnsaiError,
 )
 from tnsai_eval.feedback import (
@@ -130,7 +133,10 @@ __all__ = [
     "ReplayMissError",
     "ResponseStore",
     "ServerError",
+    "ServerMismatchWarning",
     "StopHook",
+    "StoreError",
+    "StoreWarning",
     "TestCase",
     "TnsaiError",
     "TokenF1Evaluator",

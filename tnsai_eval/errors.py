@@ -1,4 +1,4 @@
-"""Every exception tnsai-eval raises, in one tree.
+r"""Every exception tnsai-eval raises, in one tree.
 
 ::
 
@@ -6,6 +6,7 @@
     ├── ConfigError (also ValueError)      bad configuration or input; names the bad value
     │   ├── ConditionError                 a CEL condition that does not parse or evaluate
     │   ├── DatasetError                   a dataset file with bad lines (all of them listed)
+    │   ├── StoreError                     a response-store file or feedback row that cannot be read
     │   ├── ReportError                    a run report or baseline that cannot be read
     │   └── LocalModelUnavailable          the `local` extra (llama-cpp-python) is missing
     └── LLMError                           a model call failed; carries status, model, attempts
@@ -17,11 +18,14 @@
         ├── BadResponseError               the reply was not a usable chat completion
         └── ReplayMissError                replay mode and the request was never recorded
 
-Warnings: ``StructuredOutputWarning`` (a ``UserWarning``): a ``response_format``
-schema that a backend enforces only in part.
-
 Input errors subclass `ValueError` so that code written against the standard
 library's conventions (``except ValueError``) keeps working.
+
+Warnings (all ``UserWarning``\ s): ``StructuredOutputWarning``, a
+``response_format`` schema that a backend enforces only in part;
+``StoreWarning``, a store skipped an item it could not read (one bad feedback
+row); its subclass ``ServerMismatchWarning``, a replayed recording was made
+against another server than the one configured.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ __all__ = [
     "ReplayMissError",
     "ReportError",
     "ServerError",
+    "ServerMismatchWarning",
+    "StoreError",
+    "StoreWarning",
     "StructuredOutputWarning",
     "TnsaiError",
 ]
@@ -70,6 +77,26 @@ class DatasetError(ConfigError):
     def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems
+
+
+class StoreError(ConfigError):
+    """A response-store file or a feedback-store row cannot be read.
+
+    The message names the file (or the database and row id) and what is wrong
+    with it; ``location`` holds that file path or ``"<db>#<row id>"``.
+    """
+
+    def __init__(self, message: str, *, location: str = "") -> None:
+        super().__init__(message)
+        self.location = location
+
+
+class StoreWarning(UserWarning):
+    """A store skipped something it could not read; the message names it."""
+
+
+class ServerMismatchWarning(StoreWarning):
+    """A replayed recording was made against a different server than the configured one."""
 
 
 class ReportError(ConfigError):

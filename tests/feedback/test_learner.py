@@ -141,9 +141,21 @@ def test_a_failed_preferences_call_leaves_only_the_preferences_empty() -> None:
     assert result.errors[0].startswith("preference_learning: ")
 
 
-def test_non_llm_errors_are_not_swallowed() -> None:
-    llm = ScriptedLLM([KeyError("bug")])
-    with pytest.raises(KeyError):
+def test_any_exception_empties_only_its_list() -> None:
+    # "A failed call leaves that list empty": a client bug (KeyError) too.
+    llm = ScriptedLLM([KeyError("bug"), "PREFERENCE: Be brief."])
+    result = FeedbackLearner(
+        llm, _mixed_store(), ["prompt_adjustment", "preference_learning"]
+    ).learn()
+    assert result.prompt_adjustments == ()
+    assert result.preferences == ("Be brief.",)
+    assert len(result.errors) == 1
+    assert "KeyError" in result.errors[0]
+
+
+def test_base_exceptions_are_not_contained() -> None:
+    llm = ScriptedLLM([KeyboardInterrupt()])
+    with pytest.raises(KeyboardInterrupt):
         FeedbackLearner(llm, _mixed_store(), ["prompt_adjustment"]).learn()
 
 
@@ -195,8 +207,9 @@ def test_copies_of_the_prompt_examples_are_dropped() -> None:
 
 
 def test_a_reply_cut_off_by_max_tokens_loses_its_last_line() -> None:
-    raw = {"choices": [{"message": {"content": "..."}, "finish_reason": "length"}]}
-    cut = Completion(text="RULE: Say sorry first.\nRULE: Always check the wa", raw=raw)
+    cut = Completion(
+        text="RULE: Say sorry first.\nRULE: Always check the wa", finish_reason="length"
+    )
     llm = ScriptedLLM([cut])
     result = FeedbackLearner(llm, _mixed_store(), ["prompt_adjustment"]).learn()
     assert result.prompt_adjustments == ("Say sorry first.",)

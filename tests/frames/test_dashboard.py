@@ -76,11 +76,15 @@ def test_leaderboard_frame_follows_the_result() -> None:
 
 
 def test_dashboard_shows_a_failed_run_and_reraises() -> None:
-    # A client that raises something other than LLMError is a bug, not a failed
-    # case: the run ends, and the dashboard must say so rather than hang.
-    broken = ScriptedLLM(rules=[(r"", RuntimeError("client bug"))])
-    dashboard = OptimizerDashboard(PromptOptimizer(broken, max_iterations=1), "Add.", CASES)
-    with pytest.raises(RuntimeError, match="client bug"):
+    # A client's exceptions only fail their cases now (issue 10); a run that
+    # cannot go on (here: the user's own progress callback breaks) still ends,
+    # and the dashboard must say so rather than hang.
+    def broken(event: object) -> None:
+        raise RuntimeError("callback bug")
+
+    optimizer = PromptOptimizer(ScriptedLLM(default="4"), max_iterations=1, progress=broken)
+    dashboard = OptimizerDashboard(optimizer, "Add.", CASES)
+    with pytest.raises(RuntimeError, match="callback bug"):
         dashboard.run()
     assert dashboard.status.value.startswith("failed: RuntimeError")
     assert dashboard.bar.bar_style == "danger"
@@ -187,10 +191,15 @@ def test_run_needs_a_strategy_when_rewrite_is_off() -> None:
 
 
 def test_a_failed_background_run_is_shown_and_reraised_by_wait() -> None:
-    broken = ScriptedLLM(rules=[(r"", RuntimeError("client bug"))])
-    dashboard = OptimizerDashboard(PromptOptimizer(broken, max_iterations=1), "Add.", CASES)
+    # A client's exceptions fail only their cases (issue 10): a broken progress
+    # callback is what ends a run here.
+    def broken(event: object) -> None:
+        raise RuntimeError("callback bug")
+
+    optimizer = PromptOptimizer(ScriptedLLM(default="4"), max_iterations=1, progress=broken)
+    dashboard = OptimizerDashboard(optimizer, "Add.", CASES)
     dashboard.run_button.click()
-    with pytest.raises(RuntimeError, match="client bug"):
+    with pytest.raises(RuntimeError, match="callback bug"):
         dashboard.wait(timeout=60)
     assert "failed: RuntimeError" in dashboard.status.value
     assert dashboard.bar.bar_style == "danger"

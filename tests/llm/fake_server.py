@@ -86,6 +86,9 @@ class Step:
     # Hold the reply until the test sets this event (bounded by _GATE_LIMIT_S),
     # so a test can see how many requests are in flight at once.
     gate: threading.Event | None = None
+    # Send the body one byte every ``trickle`` seconds (a server that never
+    # lets a read time out but never finishes either).
+    trickle: float = 0.0
 
     @classmethod
     def ok(cls, text: str | None = None, *, usage: bool = True, delay: float = 0.0) -> Step:
@@ -243,7 +246,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
+        if step.trickle:
+            self._trickle(step, payload)
+            return
         self._send(step.status, payload, step.headers)
+
+    def _trickle(self, step: Step, payload: bytes) -> None:
+        self.send_response(step.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.flush()
+        try:
+            wake = self.server.owner._wake
+            for index in range(len(payload)):
+                if wake.is_set():  # the server is stopping or being reset
+                    break
+                self.wfile.write(payload[index : index + 1])
+                self.wfile.flush()
+                time.sleep(step.trickle)
+        except OSError:  # the client gave up: what the test wants
+            self.close_connection = True
 
     def _send(self, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
         self.send_response(status)

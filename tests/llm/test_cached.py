@@ -35,7 +35,7 @@ def test_record_calls_once_then_serves_from_the_store(store: ResponseStore) -> N
     second = llm.chat("Capital of France?", max_tokens=8)
 
     assert (first.text, first.cached) == ("Paris", False)
-    assert second == Completion("Paris", usage=Usage(12, 1), model="smol", cached=True)
+    assert second == Completion("Paris", usage=Usage(12, 1), model="smol", cached=True, attempts=0)
     assert len(inner.calls) == 1
     assert (llm.hits, llm.misses) == (1, 1)
     assert len(store) == 1

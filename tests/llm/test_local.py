@@ -125,6 +125,9 @@ def test_seed_is_honoured_when_sampling(local: LocalLLM) -> None:
 def test_max_tokens_and_stop_are_passed_through(local: LocalLLM) -> None:
     bounded = local.chat("Count from 1 to 50, separated by spaces.", max_tokens=3)
     assert bounded.usage.completion_tokens <= 3
+    # Decoded by the same decoder as server replies: a cut reply says so.
+    assert bounded.finish_reason == "length"
+    assert (bounded.tool_calls, bounded.logprobs) == ((), None)
     stopped = local.chat(QUESTION, max_tokens=16, stop=["Paris"])
     assert "Paris" not in stopped.text
 

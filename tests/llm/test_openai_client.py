@@ -27,7 +27,7 @@ from tnsai_eval.errors import (
     RateLimitError,
     ServerError,
 )
-from tnsai_eval.llm import Message, OpenAIClient, Usage
+from tnsai_eval.llm import Message, OpenAIClient, ToolCall, Usage
 from tnsai_eval.llm._retry import RetryPolicy, is_retryable_status, parse_retry_after
 
 KEY = "sk-test-4f1c9e0b7a2d-do-not-leak"
@@ -215,16 +215,18 @@ def test_missing_or_odd_usage_gives_zero_usage(usage: Any) -> None:
         assert llm.chat("x").usage == Usage()
 
 
-def test_tool_call_reply_has_empty_text_and_keeps_the_calls_in_raw() -> None:
+def test_tool_call_reply_has_empty_text_and_decoded_calls() -> None:
     body = reply()
-    body["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": [{}]}
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    body["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body["choices"][0]["finish_reason"] = "tool_calls"
     del body["model"]
     with Mock(body).client() as llm:
         completion = llm.chat("x")
     assert completion.text == ""
     assert completion.model == "m"  # the reply named none: the request's
-    assert completion.raw is not None
-    assert completion.raw["choices"][0]["message"]["tool_calls"] == [{}]
+    assert completion.finish_reason == "tool_calls"
+    assert completion.tool_calls == (ToolCall("c1", "f", {"a": 1}),)
 
 
 @pytest.mark.parametrize(

@@ -106,7 +106,7 @@ def test_put_then_get_round_trip(tmp_path: Path) -> None:
 
     assert stored == tmp_path / "store" / req.key[:2] / f"{req.key}.json"
     got = store.get(req.key)
-    assert got == Completion("4", usage=Usage(10, 1), model="smol-q4", cached=True)
+    assert got == Completion("4", usage=Usage(10, 1), model="smol-q4", cached=True, attempts=0)
     assert req.key in store
     assert list(store) == [req.key]
     assert len(store) == 1
@@ -135,7 +135,9 @@ def test_remove_temp_files_spares_fresh_ones(tmp_path: Path) -> None:
 def test_file_is_reviewable_json_with_request_and_response(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path)
     req = StoredRequest.build("smol", "Say hi", {"temperature": 0, "api_key": "sk-secret"})
-    path = store.put(req, Completion("hi", usage=Usage(3, 1), model="smol"))
+    path = store.put(
+        req, Completion("hi", usage=Usage(3, 1), model="smol"), server="http://127.0.0.1:1/v1"
+    )
 
     text = path.read_text(encoding="utf-8")
     assert "\n  " in text  # indented, one field a line: readable in a diff
@@ -151,8 +153,12 @@ def test_file_is_reviewable_json_with_request_and_response(tmp_path: Path) -> No
         "text": "hi",
         "model": "smol",
         "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+        "finish_reason": None,
+        "tool_calls": [],
     }
     assert entry["key"] == req.key
+    assert entry["format"] == 2
+    assert entry["server"] == "http://127.0.0.1:1/v1"
 
 
 def test_put_overwrites(tmp_path: Path) -> None:
@@ -160,7 +166,7 @@ def test_put_overwrites(tmp_path: Path) -> None:
     req = StoredRequest.build("m", "hi")
     store.put(req, Completion("old"))
     store.put(req, Completion("new"))
-    assert store.get(req.key) == Completion("new", cached=True)
+    assert store.get(req.key) == Completion("new", cached=True, attempts=0)
     assert len(store) == 1
 
 

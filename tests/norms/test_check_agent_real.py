@@ -6,12 +6,13 @@ import json
 
 from tnsai_eval.feedback import Agent
 from tnsai_eval.llm import Completion
+from tnsai_eval.llm._wire import completion_from_body
 from tnsai_eval.norms import NormEngine, NormType, norm
 from tnsai_eval.testing import ScriptedLLM
 
 
 def _tool_call(name: str, **arguments: object) -> Completion:
-    """A completion whose raw body asks for one tool call, as an OpenAI server sends it."""
+    """A completion asking for one tool call, decoded from the body an OpenAI server sends."""
     message = {
         "role": "assistant",
         "content": None,
@@ -23,7 +24,7 @@ def _tool_call(name: str, **arguments: object) -> Completion:
             }
         ],
     }
-    return Completion(text="", raw={"choices": [{"message": message}]})
+    return completion_from_body({"choices": [{"message": message}]}, model="m", latency_s=0.0)
 
 
 @norm(

@@ -125,7 +125,7 @@ def test_a_raising_predicate_fails_its_check_only() -> None:
         (lambda b: b.custom_check("", str.isupper), "non-empty name"),
         (lambda b: b.custom_check("x", "not callable"), "must be callable"),
         (lambda b: b.compiler_check("  "), "non-empty shell command"),
-        (lambda b: b.test_command("true", timeout_s=0), "timeout_s must be a number > 0"),
+        (lambda b: b.test_command("true", timeout_s=0), "timeout_s must be a finite number > 0"),
         (lambda b: b.lint_check("true", suffix="a/b"), "suffix"),
         (lambda b: b.llm_check("Is it polite?"), "call .with_llm(client) before .llm_check"),
         (lambda b: b.with_llm(object()), "LLM client with chat()"),

@@ -1,12 +1,78 @@
-"""Options shared by several subcommands."""
+"""Options shared by several subcommands, and the checks every subcommand's arguments share.
+
+Bad arguments end in exit status 2 with one line naming them, before any
+work starts: numbers are parsed by ``finite_float`` / ``positive_float``
+(``nan`` and ``inf`` are refused), and output paths are checked by
+``check_output_dir`` / ``check_output_file`` before the first model call, so
+a run is never lost at the end because its output cannot be written.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+from pathlib import Path
 
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, default_llm
 
-__all__ = ["add_model_options", "client_from_args"]
+__all__ = [
+    "add_model_options",
+    "check_output_dir",
+    "check_output_file",
+    "client_from_args",
+    "finite_float",
+    "positive_float",
+]
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number (``nan`` and ``inf`` are refused).
+
+    >>> finite_float("0.5")
+    0.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (seconds, for instance)."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def check_output_dir(path: Path, option: str) -> None:
+    """Make ``path`` a writable directory now, or raise ConfigError naming ``option``."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{option} {str(path)!r} exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{option} {str(path)!r} cannot be created: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {str(path)!r} is not writable")
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """Raise ConfigError naming ``option`` unless a file can be written at ``path``."""
+    if path.is_dir():
+        raise ConfigError(f"{option} {str(path)!r} is a directory, not a file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {str(path)!r}: directory {str(parent)!r} does not exist")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{option} {str(path)!r} is not writable")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {str(path)!r}: directory {str(parent)!r} is not writable")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

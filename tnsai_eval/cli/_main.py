@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from tnsai_eval import __version__
+from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import TnsaiError
 
 __all__ = ["build_parser", "main"]
@@ -39,7 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except TnsaiError as exc:
         # Our errors already name the bad value; a traceback would only bury it.
-        print(f"tnsai-eval {args.command}: error: {exc}", file=sys.stderr)
+        print(f"tnsai-eval {args.command}: error: {mask(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # A file named on the command line that cannot be read or written.
+        print(f"tnsai-eval {args.command}: error: {mask(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

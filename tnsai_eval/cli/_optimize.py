@@ -14,7 +14,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval.cli._common import add_model_options, client_from_args
+from tnsai_eval.cli._common import (
+    add_model_options,
+    check_output_dir,
+    client_from_args,
+    finite_float,
+    positive_float,
+)
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer import (
     ContainsEvaluator,
@@ -69,7 +75,7 @@ def add_parser(subparsers: Any) -> None:
         "--rounds", type=_positive_int, default=2, help="at most N rounds (default: 2)"
     )
     parser.add_argument(
-        "--target", type=float, default=0.9, help="stop at this score (default: 0.9)"
+        "--target", type=finite_float, default=0.9, help="stop at this score (default: 0.9)"
     )
     parser.add_argument(
         "--search",
@@ -93,7 +99,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--max-calls", type=_positive_int, help="stop after N model calls")
     parser.add_argument("--max-tokens", type=_positive_int, help="stop after N tokens")
-    parser.add_argument("--max-seconds", type=float, help="stop after S seconds")
+    parser.add_argument("--max-seconds", type=positive_float, help="stop after S seconds")
     parser.add_argument(
         "--concurrency", type=_positive_int, default=4, help="calls in flight (default: 4)"
     )
@@ -112,7 +118,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
@@ -133,6 +142,8 @@ def _evaluator(name: str, args: argparse.Namespace) -> PromptEvaluator:
 def _run(args: argparse.Namespace) -> int:
     from tnsai_eval import datasets
 
+    # Before any work: a run must not be lost because its outputs cannot be written.
+    check_output_dir(args.out, "--out")
     cases = datasets.load(args.dataset)
     validation = datasets.load(args.validation) if args.validation else None
     strategies = [PromptStrategy.parse(s) for s in args.strategies.split(",") if s.strip()]

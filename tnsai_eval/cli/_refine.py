@@ -18,7 +18,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval.cli._common import add_model_options, client_from_args
+from tnsai_eval.cli._common import (
+    add_model_options,
+    check_output_file,
+    client_from_args,
+    positive_float,
+)
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement import (
     CompletionCriteria,
@@ -65,7 +70,7 @@ def add_parser(subparsers: Any) -> None:
     checks.add_argument("--lint", action="append", default=[], metavar="CMD")
     checks.add_argument(
         "--command-timeout",
-        type=float,
+        type=positive_float,
         default=30.0,
         metavar="S",
         help="seconds before a command's process group is killed (default: 30)",
@@ -73,9 +78,18 @@ def add_parser(subparsers: Any) -> None:
     checks.add_argument(
         "--suffix", default=".txt", help="file name suffix of $OUTPUT (default: .txt)"
     )
+    checks.add_argument(
+        "--check-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        type=_env_pair,
+        help="a variable for the command checks, which otherwise see only PATH, HOME, "
+        "LANG, LC_* and TMPDIR (repeatable)",
+    )
     loop = parser.add_argument_group("loop")
     loop.add_argument("--max-iterations", type=int, default=5, metavar="N")
-    loop.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds")
+    loop.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="seconds")
     loop.add_argument("--max-tokens", type=int, default=256, help="per revision reply")
     loop.add_argument(
         "--first-code-block",
@@ -103,6 +117,7 @@ def _criteria(args: argparse.Namespace) -> CompletionCriteria:
         word_count=words,
         command_timeout_s=args.command_timeout,
         suffix=args.suffix,
+        check_env=dict(args.check_env) or None,
     )
     if not spec.has_checks:
         raise ConfigError(
@@ -110,6 +125,13 @@ def _criteria(args: argparse.Namespace) -> CompletionCriteria:
             "(give --must-contain, --valid-json, --compiler, ...)"
         )
     return spec.build()
+
+
+def _env_pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
 
 
 def format_row(record: IterationRecord) -> str:
@@ -128,12 +150,16 @@ def _read_draft(name: str) -> str:
         return Path(name).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--draft-file {name!r} cannot be read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--draft-file {name!r} is not UTF-8 text (byte {exc.start})") from exc
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise ConfigError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     criteria = _criteria(args)
+    if args.output_file:
+        check_output_file(Path(args.output_file), "--output-file")
     draft = _read_draft(args.draft_file)
     client = client_from_args(args)
     print(_HEADER, flush=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -10,30 +11,64 @@ from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._collector import FeedbackCollector
 from tnsai_eval.feedback._tools import (
     Tool,
-    ToolCallRequest,
     ToolsInput,
     build_registry,
-    parse_tool_calls,
     tool_result_text,
     tool_schema,
 )
 from tnsai_eval.feedback._types import Feedback, FeedbackType
-from tnsai_eval.llm import LLMClient
+from tnsai_eval.llm import LLMClient, ToolCall
 
-__all__ = ["Agent", "learned_behavior_section"]
+__all__ = ["DEFAULT_MAX_LEARNED_ITEMS", "Agent", "learned_behavior_section"]
 
 
-def learned_behavior_section(feedback: Iterable[Feedback]) -> str:
+# How many items each section of the learned prompt keeps (the most recent distinct ones).
+DEFAULT_MAX_LEARNED_ITEMS = 20
+
+
+def learned_behavior_section(
+    feedback: Iterable[Feedback], *, max_items: int = DEFAULT_MAX_LEARNED_ITEMS
+) -> str:
     """The ``# Learned Behavior`` block for ``feedback`` ('' when it adds nothing).
 
     CORRECTION content becomes ``## Rules``, PREFERENCE content ``## Preferences``,
-    each item as given. A subsection with no items is left out, and so is the
-    whole block when both are empty: POSITIVE and NEGATIVE feedback (tool calls
-    among them) never reach the prompt.
+    each item as given. Each section keeps the ``max_items`` most recent
+    distinct texts (a text given twice is kept once, at its newest position),
+    oldest first, so the prompt stays bounded however much feedback arrives.
+    A subsection with no items is left out, and so is the whole block when
+    both are empty: POSITIVE and NEGATIVE feedback (tool calls among them)
+    never reach the prompt.
+
+    >>> from tnsai_eval.feedback import Feedback
+    >>> items = [Feedback.correction(t) for t in ("a", "b", "a", "c")]
+    >>> print(learned_behavior_section(items, max_items=2))
+    # Learned Behavior
+    <BLANKLINE>
+    ## Rules
+    - a
+    - c
     """
     items = list(feedback)
-    rules = [fb.content for fb in items if fb.type is FeedbackType.CORRECTION]
-    preferences = [fb.content for fb in items if fb.type is FeedbackType.PREFERENCE]
+    rules = _recent_distinct(
+        [fb.content for fb in items if fb.type is FeedbackType.CORRECTION], max_items
+    )
+    preferences = _recent_distinct(
+        [fb.content for fb in items if fb.type is FeedbackType.PREFERENCE], max_items
+    )
+    return _section(rules, preferences)
+
+
+def _recent_distinct(texts: Sequence[str], limit: int) -> list[str]:
+    """The last ``limit`` distinct texts, oldest first; scans from the newest and stops early."""
+    kept: dict[str, None] = {}
+    for text in reversed(texts):
+        if len(kept) >= limit:
+            break
+        kept.setdefault(text, None)
+    return list(reversed(kept))
+
+
+def _section(rules: Sequence[str], preferences: Sequence[str]) -> str:
     parts = []
     for title, lines in (("## Rules", rules), ("## Preferences", preferences)):
         if lines:
@@ -49,8 +84,9 @@ class Agent:
     ``chat(message)`` sends the effective system prompt (``system_prompt``)
     and the conversation so far, and returns the reply text. Tools are plain
     callables, registered by name (a dict) or by ``__name__`` (a list). When a
-    reply is an OpenAI-style tool call (``Completion.raw`` holds
-    ``choices[0].message.tool_calls``), the agent runs the tools, sends their
+    reply asks for tools (``Completion.tool_calls``, which every client
+    decodes and the response store keeps, so a replay acts as the live run
+    did), the agent runs the tools, sends their
     results as ``tool`` messages and asks again, for at most
     ``max_tool_rounds`` rounds; a reply that still asks for tools after that
     is returned as it is, its tools not run. Tool failures are sent back to
@@ -97,6 +133,7 @@ class Agent:
         llm_params: Mapping[str, Any] | None = None,
         send_tool_schemas: bool = False,
         session_id: str | None = None,
+        max_learned_items: int = DEFAULT_MAX_LEARNED_ITEMS,
     ) -> None:
         if not callable(getattr(llm, "chat", None)):
             raise ConfigError(
@@ -109,6 +146,13 @@ class Agent:
             raise ConfigError(f"max_tool_rounds must be an int >= 0, got {max_tool_rounds!r}")
         if max_tool_rounds < 0:
             raise ConfigError(f"max_tool_rounds must be an int >= 0, got {max_tool_rounds!r}")
+        if isinstance(max_learned_items, bool) or not isinstance(max_learned_items, int):
+            raise ConfigError(f"max_learned_items must be an int >= 1, got {max_learned_items!r}")
+        if max_learned_items < 1:
+            raise ConfigError(f"max_learned_items must be an int >= 1, got {max_learned_items!r}")
+        self.max_learned_items = max_learned_items
+        # (collector version, max items) -> the learned section built for it.
+        self._section_cache: tuple[tuple[int, int], str] | None = None
         self.llm = llm
         self.base_system_prompt = system_prompt
         self.learning = learning
@@ -136,14 +180,29 @@ class Agent:
         """The effective system prompt: the base prompt plus what was learned.
 
         Built from the collected CORRECTION and PREFERENCE feedback, with no
-        model call.
+        model call: each section holds the ``max_learned_items`` (default 20)
+        most recent distinct texts, so the prompt stays bounded. The section
+        is rebuilt only when the collector changes.
         """
-        section = learned_behavior_section(self._collector.feedback)
+        section = self._learned_section()
         if not section:
             return self.base_system_prompt
         if not self.base_system_prompt:
             return section
         return f"{self.base_system_prompt.rstrip()}\n\n{section}"
+
+    def _learned_section(self) -> str:
+        key = (self._collector.version, self.max_learned_items)
+        cached = self._section_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        limit = self.max_learned_items
+        section = _section(
+            self._collector.recent_contents(FeedbackType.CORRECTION, limit),
+            self._collector.recent_contents(FeedbackType.PREFERENCE, limit),
+        )
+        self._section_cache = (key, section)
+        return section
 
     @property
     def tools(self) -> Mapping[str, Tool]:
@@ -218,7 +277,7 @@ class Agent:
         rounds = 0
         while True:
             completion = self.llm.chat(self._messages(), **params)
-            requests = parse_tool_calls(completion.raw)
+            requests = completion.tool_calls
             if not requests or rounds >= self.max_tool_rounds:
                 self._history.append({"role": "assistant", "content": completion.text})
                 return completion.text
@@ -227,15 +286,14 @@ class Agent:
                 {
                     "role": "assistant",
                     "content": completion.text,
-                    # The id is set so that every tool message below matches one.
-                    "tool_calls": [{**request.raw, "id": request.call_id} for request in requests],
+                    "tool_calls": [_wire_call(request) for request in requests],
                 }
             )
             for request in requests:
                 self._history.append(
                     {
                         "role": "tool",
-                        "tool_call_id": request.call_id,
+                        "tool_call_id": request.id,
                         "name": request.name,
                         "content": self._answer_tool_call(request),
                     }
@@ -246,14 +304,24 @@ class Agent:
         system = [{"role": "system", "content": prompt}] if prompt else []
         return system + [dict(message) for message in self._history]
 
-    def _answer_tool_call(self, request: ToolCallRequest) -> str:
+    def _answer_tool_call(self, request: ToolCall) -> str:
         # The model's mistakes go back to it as text so it can correct itself.
         if request.name not in self._tools:
             known = ", ".join(sorted(self._tools)) or "none"
             return f"error: unknown tool {request.name!r}; available tools: {known}"
-        if request.problem is not None:
-            return f"error: cannot call {request.name!r}: {request.problem}"
         try:
             return tool_result_text(self.call_tool(request.name, **request.arguments))
         except Exception as error:
             return f"error: {type(error).__name__}: {error}"
+
+
+def _wire_call(call: ToolCall) -> dict[str, Any]:
+    """A tool call as the chat-completions wire format carries it in an assistant message."""
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {
+            "name": call.name,
+            "arguments": json.dumps(dict(call.arguments), ensure_ascii=False, default=str),
+        },
+    }

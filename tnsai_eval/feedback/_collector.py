@@ -41,6 +41,9 @@ class FeedbackCollector:
         self.session_id = session_id
         self.enabled = enabled
         self._items: list[Feedback] = []
+        # The same items by type, so the agent's prompt reads only the types it needs.
+        self._by_type: dict[FeedbackType, list[Feedback]] = {}
+        self._version = 0
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -50,6 +53,26 @@ class FeedbackCollector:
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever feedback is recorded or cleared."""
+        return self._version
+
+    def recent_contents(self, type: FeedbackType, limit: int) -> list[str]:
+        """The contents of the ``limit`` most recent distinct items of ``type``, oldest first.
+
+        A text recorded twice is kept once, at its newest position. Only the
+        newest items are read, so the cost does not grow with the history.
+        """
+        kept: dict[str, None] = {}
+        with self._lock:
+            items = self._by_type.get(type, [])
+            for feedback in reversed(items):
+                if len(kept) >= limit:
+                    break
+                kept.setdefault(feedback.content, None)
+        return list(reversed(kept))
 
     @property
     def feedback(self) -> list[Feedback]:
@@ -66,6 +89,8 @@ class FeedbackCollector:
         if self.enabled:
             with self._lock:
                 self._items.append(feedback)
+                self._by_type.setdefault(feedback.type, []).append(feedback)
+                self._version += 1
         return feedback
 
     def record_user_feedback(
@@ -101,3 +126,5 @@ class FeedbackCollector:
         """Forget everything collected."""
         with self._lock:
             self._items.clear()
+            self._by_type.clear()
+            self._version += 1

@@ -70,7 +70,7 @@ numbering (``1.``, ``1)``), bold or code markers (``**RULE:**``), any case of
 the prefix and a number after it (``Rule 2:``). Dropped: duplicates (ignoring
 case, spacing and a final full stop), copies of the example answers (small
 models sometimes repeat them), items with no letter, and the last line of a
-reply cut off by ``max_tokens``. A failed call (``LLMError``) leaves only its
+reply cut off by ``max_tokens``. A failed call (any ``Exception``) leaves only its
 own list empty; the error is listed in ``LearningResult.errors``.
 """
 
@@ -83,7 +83,8 @@ from enum import Enum
 from typing import Any
 
 from tnsai_eval._util.enums import parse_member
-from tnsai_eval.errors import ConfigError, LLMError
+from tnsai_eval._util.secrets import mask
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._store import FeedbackStore
 from tnsai_eval.feedback._types import Feedback, FeedbackType
 from tnsai_eval.llm import LLMClient
@@ -313,8 +314,10 @@ class FeedbackLearner:
                 continue
             try:
                 found = self._extract(strategy, feedback)
-            except LLMError as error:
-                errors.append(f"{strategy.value}: {type(error).__name__}: {error}")
+            except Exception as error:
+                # Any failure (a client's RuntimeError, an undecodable reply)
+                # empties only this list; never a BaseException such as Ctrl-C.
+                errors.append(f"{strategy.value}: {type(error).__name__}: {mask(str(error))}")
                 continue
             if strategy is LearningStrategy.PROMPT_ADJUSTMENT:
                 rules = found
@@ -351,7 +354,7 @@ class FeedbackLearner:
         params = {"temperature": 0, "max_tokens": self.max_tokens, **self.llm_params}
         completion = self.llm.chat(messages, **params)
         reply = completion.text
-        if _finish_reason(completion.raw) == "length":
+        if completion.finish_reason == "length":
             # Cut off by max_tokens: the last line is unfinished, not a rule.
             reply = reply.rsplit("\n", 1)[0] if "\n" in reply else ""
         examples = [line.split(":", 1)[1] for line in extraction.example_answer]
@@ -362,13 +365,6 @@ class FeedbackLearner:
         if len(text) <= self.max_item_chars:
             return text
         return text[: self.max_item_chars - 3].rstrip() + "..."
-
-
-def _finish_reason(raw: Mapping[str, Any] | None) -> str | None:
-    try:
-        return str(raw["choices"][0]["finish_reason"]) if raw else None
-    except (KeyError, IndexError, TypeError):
-        return None
 
 
 def _feedback_list(items: Iterable[str]) -> str:

@@ -26,6 +26,11 @@ Design notes (why it looks the way it does):
   for ``zoneinfo`` zones, so they come back exactly as saved. Metadata is
   stored as JSON: it must be JSON-serializable with str keys (tuples come
   back as lists).
+* A row that cannot be read back (edited by hand, written by another tool:
+  text that is not UTF-8, a NULL content, an unknown type, a bad timestamp,
+  metadata that is not a JSON object) never hides the others: reads skip it,
+  keep a ``StoreError`` naming the file and row in ``skipped``, and issue a
+  ``StoreWarning``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import json
 import os
 import sqlite3
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -41,7 +47,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tnsai_eval.errors import ConfigError
+from tnsai_eval.errors import ConfigError, StoreError, StoreWarning
 from tnsai_eval.feedback._store import FeedbackStore, check_feedback, check_limit
 from tnsai_eval.feedback._types import Feedback, FeedbackType
 
@@ -104,11 +110,13 @@ class SqliteFeedbackStore(FeedbackStore, backend="sqlite"):
         self.busy_timeout_s = busy_timeout_s
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self.skipped: tuple[StoreError, ...] = ()
         try:
             self._migrate()
         except sqlite3.DatabaseError as error:
-            raise ConfigError(
-                f"{str(self.path)!r} is not a usable SQLite feedback store: {error}"
+            raise StoreError(
+                f"{str(self.path)!r} is not a usable SQLite feedback store: {error}",
+                location=str(self.path),
             ) from error
 
     def __repr__(self) -> str:
@@ -136,6 +144,9 @@ class SqliteFeedbackStore(FeedbackStore, backend="sqlite"):
             connection = sqlite3.connect(
                 self.path, timeout=self.busy_timeout_s, isolation_level=None
             )
+            # Text is decoded per row by _from_row, so that one row that is not
+            # UTF-8 is reported alone instead of aborting the whole read.
+            connection.text_factory = bytes
             connection.execute("PRAGMA synchronous=NORMAL")
             self._local.connection = connection
             self._local.pid = os.getpid()
@@ -198,8 +209,30 @@ class SqliteFeedbackStore(FeedbackStore, backend="sqlite"):
 
     def _select(self, where: str = "", params: tuple[Any, ...] = ()) -> list[Feedback]:
         with self._connect() as db:
-            rows = db.execute(f"SELECT {_COLUMNS} FROM feedback {where} ORDER BY seq", params)
-            return [_from_row(row) for row in rows]
+            rows = db.execute(
+                f"SELECT seq, {_COLUMNS} FROM feedback {where} ORDER BY seq", params
+            ).fetchall()
+        found: list[Feedback] = []
+        skipped: list[StoreError] = []
+        for row in rows:
+            try:
+                found.append(_from_row(row[1:]))
+            except Exception as error:  # any malformed field: this row only
+                location = f"{self.path}#{row[0]}"
+                skipped.append(
+                    StoreError(
+                        f"feedback store {str(self.path)!r}, row seq={row[0]}: {error}",
+                        location=location,
+                    )
+                )
+        self.skipped = tuple(skipped)
+        if skipped:
+            warnings.warn(
+                f"{len(skipped)} unreadable row(s) skipped; first: {skipped[0]}",
+                StoreWarning,
+                stacklevel=3,
+            )
+        return found
 
     def get_all(self) -> list[Feedback]:
         return self._select()
@@ -246,16 +279,49 @@ def _metadata_json(feedback: Feedback) -> str:
         ) from None
 
 
+def _text(value: Any, column: str, *, required: bool = True) -> str | None:
+    if value is None:
+        if required:
+            raise ValueError(f"{column} is NULL")
+        return None
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{column} is not UTF-8 text (byte {error.start})") from None
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{column} is a {type(value).__name__}, not text")
+
+
 def _from_row(row: tuple[Any, ...]) -> Feedback:
     id_, type_, content, session_id, timestamp, tz_key, metadata = row
-    when = datetime.fromisoformat(timestamp)
-    if tz_key is not None:
-        when = when.astimezone(ZoneInfo(tz_key))
+    timestamp_text = _text(timestamp, "timestamp")
+    assert timestamp_text is not None
+    try:
+        when = datetime.fromisoformat(timestamp_text)
+    except ValueError:
+        raise ValueError(f"timestamp {timestamp_text!r:.60} is not ISO 8601") from None
+    zone = _text(tz_key, "tz", required=False)
+    if zone is not None:
+        when = when.astimezone(ZoneInfo(zone))
+    meta_text = _text(metadata, "metadata")
+    assert meta_text is not None
+    try:
+        meta = json.loads(meta_text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"metadata is not JSON ({error})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"metadata is a JSON {type(meta).__name__}, not an object")
     return Feedback(
-        type_,
-        content,
-        session_id=session_id,
-        id=id_,
+        _text(type_, "type"),  # type: ignore[arg-type]
+        _text(content, "content"),  # type: ignore[arg-type]
+        session_id=_text(session_id, "session_id", required=False),
+        id=_text(id_, "id"),
         timestamp=when,
-        metadata=json.loads(metadata),
+        metadata=meta,
     )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")

@@ -12,10 +12,8 @@ from tnsai_eval.errors import ConfigError
 
 __all__ = [
     "Tool",
-    "ToolCallRequest",
     "ToolsInput",
     "build_registry",
-    "parse_tool_calls",
     "tool_result_text",
     "tool_schema",
 ]
@@ -87,51 +85,6 @@ def tool_schema(name: str, tool: Tool) -> dict[str, Any]:
             "parameters": {"type": "object", "properties": properties, "required": required},
         },
     }
-
-
-class ToolCallRequest(typing.NamedTuple):
-    """One tool call the model asked for; ``problem`` is set when it is unusable."""
-
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    problem: str | None
-    raw: Mapping[str, Any]
-
-
-def parse_tool_calls(raw: Mapping[str, Any] | None) -> list[ToolCallRequest]:
-    """The tool calls in an OpenAI chat completion body (``choices[0].message.tool_calls``)."""
-    try:
-        calls = raw["choices"][0]["message"].get("tool_calls") if raw else None
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return []
-    if not isinstance(calls, list):
-        return []
-    requests = []
-    for index, call in enumerate(calls):
-        if not isinstance(call, Mapping):
-            continue
-        function = call.get("function")
-        function = function if isinstance(function, Mapping) else {}
-        name = str(function.get("name") or "")
-        call_id = str(call.get("id") or f"call_{index}")
-        arguments, problem = _arguments(function.get("arguments"))
-        requests.append(ToolCallRequest(call_id, name, arguments, problem, call))
-    return requests
-
-
-def _arguments(value: Any) -> tuple[dict[str, Any], str | None]:
-    # OpenAI sends a JSON string; some servers send the object itself.
-    if value is None or value == "":
-        return {}, None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            return {}, f"arguments are not valid JSON ({error.msg}): {value[:200]!r}"
-    if not isinstance(value, Mapping):
-        return {}, f"arguments must be a JSON object, got {type(value).__name__}"
-    return dict(value), None
 
 
 def tool_result_text(result: Any) -> str:

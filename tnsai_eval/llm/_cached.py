@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from enum import StrEnum
 from typing import Any
 
 from tnsai_eval._util.enums import parse_member
-from tnsai_eval.errors import ReplayMissError
+from tnsai_eval._util.secrets import redact_url
+from tnsai_eval.errors import ReplayMissError, ServerMismatchWarning
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
 
@@ -57,6 +59,15 @@ class CachedLLM:
     >>> reply.text, reply.cached, replay.hits
     ('Paris', True, 1)
 
+    Each recording holds the address of the server that answered (credentials
+    redacted; ``None`` for clients without a ``base_url``, like the embedded
+    model). The address is not part of the key, because ports change between
+    runs; instead, when a reply is replayed from a recording made against
+    another server than this client's, a ``ServerMismatchWarning`` is issued,
+    once per ``CachedLLM`` (the pytest plugin keeps one per test session) and
+    pair of addresses. Pass ``server=`` to name the server when the inner
+    client has no ``base_url`` attribute.
+
     Attributes:
         hits: requests answered from the store.
         misses: requests not answered from the store (the model was called,
@@ -68,12 +79,19 @@ class CachedLLM:
         inner: LLMClient,
         store: ResponseStore | str | os.PathLike[str],
         mode: RecordMode | str = RecordMode.RECORD,
+        *,
+        server: str | None = None,
     ) -> None:
         self.inner = inner
         self.store = store if isinstance(store, ResponseStore) else ResponseStore(store)
         self.mode = RecordMode.parse(mode)
+        if server is None:
+            base_url = getattr(inner, "base_url", None)
+            server = base_url if isinstance(base_url, str) and base_url else None
+        self.server = redact_url(server) if server else None
         self.hits = 0
         self.misses = 0
+        self._warned: set[str] = set()
         # Counters are bumped from worker threads when used concurrently.
         self._lock = threading.Lock()
 
@@ -125,8 +143,11 @@ class CachedLLM:
         if request is None or self.mode is RecordMode.REFRESH:
             self._count(hit=False)
             return None
-        cached = self.store.get(request.key)
+        found = self.store.lookup(request.key)
+        cached = found[0] if found is not None else None
         self._count(hit=cached is not None)
+        if found is not None:
+            self._check_server(found[1])
         if cached is None and self.mode is RecordMode.REPLAY:
             raise ReplayMissError(
                 f"no recorded response for model {request.model!r} and prompt "
@@ -138,7 +159,22 @@ class CachedLLM:
 
     def _record(self, request: StoredRequest | None, reply: Completion) -> None:
         if request is not None and self.mode in (RecordMode.RECORD, RecordMode.REFRESH):
-            self.store.put(request, reply)
+            self.store.put(request, reply, server=self.server)
+
+    def _check_server(self, recorded: str | None) -> None:
+        if recorded is None or self.server is None or recorded == self.server:
+            return
+        with self._lock:
+            if recorded in self._warned:
+                return
+            self._warned.add(recorded)
+        warnings.warn(
+            f"replaying recordings made against {recorded} while the configured server "
+            f"is {self.server} (same model name {self.model!r}); re-record with "
+            "mode='refresh' if the servers differ",
+            ServerMismatchWarning,
+            stacklevel=4,
+        )
 
     def _count(self, *, hit: bool) -> None:
         with self._lock:

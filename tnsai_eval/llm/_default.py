@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._types import LLMClient
@@ -51,7 +52,7 @@ def default_llm(
         )
     if name is None:
         raise ConfigError(
-            f"base URL {url!r} was given but no model name: pass model= (--model) or "
+            f"base URL {redact_url(url)!r} was given but no model name: pass model= (--model) or "
             f"set {ENV_MODEL}"
         )
     # Imported here: users of the embedded model never need the HTTP client.

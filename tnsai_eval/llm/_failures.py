@@ -3,9 +3,10 @@
 Pure functions (no I/O, no sleeping), shared by the sync and async paths: an
 HTTP status, an unusable 2xx body or an httpx transport failure becomes the
 ``LLMError`` subclass the client documents, carrying the status, the model,
-the attempt number and whether it is worth retrying. Every message is
-shortened and has the API key scrubbed out, because servers sometimes echo
-the key back in an error body.
+the attempt number and whether it is worth retrying. Every message has the
+API key and every other known secret masked, then is shortened (in that
+order, so a key at the cut cannot leak its start), because servers sometimes
+echo the key back in an error body.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 
 import httpx
 
+from tnsai_eval._util.secrets import REDACTED, mask_then_cut
 from tnsai_eval.errors import (
     BadResponseError,
     ClientRequestError,
@@ -28,7 +30,6 @@ from tnsai_eval.llm._wire import ReplyProblem, error_text
 
 __all__ = ["REDACTED", "Secret", "reply_error", "request_error", "scrub", "status_error"]
 
-REDACTED = "***"
 # How much of an error body goes into an exception message.
 _DETAIL_CHARS = 300
 
@@ -50,19 +51,23 @@ class Secret:
 
 
 def scrub(text: str, key: Secret | None) -> str:
-    """``text`` on one line, at most 300 characters, with the key replaced by ``***``.
+    """``text`` on one line, secrets masked, then cut to at most 300 characters.
 
-    >>> scrub("bad key sk-123\\n  try again", Secret("sk-123"))
+    >>> scrub("bad key sk-123456\\n  try again", Secret("sk-123456"))
     'bad key *** try again'
     """
-    if key is not None:
-        text = text.replace(key.reveal(), REDACTED)
-    text = " ".join(text.split())
-    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
+    extra = [key.reveal()] if key is not None else []
+    return mask_then_cut(" ".join(text.split()), _DETAIL_CHARS, extra)
 
 
 def status_error(
-    url: str, response: httpx.Response, *, model: str, attempt: int, key: Secret | None
+    url: str,
+    response: httpx.Response,
+    body: bytes,
+    *,
+    model: str,
+    attempt: int,
+    key: Secret | None,
 ) -> LLMError:
     """The error for a non-2xx reply: 429 rate limit, other retryable statuses
     (408, 409, 5xx) server errors, other 4xx client errors, anything else a bad
@@ -79,7 +84,7 @@ def status_error(
     else:
         cls = BadResponseError
     return cls(
-        f"{url} answered HTTP {status}: {_detail(response, key)}",
+        f"{url} answered HTTP {status}: {_detail(body, key)}",
         status=status,
         model=model,
         attempts=attempt,
@@ -130,11 +135,12 @@ def request_error(
     return error
 
 
-def _detail(response: httpx.Response, key: Secret | None) -> str:
+def _detail(body: bytes, key: Secret | None) -> str:
     # OpenAI-style servers put the reason in {"error": {"message": ...}}; show
     # that rather than the whole JSON, and the raw text for anything else.
+    text = body.decode("utf-8", errors="replace")
     try:
-        data = json.loads(response.content)
-    except ValueError:
-        return scrub(response.text, key) or "(empty body)"
-    return scrub(error_text(data) if isinstance(data, dict) else response.text, key)
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return scrub(text, key) or "(empty body)"
+    return scrub(error_text(data) if isinstance(data, dict) else text, key)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tnsai_eval.errors import (
+    BadResponseError,
     ConfigError,
     LLMError,
     LocalModelUnavailable,
@@ -48,9 +50,9 @@ from tnsai_eval.llm._types import (
     Completion,
     MessagesInput,
     TokenLogprob,
-    Usage,
     normalize_messages,
 )
+from tnsai_eval.llm._wire import ReplyProblem, completion_from_body
 
 __all__ = ["LocalLLM"]
 
@@ -287,26 +289,28 @@ class LocalLLM:
     def _completion(
         self, response: Mapping[str, Any], latency: float, keep_top: int | None
     ) -> Completion:
+        # llama-cpp-python answers in the OpenAI shape: the wire decoder reads
+        # text, usage, finish_reason and tool_calls, so they mean the same as a
+        # server's. Log-probabilities (numpy floats, extra alternatives) are
+        # read below, and only when the call asked for them.
+        if not isinstance(response, Mapping):
+            raise BadResponseError(
+                f"llama.cpp returned a {type(response).__name__}, not a completion",
+                model=self.model,
+            )
+        choices = response.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        body = dict(response)
+        if isinstance(choice, Mapping):
+            body["choices"] = [{**choice, "logprobs": None}]
         try:
-            text = response["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError) as exc:
-            raise LLMError(
-                f"llama.cpp returned no message content ({exc!r})", model=self.model
-            ) from exc
-        usage = response.get("usage") or {}
-        choice = response["choices"][0]
-        return Completion(
-            text=str(text),
-            usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
-            ),
-            model=self.model,
-            latency_s=latency,
-            raw=response,
-            finish_reason=choice.get("finish_reason"),
-            logprobs=None if keep_top is None else _logprobs(choice.get("logprobs"), keep_top),
-        )
+            completion = completion_from_body(body, model=self.model, latency_s=latency)
+        except ReplyProblem as problem:
+            raise BadResponseError(f"llama.cpp returned {problem}", model=self.model) from None
+        assert isinstance(choice, Mapping)
+        logprobs = None if keep_top is None else _logprobs(choice.get("logprobs"), keep_top)
+        # The embedded model is named by its file, whatever llama.cpp reports.
+        return dataclasses.replace(completion, model=self.model, raw=response, logprobs=logprobs)
 
 
 def _logprobs(value: object, keep_top: int) -> tuple[TokenLogprob, ...]:

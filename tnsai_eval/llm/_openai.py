@@ -19,7 +19,14 @@ from typing import Any
 
 import httpx
 
-from tnsai_eval.errors import ClientRequestError, ConfigError, LLMError
+from tnsai_eval._util.secrets import mask, redact_url, remember
+from tnsai_eval.errors import (
+    BadResponseError,
+    ClientRequestError,
+    ConfigError,
+    LLMError,
+    LLMTimeoutError,
+)
 from tnsai_eval.llm._failures import REDACTED, Secret, reply_error, request_error, status_error
 from tnsai_eval.llm._format import ResponseFormatStyle, check_response_format, to_llama_cpp
 from tnsai_eval.llm._pools import AsyncPools, SyncPools, pool_limits, split_slots
@@ -27,11 +34,13 @@ from tnsai_eval.llm._retry import RetryPolicy
 from tnsai_eval.llm._types import Completion, MessagesInput
 from tnsai_eval.llm._wire import ReplyProblem, decode_completion, encode_request
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIClient"]
+__all__ = ["DEFAULT_BASE_URL", "MAX_REPLY_BYTES", "OpenAIClient"]
 
 logger = logging.getLogger("tnsai_eval.llm")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# The largest reply body read (after decompression); beyond it, BadResponseError.
+MAX_REPLY_BYTES = 32 * 1024 * 1024
 _KEY_ENV = "TNSAI_LLM_API_KEY"
 _OPENAI_KEY_ENV = "OPENAI_API_KEY"
 
@@ -68,7 +77,14 @@ class OpenAIClient:
       ``ServerError``, ``LLMTimeoutError``, ``LLMConnectionError``,
       ``ClientRequestError``, ``BadResponseError``) carrying ``status``,
       ``model`` and ``attempts``.
-    * ``timeout`` bounds each read and write, ``connect_timeout`` each connect.
+    * ``timeout`` bounds each read and write, ``connect_timeout`` each connect,
+      and ``total_timeout`` (default 300 s) one whole call: every attempt,
+      retry and backoff wait included, sync and async. A server that trickles
+      bytes slower than the call may take ends in ``LLMTimeoutError`` at that
+      deadline, whatever the per-read timeout.
+    * A reply body larger than ``max_reply_bytes`` once decompressed (default
+      32 MiB; a gzip bomb) is a ``BadResponseError``: the body is read in
+      chunks and reading stops at the cap.
       At most ``max_concurrency`` requests are in flight from threads (and,
       separately, from each event loop), on connections that are created
       lazily and kept alive (httpx pools of at most 4 requests each, because
@@ -97,6 +113,8 @@ class OpenAIClient:
         api_key: str | None = None,
         timeout: float = 60.0,
         connect_timeout: float = 5.0,
+        total_timeout: float = 300.0,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
         max_retries: int = 2,
         max_concurrency: int = 16,
         backoff_base: float = 0.5,
@@ -108,9 +126,24 @@ class OpenAIClient:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"model must be a non-empty str, got {model!r}")
-        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
-            if not isinstance(value, int | float) or not value > 0 or not math.isfinite(value):
+        for name, value in (
+            ("timeout", timeout),
+            ("connect_timeout", connect_timeout),
+            ("total_timeout", total_timeout),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not value > 0
+                or not math.isfinite(value)
+            ):
                 raise ConfigError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int):
+            raise ConfigError(f"max_reply_bytes must be an int >= 1, got {max_reply_bytes!r}")
+        if max_reply_bytes < 1:
+            raise ConfigError(f"max_reply_bytes must be an int >= 1, got {max_reply_bytes!r}")
+        self._total_timeout = float(total_timeout)
+        self._max_reply_bytes = max_reply_bytes
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
         if response_format_style not in ("openai", "llama.cpp"):
@@ -131,6 +164,8 @@ class OpenAIClient:
         self._max_concurrency = max_concurrency
         key = _resolve_key(api_key, self._base_url)
         self._key = Secret(key) if key else None
+        # Known from now on to every masking step (check output, error texts).
+        remember(key)
         # The Authorization header is added only when a pool is built, inside
         # httpx.Headers (whose repr masks it), so no attribute of ours holds it.
         self._headers = {"User-Agent": "tnsai-eval", "Content-Type": "application/json"}
@@ -184,6 +219,7 @@ class OpenAIClient:
         params = self._with_format(params, response_format)
         model, content = encode_request(self._model, messages, params)
         pools = self._sync_pools()
+        deadline = time.monotonic() + self._total_timeout
         attempt = 0
         outcome: Completion | LLMError
         while True:
@@ -191,15 +227,15 @@ class OpenAIClient:
             with pools.lease() as client:
                 started = time.perf_counter()
                 try:
-                    response = client.post(self._url, content=content)
+                    outcome = self._post(client, content, model, attempt, started, deadline)
                 except httpx.RequestError as exc:
                     outcome = self._request_failure(exc, model, attempt)
-                else:
-                    outcome = self._outcome(response, model, attempt, started)
+                    if time.monotonic() >= deadline:
+                        raise self._expired(model, attempt, outcome) from exc
             if isinstance(outcome, Completion):
                 return outcome
             outcome = self._format_rejected(outcome, params)
-            time.sleep(self._wait_or_raise(outcome))
+            time.sleep(self._wait_or_raise(outcome, deadline))
 
     async def achat(
         self,
@@ -212,22 +248,91 @@ class OpenAIClient:
         params = self._with_format(params, response_format)
         model, content = encode_request(self._model, messages, params)
         pools = self._async_pools()
-        attempt = 0
+        attempts = [0]
+        last: list[LLMError] = []
+        try:
+            async with asyncio.timeout(self._total_timeout):
+                return await self._achat(pools, model, content, params, attempts, last)
+        except TimeoutError as exc:
+            raise self._expired(model, attempts[0], last[-1] if last else None) from exc
+
+    async def _achat(
+        self,
+        pools: AsyncPools,
+        model: str,
+        content: bytes,
+        params: Mapping[str, Any],
+        attempts: list[int],
+        last: list[LLMError],
+    ) -> Completion:
         outcome: Completion | LLMError
         while True:
-            attempt += 1
+            attempts[0] += 1
+            attempt = attempts[0]
             async with pools.lease() as client:
                 started = time.perf_counter()
                 try:
-                    response = await client.post(self._url, content=content)
+                    outcome = await self._apost(client, content, model, attempt, started)
                 except httpx.RequestError as exc:
                     outcome = self._request_failure(exc, model, attempt)
-                else:
-                    outcome = self._outcome(response, model, attempt, started)
             if isinstance(outcome, Completion):
                 return outcome
             outcome = self._format_rejected(outcome, params)
-            await asyncio.sleep(self._wait_or_raise(outcome))
+            last.append(outcome)
+            await asyncio.sleep(self._wait_or_raise(outcome, None))
+
+    def _post(
+        self,
+        client: httpx.Client,
+        content: bytes,
+        model: str,
+        attempt: int,
+        started: float,
+        deadline: float,
+    ) -> Completion | LLMError:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._expired(model, attempt - 1, None)
+        # No read may wait past the deadline; the chunk loop checks it between reads.
+        timeout = _capped(self._timeout, left)
+        with client.stream("POST", self._url, content=content, timeout=timeout) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > self._max_reply_bytes:
+                    return self._too_big(response, model, attempt)
+                if time.monotonic() >= deadline:
+                    raise self._expired(model, attempt, None)
+        return self._outcome(response, bytes(body), model, attempt, started)
+
+    async def _apost(
+        self, client: httpx.AsyncClient, content: bytes, model: str, attempt: int, started: float
+    ) -> Completion | LLMError:
+        async with client.stream("POST", self._url, content=content) as response:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > self._max_reply_bytes:
+                    return self._too_big(response, model, attempt)
+        return self._outcome(response, bytes(body), model, attempt, started)
+
+    def _too_big(self, response: httpx.Response, model: str, attempt: int) -> LLMError:
+        return BadResponseError(
+            f"{self._url} answered HTTP {response.status_code} with a body larger than "
+            f"max_reply_bytes={self._max_reply_bytes} once decompressed; reading stopped there",
+            status=response.status_code,
+            model=model,
+            attempts=attempt,
+        )
+
+    def _expired(self, model: str, attempts: int, last: LLMError | None) -> LLMTimeoutError:
+        after = f"; the last attempt failed with: {last}" if last is not None else ""
+        return LLMTimeoutError(
+            f"POST {self._url} got no usable reply within total_timeout="
+            f"{self._total_timeout:g} s ({attempts} attempt(s)){after}",
+            model=model,
+            attempts=max(attempts, 1),
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -337,13 +442,15 @@ class OpenAIClient:
             raise RuntimeError(f"{self!r} is closed; create a new client")
 
     def _outcome(
-        self, response: httpx.Response, model: str, attempt: int, started: float
+        self, response: httpx.Response, body: bytes, model: str, attempt: int, started: float
     ) -> Completion | LLMError:
         if not 200 <= response.status_code < 300:
-            return status_error(self._url, response, model=model, attempt=attempt, key=self._key)
+            return status_error(
+                self._url, response, body, model=model, attempt=attempt, key=self._key
+            )
         latency = time.perf_counter() - started
         try:
-            return decode_completion(response.content, model=model, latency_s=latency)
+            return decode_completion(body, model=model, latency_s=latency, attempts=attempt)
         except ReplyProblem as problem:
             return reply_error(
                 self._url, response, problem, model=model, attempt=attempt, key=self._key
@@ -386,11 +493,17 @@ class OpenAIClient:
     def _request_failure(self, exc: httpx.RequestError, model: str, attempt: int) -> LLMError:
         return request_error(self._url, exc, model=model, attempt=attempt, key=self._key)
 
-    def _wait_or_raise(self, error: LLMError) -> float:
-        """Seconds to wait before the next attempt, or raise ``error`` if there is none."""
+    def _wait_or_raise(self, error: LLMError, deadline: float | None) -> float:
+        """Seconds to wait before the next attempt, or raise ``error`` if there is none.
+
+        With a ``deadline`` (sync calls; async ones are bounded by asyncio.timeout),
+        a wait that would reach it raises ``LLMTimeoutError`` instead.
+        """
         if not error.retryable or error.attempts >= self._policy.max_attempts:
             raise error
         delay = self._policy.delay(error.attempts, retry_after=error.retry_after, rng=self._rng)
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            raise self._expired(error.model, error.attempts, error) from error
         logger.info(
             "retrying in %.3f s after attempt %d of %d failed: %s",
             delay,
@@ -401,17 +514,33 @@ class OpenAIClient:
         return delay
 
 
+def _capped(timeout: httpx.Timeout, left: float) -> httpx.Timeout:
+    """``timeout`` with every phase shortened to at most ``left`` seconds."""
+
+    def cap(value: float | None) -> float:
+        return left if value is None else min(value, left)
+
+    return httpx.Timeout(
+        connect=cap(timeout.connect),
+        read=cap(timeout.read),
+        write=cap(timeout.write),
+        pool=cap(timeout.pool),
+    )
+
+
 def _check_base_url(base_url: str) -> str:
+    # Error messages show the URL with credentials redacted: it may carry a key.
+    shown = redact_url(base_url) if isinstance(base_url, str) else repr(base_url)
     try:
         url = httpx.URL(base_url)
     except (TypeError, httpx.InvalidURL) as exc:
-        raise ConfigError(f"base_url {base_url!r} is not a URL: {exc}") from exc
+        raise ConfigError(f"base_url {shown!r} is not a URL: {mask(str(exc))}") from exc
     if url.scheme not in ("http", "https") or not url.host:
         raise ConfigError(
-            f"base_url must be an http(s) URL such as 'http://127.0.0.1:8080/v1', got {base_url!r}"
+            f"base_url must be an http(s) URL such as 'http://127.0.0.1:8080/v1', got {shown!r}"
         )
     if url.query or url.fragment:
-        raise ConfigError(f"base_url must not have a query or fragment, got {base_url!r}")
+        raise ConfigError(f"base_url must not have a query or fragment, got {shown!r}")
     if url.userinfo:
         # It would show in reprs and error messages; credentials have their own places.
         raise ConfigError(

@@ -6,13 +6,33 @@ Pure functions, no I/O, shared by the sync and async paths of ``OpenAIClient``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm._types import Completion, Message, MessagesInput, Usage, normalize_messages
+from tnsai_eval.llm._types import (
+    Completion,
+    Message,
+    MessagesInput,
+    TokenLogprob,
+    ToolCall,
+    Usage,
+    normalize_messages,
+)
 
-__all__ = ["ReplyProblem", "decode_completion", "encode_request", "error_text"]
+__all__ = [
+    "ReplyProblem",
+    "completion_from_body",
+    "decode_completion",
+    "encode_request",
+    "error_text",
+]
+
+# How much of a bad body a ReplyProblem quotes. The client masks secrets and
+# then cuts the message much shorter, so a key straddling this first cut lies
+# beyond the final one and never shows.
+_SHOWN = 4096
 
 
 class ReplyProblem(Exception):
@@ -54,32 +74,62 @@ def encode_request(
     return model, content
 
 
-def decode_completion(content: bytes, *, model: str, latency_s: float) -> Completion:
+def decode_completion(
+    content: bytes, *, model: str, latency_s: float, attempts: int = 1
+) -> Completion:
     """Read a 2xx chat-completion body; raise ReplyProblem saying what is wrong with it.
 
     ``model`` is used when the reply names none; a missing or odd ``usage``
     gives ``Usage()``; ``content: null`` (a tool-call-only reply) gives ``""``.
+    See ``completion_from_body`` for the other fields.
     """
     try:
         data = json.loads(content)
+    except RecursionError:
+        raise ReplyProblem("the body is JSON nested too deeply to decode") from None
     except ValueError:  # JSONDecodeError and UnicodeDecodeError
         raise ReplyProblem(
-            f"the body is not JSON: {content[:200].decode(errors='replace')!r}"
+            f"the body is not JSON: {content[:_SHOWN].decode(errors='replace')!r}"
         ) from None
     if not isinstance(data, dict):
         raise ReplyProblem(f"the body is a JSON {type(data).__name__}, not an object")
+    return completion_from_body(data, model=model, latency_s=latency_s, attempts=attempts)
+
+
+def completion_from_body(
+    data: Mapping[str, Any], *, model: str, latency_s: float, attempts: int = 1
+) -> Completion:
+    """A ``Completion`` from a decoded OpenAI-shaped body (the server's or llama.cpp's).
+
+    Decodes once what callers need, so none reads ``raw``: the text, usage,
+    ``finish_reason`` (a string or ``None``), ``tool_calls`` (each with its
+    arguments decoded from their JSON string) and ``logprobs`` (OpenAI's
+    ``choices[0].logprobs.content``, or ``None`` when the reply has none). A
+    part that is present but cannot be decoded raises ReplyProblem.
+
+    >>> body = {"choices": [{"message": {"content": None, "tool_calls": [{"id": "c1",
+    ...     "function": {"name": "lookup", "arguments": '{"id": 7}'}}]},
+    ...     "finish_reason": "tool_calls"}]}
+    >>> reply = completion_from_body(body, model="m", latency_s=0.0)
+    >>> reply.finish_reason, reply.tool_calls[0].name, dict(reply.tool_calls[0].arguments)
+    ('tool_calls', 'lookup', {'id': 7})
+    """
     choices = data.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         if "error" in data:
             raise ReplyProblem(f"the body is an error: {error_text(data)}")
-        raise ReplyProblem(f"the body has no choices[0].message: {json.dumps(data)[:200]}")
+        raise ReplyProblem(f"the body has no choices[0].message: {_dump(data)}")
+    assert isinstance(choice, dict)
     text = message.get("content")
     if text is None:
         text = ""
     elif not isinstance(text, str):
         raise ReplyProblem(f"choices[0].message.content is a {type(text).__name__}, not a str")
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise ReplyProblem(f"choices[0].finish_reason is a {type(finish).__name__}, not a str")
     reply_model = data.get("model")
     return Completion(
         text=text,
@@ -87,7 +137,97 @@ def decode_completion(content: bytes, *, model: str, latency_s: float) -> Comple
         model=reply_model if isinstance(reply_model, str) and reply_model else model,
         latency_s=latency_s,
         raw=data,
+        finish_reason=finish,
+        tool_calls=_tool_calls(message.get("tool_calls")),
+        logprobs=_logprobs(choice.get("logprobs")),
+        attempts=attempts,
     )
+
+
+def _dump(data: Any) -> str:
+    try:
+        return json.dumps(data)[:_SHOWN]
+    except (ValueError, RecursionError):
+        return "(undisplayable)"
+
+
+def _tool_calls(value: object) -> tuple[ToolCall, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ReplyProblem(f"choices[0].message.tool_calls is a {type(value).__name__}, not a list")
+    calls = []
+    for index, call in enumerate(value):
+        where = f"choices[0].message.tool_calls[{index}]"
+        if not isinstance(call, dict):
+            raise ReplyProblem(f"{where} is a {type(call).__name__}, not an object")
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise ReplyProblem(f"{where} has no function object")
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise ReplyProblem(f"{where}.function.name is {name!r}, not a tool name")
+        call_id = call.get("id")
+        # Some servers leave the id out; one is made so tool messages can refer to it.
+        call_id = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
+        calls.append(ToolCall(call_id, name, _arguments(function.get("arguments"), where)))
+    return tuple(calls)
+
+
+def _arguments(value: object, where: str) -> dict[str, Any]:
+    # OpenAI sends a JSON string; some servers send the object itself.
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        text = value
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise ReplyProblem(
+                f"{where}.function.arguments is not valid JSON ({exc}): {text[:200]!r}"
+            ) from None
+    if not isinstance(value, dict):
+        raise ReplyProblem(
+            f"{where}.function.arguments must be a JSON object, got {type(value).__name__}"
+        )
+    return value
+
+
+def _logprobs(value: object) -> tuple[TokenLogprob, ...] | None:
+    if value is None:
+        return None
+    content = value.get("content") if isinstance(value, dict) else None
+    if content is None:
+        return None
+    if not isinstance(content, list):
+        raise ReplyProblem("choices[0].logprobs.content is not a list")
+    out = []
+    for index, item in enumerate(content):
+        where = f"choices[0].logprobs.content[{index}]"
+        if not isinstance(item, dict) or not isinstance(item.get("token"), str):
+            raise ReplyProblem(f"{where} has no token")
+        top = item.get("top_logprobs") or []
+        if not isinstance(top, list):
+            raise ReplyProblem(f"{where}.top_logprobs is not a list")
+        pairs = []
+        for alternative in top:
+            if not isinstance(alternative, dict) or not isinstance(alternative.get("token"), str):
+                raise ReplyProblem(f"{where}.top_logprobs holds an item without a token")
+            pairs.append((alternative["token"], _logprob(alternative.get("logprob"), where)))
+        out.append(TokenLogprob(item["token"], _logprob(item.get("logprob"), where), tuple(pairs)))
+    return tuple(out)
+
+
+# A log-probability of -inf (probability 0) is stored as this: JSON has no
+# infinity, and e**-9999 is 0 for every use the judge makes of it.
+_LOGPROB_FLOOR = -9999.0
+
+
+def _logprob(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ReplyProblem(f"{where}: logprob {value!r} is not a number")
+    # Rounding can put a certain token a hair above 0.
+    return min(max(float(value), _LOGPROB_FLOOR), 0.0)
 
 
 def error_text(data: Mapping[str, Any]) -> str:

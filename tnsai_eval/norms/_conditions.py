@@ -6,6 +6,21 @@ implementation). It was chosen over ``cel-python`` by measurement: about 200
 times faster on a cached condition (``bench/cel.py``, figures in
 ``bench/README.md``). CEL cannot loop without bound, call Python or touch the
 file system, and Python's ``eval`` is never used.
+
+CEL always terminates, but the binding has no cost or time limit and its
+comprehensions are quadratic (``map`` over 10,000 items takes seconds,
+nested ones hours, holding the GIL). So the work a condition can cause is
+bounded *before* it runs, by caps that each raise a ``ConditionError`` naming
+the cap: at most ``max_comprehension_depth`` comprehensions (``all``,
+``exists``, ``exists_one``, ``map``, ``filter``) nested in one another and
+``max_comprehensions`` in one condition (both checked at parse time), at most
+``max_literal_items`` items in one list or map literal (parse time), at most
+``max_items`` list items and map entries and ``max_text_chars`` characters of
+strings and bytes in all the state values one evaluation reads. (``map`` and
+``filter`` copy their growing result per item, so their cost grows with the
+square of the items times the size of each result element: the caps bound
+all three.) ``bench/cel_caps.py`` prints the slowest condition found
+under the default caps.
 """
 
 from __future__ import annotations
@@ -33,6 +48,80 @@ _QUOTE_LIMIT = 200
 _OPENERS = "([{"
 _CLOSERS = ")]}"
 _UNDEFINED_NAME = re.compile(r"[Uu]ndefined variable[^']*'([^']+)'")
+# CEL's comprehension macros, written as methods: ``list.map(x, ...)``.
+_COMPREHENSION = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a parse-time scan of a condition found (string literals excluded)."""
+
+    bracket_depth: int  # deepest nesting of (), [] and {}
+    comprehension_depth: int  # deepest nesting of comprehension macros
+    comprehensions: int  # how many comprehension macros
+    literal_items: int  # the most items in one list or map literal
+
+
+def _blank_strings(condition: str) -> str | None:
+    """``condition`` with every string literal's contents replaced by spaces.
+
+    ``None`` when a string is not terminated (the parser reports it).
+    """
+    out = []
+    i, n = 0, len(condition)
+    while i < n:
+        char = condition[i]
+        if char in "'\"":
+            quote = condition[i : i + 3] if condition[i : i + 3] == char * 3 else char
+            start = i
+            i += len(quote)
+            while i < n and not condition.startswith(quote, i):
+                i += 2 if condition[i] == "\\" else 1
+            if i >= n:
+                return None
+            i += len(quote)
+            out.append('""' + " " * (i - start - 2))
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _shape(condition: str) -> _Shape:
+    """Scan ``condition`` once, in linear time, for the parse-time caps."""
+    text = _blank_strings(condition)
+    if text is None:
+        return _Shape(_nesting_depth(condition), 0, 0, 0)
+    # One entry per open bracket: its kind, and the items seen so far (literals).
+    stack: list[list[Any]] = []
+    deepest = comp_deepest = comps = items = 0
+    comp_open = 0
+    for index, char in enumerate(text):
+        if char in _OPENERS:
+            kind = char
+            if char == "(" and _COMPREHENSION.search(text, max(0, index - 24), index):
+                kind = "C"
+                comps += 1
+                comp_open += 1
+                comp_deepest = max(comp_deepest, comp_open)
+            # A literal with content counts one item; each comma one more.
+            stack.append([kind, 0, False])
+            deepest = max(deepest, len(stack))
+        elif char in _CLOSERS:
+            if stack:
+                kind, commas, filled = stack.pop()
+                if kind == "C":
+                    comp_open -= 1
+                elif kind in "[{" and filled:
+                    items = max(items, commas + 1)
+                if stack:
+                    stack[-1][2] = True
+        elif stack and not char.isspace():
+            top = stack[-1]
+            top[2] = True
+            if char == ",":
+                top[1] += 1
+    return _Shape(deepest, comp_deepest, comps, items)
 
 
 def _clip(text: str) -> str:
@@ -74,7 +163,41 @@ def _nesting_depth(condition: str) -> int:
     return deepest
 
 
-def _to_cel(value: object, *, name: str, depth: int = 0) -> object:
+class _ItemBudget:
+    """Counts list items, map entries and text characters converted for one evaluation."""
+
+    __slots__ = ("left", "limit", "text_left", "text_limit")
+
+    def __init__(self, limit: int, text_limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+        self.text_limit = text_limit
+        self.text_left = text_limit
+
+    def take_text(self, count: int, name: str) -> None:
+        self.text_left -= count
+        if self.text_left < 0:
+            raise ConditionError(
+                f"state value {name!r} brings the text this condition reads to more than the "
+                f"cap of max_text_chars={self.text_limit} characters (a comprehension copies "
+                "it per item); pass shorter strings or raise "
+                "ConditionEvaluator(max_text_chars=...)"
+            )
+
+    def take(self, count: int, name: str) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise ConditionError(
+                f"state value {name!r} brings the lists and maps this condition reads to more "
+                f"than the cap of max_items={self.limit} items (comprehensions over large "
+                "collections are quadratic in the CEL binding); pass a smaller state or raise "
+                "ConditionEvaluator(max_items=...)"
+            )
+
+
+def _to_cel(
+    value: object, *, name: str, depth: int = 0, budget: _ItemBudget | None = None
+) -> object:
     """``value`` as one of the plain types the CEL binding converts faithfully."""
     if depth > _MAX_STATE_DEPTH:
         raise ConditionError(
@@ -94,6 +217,8 @@ def _to_cel(value: object, *, name: str, depth: int = 0) -> object:
         return float(value)
     if isinstance(value, str):
         text = str.__str__(value)  # a str-based Enum becomes its value, not 'Cls.NAME'
+        if budget is not None:
+            budget.take_text(len(text), name)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
@@ -102,8 +227,12 @@ def _to_cel(value: object, *, name: str, depth: int = 0) -> object:
             ) from None
         return text
     if isinstance(value, bytes):
+        if budget is not None:
+            budget.take_text(len(value), name)
         return bytes(value)
     if isinstance(value, Mapping):
+        if budget is not None:
+            budget.take(len(value), name)
         converted: dict[object, object] = {}
         for key, item in value.items():
             if not isinstance(key, str | int):
@@ -112,12 +241,14 @@ def _to_cel(value: object, *, name: str, depth: int = 0) -> object:
                     "CEL map keys are str, int or bool"
                 )
             converted[_to_cel(key, name=name, depth=depth + 1)] = _to_cel(
-                item, name=f"{name}[{key!r}]", depth=depth + 1
+                item, name=f"{name}[{key!r}]", depth=depth + 1, budget=budget
             )
         return converted
     if isinstance(value, Sequence):
+        if budget is not None:
+            budget.take(len(value), name)
         return [
-            _to_cel(item, name=f"{name}[{index}]", depth=depth + 1)
+            _to_cel(item, name=f"{name}[{index}]", depth=depth + 1, budget=budget)
             for index, item in enumerate(value)
         ]
     raise ConditionError(
@@ -151,7 +282,10 @@ class ConditionEvaluator:
     different types, so ``count > 3.5`` works for an int ``count``, but it never
     converts implicitly: ``count + "a"`` is an error), a result that is not a
     bool, a condition longer than ``max_length`` characters or nested deeper
-    than ``max_depth`` brackets (both checked before parsing).
+    than ``max_depth`` brackets (both checked before parsing), or one over the
+    work caps described in the module doc (``max_comprehension_depth=1``,
+    ``max_comprehensions=4``, ``max_literal_items=64``, ``max_items=100``,
+    ``max_text_chars=4096``).
 
     CEL's ``&&`` and ``||`` short-circuit in both directions, so an unknown name
     is only reported when the result depends on it: ``false && nosuchname`` is
@@ -167,16 +301,39 @@ class ConditionEvaluator:
     True
     """
 
-    def __init__(self, *, cache_size: int = 256, max_length: int = 4096, max_depth: int = 32):
+    def __init__(
+        self,
+        *,
+        cache_size: int = 256,
+        max_length: int = 4096,
+        max_depth: int = 32,
+        max_comprehension_depth: int = 1,
+        max_comprehensions: int = 4,
+        max_literal_items: int = 64,
+        max_items: int = 100,
+        max_text_chars: int = 4096,
+    ):
         for option, value in (
             ("cache_size", cache_size),
             ("max_length", max_length),
             ("max_depth", max_depth),
+            ("max_comprehension_depth", max_comprehension_depth),
+            ("max_comprehensions", max_comprehensions),
+            ("max_literal_items", max_literal_items),
+            ("max_items", max_items),
+            ("max_text_chars", max_text_chars),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{option} must be a positive int, got {value!r}")
         self._max_length = max_length
         self._max_depth = max_depth
+        self._caps = {
+            "max_comprehension_depth": max_comprehension_depth,
+            "max_comprehensions": max_comprehensions,
+            "max_literal_items": max_literal_items,
+            "max_items": max_items,
+            "max_text_chars": max_text_chars,
+        }
         # One cache per evaluator (no module-level mutable state); lru_cache is
         # thread-safe and does not cache exceptions, so a bad condition is
         # re-diagnosed each time, with the same message.
@@ -191,6 +348,31 @@ class ConditionEvaluator:
     def max_depth(self) -> int:
         """The deepest bracket nesting accepted (string literals excluded)."""
         return self._max_depth
+
+    @property
+    def max_comprehension_depth(self) -> int:
+        """How deep comprehensions (all, exists, exists_one, map, filter) may nest."""
+        return self._caps["max_comprehension_depth"]
+
+    @property
+    def max_comprehensions(self) -> int:
+        """The most comprehensions one condition may hold."""
+        return self._caps["max_comprehensions"]
+
+    @property
+    def max_literal_items(self) -> int:
+        """The most items one list or map literal may hold."""
+        return self._caps["max_literal_items"]
+
+    @property
+    def max_items(self) -> int:
+        """The most list items and map entries the state values one evaluation reads may hold."""
+        return self._caps["max_items"]
+
+    @property
+    def max_text_chars(self) -> int:
+        """The most characters of strings and bytes the state values one evaluation reads hold."""
+        return self._caps["max_text_chars"]
 
     def evaluate(self, condition: str, state: Mapping[str, object]) -> bool:
         """Whether ``condition`` holds for ``state``; blank conditions hold."""
@@ -249,13 +431,28 @@ class ConditionEvaluator:
         return self._compile(condition)
 
     def _compile_uncached(self, condition: str) -> _Compiled:
-        depth = _nesting_depth(condition)
-        if depth > self.max_depth:
+        shape = _shape(condition)
+        if shape.bracket_depth > self.max_depth:
             raise ConditionError(
-                f"condition {_quote(condition)} nests brackets {depth} deep, more than "
-                f"the limit of {self.max_depth}",
+                f"condition {_quote(condition)} nests brackets {shape.bracket_depth} deep, "
+                f"more than the limit of {self.max_depth}",
                 condition=condition,
             )
+        for found, cap, what in (
+            (shape.comprehension_depth, "max_comprehension_depth", "nests comprehensions"),
+            (shape.comprehensions, "max_comprehensions", "has comprehensions"),
+            (shape.literal_items, "max_literal_items", "has a list or map literal of"),
+        ):
+            limit = self._caps[cap]
+            if found > limit:
+                raise ConditionError(
+                    f"condition {_quote(condition)} {what} {found}"
+                    f"{' deep' if cap == 'max_comprehension_depth' else ''}"
+                    f"{' items' if cap == 'max_literal_items' else ''}, over the cap "
+                    f"{cap}={limit} (comprehensions are quadratic in the CEL binding); "
+                    f"raise ConditionEvaluator({cap}=...) if you need more",
+                    condition=condition,
+                )
         cel = _load_cel()
         try:
             program = cel.compile(condition)
@@ -274,17 +471,17 @@ class ConditionEvaluator:
             ) from None
         return _Compiled(program=program, names=names)
 
-    @staticmethod
     def _activation(
-        condition: str, compiled: _Compiled, state: Mapping[str, object]
+        self, condition: str, compiled: _Compiled, state: Mapping[str, object]
     ) -> dict[str, object]:
         # Only the names the condition mentions are converted: cheaper, and a
         # value the condition never reads cannot make it fail.
         activation: dict[str, object] = {}
-        for name in compiled.names:
+        budget = _ItemBudget(self.max_items, self.max_text_chars)
+        for name in sorted(compiled.names):
             if name in state:
                 try:
-                    activation[name] = _to_cel(state[name], name=name)
+                    activation[name] = _to_cel(state[name], name=name, budget=budget)
                 except ConditionError as exc:
                     raise ConditionError(
                         f"condition {_quote(condition)}: {exc}", condition=condition

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from tnsai_eval.errors import ConditionError
+from tnsai_eval.norms._conditions import ConditionEvaluator
 from tnsai_eval.norms._types import NormEntry, NormType
 
 __all__ = ["declared_norms", "norm"]
@@ -29,6 +31,11 @@ def norm(
 ) -> Callable[[_C], _C]:
     """Declare a norm on an agent class; stack several for several norms.
 
+    ``condition`` is CEL, compiled here: a condition that is not valid CEL
+    raises ``ConditionError`` when the class is decorated, not at the first
+    check. (For conditions in another language, decided by a predicate, build
+    ``NormEntry`` records and a ``NormEngine`` directly.)
+
     Norms keep the order in which they are written, top to bottom, even though
     Python applies stacked decorators bottom-up. A subclass inherits its bases'
     norms (bases first, in method resolution order reversed) and adds its own
@@ -49,6 +56,13 @@ def norm(
         description=description,
         priority=priority,
     )
+    try:
+        ConditionEvaluator(cache_size=1).check(condition)
+    except ConditionError as exc:
+        raise ConditionError(
+            f"@norm {entry.label!r} ({type.name.lower()} of {action!r}): {exc}",
+            condition=condition,
+        ) from None
 
     def decorate(cls: _C) -> _C:
         if not isinstance(cls, _builtin_type):

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeAlias
 
-from tnsai_eval.errors import ConfigError
+from tnsai_eval.errors import ConditionError, ConfigError
 from tnsai_eval.norms._conditions import ConditionEvaluator
 from tnsai_eval.norms._decorator import declared_norms
 from tnsai_eval.norms._types import CheckResult, NormEntry, NormType, NormViolation
@@ -80,7 +80,14 @@ class _Activity:
         if not condition.strip():
             return True
         if condition not in self._held:
-            self._held[condition] = self._decide(condition)
+            try:
+                self._held[condition] = self._decide(condition)
+            except ConditionError as exc:
+                # Name the norm: a report of many norms must say which one is at fault.
+                raise ConditionError(
+                    f"norm {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
+                    condition=condition,
+                ) from None
         return self._held[condition]
 
     def _decide(self, condition: str) -> bool:
@@ -188,6 +195,22 @@ it always applies (no condition)
         if not isinstance(entry, NormEntry):
             raise TypeError(f"add_norm() takes a NormEntry, got {entry!r}")
         self._norms.append(entry)
+
+    def check_conditions(self) -> None:
+        """Compile every norm's condition as CEL now; ``ConditionError`` names the first bad norm.
+
+        For engines used with ``state=``: a bad condition is reported when the
+        engine is built rather than at the first check. (Engines used with a
+        predicate may hold conditions in any language; do not call this there.)
+        """
+        for entry in self._norms:
+            try:
+                self._evaluator.check(entry.condition)
+            except ConditionError as exc:
+                raise ConditionError(
+                    f"norm {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
+                    condition=entry.condition,
+                ) from None
 
     def get_all_norms(self) -> list[NormEntry]:
         """Every norm held, in the order added (a copy)."""

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from tnsai_eval.errors import ConfigError, LLMError
+from tnsai_eval._util.secrets import mask
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Completion, LLMClient, acall, estimate_tokens
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._evaluators import PromptEvaluator
@@ -75,7 +76,10 @@ class _Skipped:
 
 
 SKIPPED = _Skipped()
-Reply: TypeAlias = Completion | LLMError | _Skipped
+# A failed call is kept as its exception: any Exception (an LLMError, a
+# client's RuntimeError, a ConfigError for a request that cannot be encoded)
+# fails only its case.
+Reply: TypeAlias = Completion | Exception | _Skipped
 
 
 @dataclass(slots=True)
@@ -227,18 +231,15 @@ class Engine:
             reply: Reply
             try:
                 reply = await acall(self.llm, message, **params)
-            except LLMError as exc:
-                self.budget.failed_calls += 1
-                reply = exc
             except asyncio.CancelledError:
                 future.cancel()
                 raise
             except Exception as exc:
-                # Not a model failure but a bug: let it end the run, and do not
-                # leave a duplicate of this request waiting forever.
-                future.set_exception(exc)
-                future.exception()  # marks it retrieved: the caller re-raises it
-                raise
+                # "A case whose call fails is left out": whatever the client
+                # raised (never a BaseException such as KeyboardInterrupt) is
+                # recorded on this case, and the run goes on.
+                self.budget.failed_calls += 1
+                reply = exc
             latency = time.perf_counter() - started
             tokens = 0
             if isinstance(reply, Completion):
@@ -262,9 +263,9 @@ class Engine:
         error: str | None = None
         error_type: str | None = None
         cached = sent.cached
-        if isinstance(sent.reply, LLMError):
+        if isinstance(sent.reply, Exception):
             error_type = type(sent.reply).__name__
-            error = f"{error_type}: {sent.reply}"
+            error = f"{error_type}: {mask(str(sent.reply))}"
         else:
             output = sent.reply.text
             cached = cached or sent.reply.cached
@@ -275,7 +276,7 @@ class Engine:
                 # broke its contract on this output: the case is left out and
                 # counted like a failed call, and the other cases keep theirs.
                 error_type = type(exc).__name__
-                error = f"evaluator {error_type}: {exc}"
+                error = f"evaluator {error_type}: {mask(str(exc))}"
         row = CaseResult(
             round=variant.round,
             variant=variant.id,

@@ -32,7 +32,7 @@ class PromptOptimizer:
     * a prompt's score is the mean evaluator score over the cases, one call per
       case with the prompt and the input (``template``, by default the prompt,
       a blank line, then the input, as one user message); a case whose call
-      raises ``LLMError`` is left out of the mean and counted, and so is one
+      raises any ``Exception`` is left out of the mean and counted, and so is one
       whose evaluator raises or returns a value outside [0, 1] (the error is
       in the ``error`` column of ``to_dataframe()``);
     * each round applies every candidate strategy to the current best prompt,

@@ -43,7 +43,7 @@ class OptimizationResult:
     ``initial_score`` the starting prompt's. ``rounds`` counts rounds run,
     ``calls`` the model calls the optimizer sent (case calls and rewrite
     requests; replies reused from the run's cache are not calls), ``tokens``
-    what they used, ``failed_calls`` those that raised ``LLMError`` (their
+    what they used, ``failed_calls`` those that raised an ``Exception`` (their
     cases were left out). ``validation_score`` / ``initial_validation_score``
     are set when ``validation_cases`` were given (``None`` when the budget ran
     out before every validation case was scored). ``rejected_rewrites`` holds,

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import LocalModelUnavailable
 from tnsai_eval.llm import (
     CachedLLM,
@@ -62,7 +63,11 @@ class LazyClient:
 
 
 def describe_model(options: PluginOptions) -> tuple[str | None, str]:
-    """(base URL or None for the embedded model, model name), as the client will see them."""
+    """(base URL or None for the embedded model, model name), as the client will see them.
+
+    The URL has any credentials (``user:pass@``, ``?api_key=``) redacted: it is
+    written into reports and recordings.
+    """
     base_url = options.base_url or os.environ.get(_ENV_BASE_URL) or None
     model = options.model or os.environ.get(_ENV_MODEL) or None
     if base_url is None and model is None:
@@ -71,7 +76,7 @@ def describe_model(options: PluginOptions) -> tuple[str | None, str]:
         except LocalModelUnavailable:
             # Only a call that reaches the model needs it; that call will raise.
             return None, "embedded (not installed)"
-    return base_url, model or ""
+    return (redact_url(base_url) if base_url else None), model or ""
 
 
 def build_client(options: PluginOptions) -> LLMClient:
@@ -81,8 +86,8 @@ def build_client(options: PluginOptions) -> LLMClient:
     deliberately no option for it, so that it never lands in a command line,
     an ini file or a report.
     """
-    _, model = describe_model(options)
+    server, model = describe_model(options)
     inner = LazyClient(lambda: default_llm(base_url=options.base_url, model=options.model), model)
     if options.record_mode == "off":
         return inner
-    return CachedLLM(inner, ResponseStore(options.store), mode=options.record_mode)
+    return CachedLLM(inner, ResponseStore(options.store), mode=options.record_mode, server=server)

@@ -300,6 +300,7 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         **options: Any,
     ) -> PromptEvaluation:
         from tnsai_eval.datasets import load_cases
+        from tnsai_eval.errors import ConfigError
         from tnsai_eval.optimizer import score_prompt
         from tnsai_eval.pytest._evaluate import (
             case_records,
@@ -312,6 +313,15 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
             unrecorded_message,
         )
 
+        # Checked before any call: NaN would pass every score, a str would fail late.
+        if min_score is not None and (
+            isinstance(min_score, bool)
+            or not isinstance(min_score, int | float)
+            or not 0.0 <= min_score <= 1.0
+        ):
+            raise ConfigError(
+                f"evaluate_prompt: min_score must be a number in [0, 1] or None, got {min_score!r}"
+            )
         session.touch()  # a row even if the cases cannot be loaded
         threshold = check_threshold(
             declared_threshold(cases) if case_threshold is None else case_threshold

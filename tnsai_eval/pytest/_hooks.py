@@ -131,8 +131,15 @@ class TnsaiHooks:
                 "no actions with `norm_actions`, so there was nothing to check",
                 pytrace=False,
             )
+        from tnsai_eval.errors import ConditionError
+
         performed = actions.actions
-        result = spec.engine.check_agent(_Performed(performed), state=actions.state)
+        try:
+            result = spec.engine.check_agent(_Performed(performed), state=actions.state)
+        except ConditionError as exc:
+            # A name the state lacks (no state= given) is the test's problem,
+            # reported as its failure with the norm's description.
+            pytest.fail(f"@norm_check: {exc}", pytrace=False)
         if result.is_violation:
             # The first line is all that pytest's short summary shows: name the
             # broken norms' actions there, the full reasons follow.

@@ -12,6 +12,7 @@ argument (a pytest rule). The decorators always record their arguments.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -170,7 +171,7 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
         seconds = float(timeout)
     else:
         raise bad("timeout")
-    if seconds <= 0:
+    if not 0 < seconds < math.inf:  # NaN and inf would never time out
         raise bad("timeout")
     if "stop" in kw and not isinstance(kw["stop"], StopHook):
         raise bad("stop")
@@ -236,4 +237,9 @@ def norm_spec(mark: pytest.Mark) -> NormSpec:
             )
         for entry in entries:
             engine.add_norm(entry)
+    try:
+        # Checked against state (CEL): a bad condition fails setup, naming its norm.
+        engine.check_conditions()
+    except ConfigError as exc:
+        raise MarkerError(f"@norm_check: {exc}") from None
     return NormSpec(engine, dict(state), agent_class)

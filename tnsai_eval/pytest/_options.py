@@ -200,8 +200,11 @@ class PluginOptions:
 
     def describe(self) -> dict[str, object]:
         """The configuration written into the report."""
+        from tnsai_eval._util.secrets import redact_url
+
         return {
-            "base_url": self.base_url,
+            # Credentials in a URL (user:pass@, ?api_key=) never reach a report.
+            "base_url": redact_url(self.base_url) if self.base_url else None,
             "model": self.model,
             "record_mode": self.record_mode,
             "record_mode_source": self.record_mode_source,

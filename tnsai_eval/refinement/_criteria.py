@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.refinement import _checks
@@ -112,7 +113,9 @@ def _run(check: Check, output: str) -> CheckOutcome:
     return CheckOutcome(
         name=check.name,
         passed=verdict.passed,
-        message=verdict.message,
+        # Whatever a check says (a command's output, a predicate's exception)
+        # reaches the revision prompt, frames and recordings: no secret may.
+        message=mask(verdict.message),
         kind=check.kind,
         source=check.source,
         duration_s=time.perf_counter() - started,
@@ -161,10 +164,17 @@ class CompletionCriteriaBuilder:
         name: str | None = None,
         timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
         suffix: str = ".txt",
+        env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when ``command`` exits 0, e.g. ``"python -m py_compile $OUTPUT"``."""
+        """Passes when ``command`` exits 0, e.g. ``"python -m py_compile $OUTPUT"``.
+
+        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
+        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
+        """
         return self._add(
-            command_check("compiler_check", command, name=name, timeout_s=timeout_s, suffix=suffix)
+            command_check(
+                "compiler_check", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
+            )
         )
 
     def test_command(
@@ -174,10 +184,17 @@ class CompletionCriteriaBuilder:
         name: str | None = None,
         timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
         suffix: str = ".txt",
+        env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when the test command exits 0."""
+        """Passes when the test command exits 0.
+
+        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
+        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
+        """
         return self._add(
-            command_check("test_command", command, name=name, timeout_s=timeout_s, suffix=suffix)
+            command_check(
+                "test_command", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
+            )
         )
 
     def lint_check(
@@ -187,10 +204,17 @@ class CompletionCriteriaBuilder:
         name: str | None = None,
         timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
         suffix: str = ".txt",
+        env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when the linter exits 0."""
+        """Passes when the linter exits 0.
+
+        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
+        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
+        """
         return self._add(
-            command_check("lint_check", command, name=name, timeout_s=timeout_s, suffix=suffix)
+            command_check(
+                "lint_check", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
+            )
         )
 
     # In-process checks.

@@ -38,11 +38,9 @@ def strip_code_fence(reply: str) -> str:
     return body
 
 
-# Any fenced block: opening fence with optional info string, body, same fence.
-_ANY_BLOCK = re.compile(
-    r"^(?P<fence>`{3,}|~{3,})[\w.+#-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?^(?P=fence)[ \t]*$",
-    re.S | re.M,
-)
+# An opening fence line (without its "\n"): ``` or ~~~ (or longer), an
+# optional info string such as a language, trailing blanks.
+_OPEN_LINE = re.compile(r"(?P<fence>`{3,}|~{3,})[\w.+#-]*[ \t]*\r?")
 
 
 def first_code_block(reply: str) -> str:
@@ -58,8 +56,44 @@ def first_code_block(reply: str) -> str:
     >>> first_code_block("no block here")
     'no block here'
     """
-    match = _ANY_BLOCK.search(reply)
-    return reply if match is None else match.group("body")
+    # Line by line in linear time (a backtracking regex was quadratic on many
+    # unclosed fences: 40 KB took 15-20 s). The block is the earliest opening
+    # line that some later line closes with exactly the same fence.
+    lines = reply.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    # Backward pass: for each opening line, the nearest later closing line.
+    nearest: dict[str, int] = {}
+    closes_at: dict[int, int] = {}
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        fence = _fence_of(line)
+        if fence is None:
+            continue
+        # The last line has no "\n" after it, so it can close but not open.
+        opening = index < len(lines) - 1 and _OPEN_LINE.fullmatch(line) is not None
+        if opening and fence in nearest:
+            closes_at[index] = nearest[fence]
+        if line.rstrip(" \t") == fence:
+            nearest[fence] = index
+    if not closes_at:
+        return reply
+    first = min(closes_at)
+    body = reply[starts[first + 1] : starts[closes_at[first]]]
+    body = body[:-1] if body.endswith("\n") else body
+    return body[:-1] if body.endswith("\r") else body
+
+
+def _fence_of(line: str) -> str | None:
+    """The run of 3+ backticks or tildes that starts ``line``, if any."""
+    if not line.startswith(("```", "~~~")):
+        return None
+    char = line[0]
+    end = 3
+    while end < len(line) and line[end] == char:
+        end += 1
+    return line[:end]
 
 
 def _bullet(outcome: CheckOutcome) -> str:

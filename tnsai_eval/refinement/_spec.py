@@ -51,11 +51,13 @@ OPTIONS: Mapping[str, str] = MappingProxyType(
         "llm_check": "a question str or a (question, threshold) pair",
         "command_timeout_s": "seconds (> 0) for each command check",
         "suffix": "the file suffix of the output given to command checks, e.g. '.py'",
+        "check_env": "a mapping of variable names to str values, added to the command "
+        "checks' minimal environment",
     }
 )
 
 # Options that tune other checks rather than adding one.
-_SETTINGS = ("command_timeout_s", "suffix")
+_SETTINGS = ("command_timeout_s", "suffix", "check_env")
 # Options given as one str or a list of them.
 _STR_LISTS = ("must_contain", "must_not_contain", "compiler_check", "test_command", "lint_check")
 
@@ -76,6 +78,7 @@ class CriteriaSpec:
     llm_check: tuple[str, float] | None = None
     command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
     suffix: str = ".txt"
+    check_env: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_options(cls, **options: Any) -> CriteriaSpec:
@@ -105,18 +108,26 @@ class CriteriaSpec:
             spec["min_lines"] = given["min_lines"]
         if "llm_check" in given:
             spec["llm_check"] = _pair("llm_check", given["llm_check"], str, 0.7)
-        for name in _SETTINGS:
+        for name in ("command_timeout_s", "suffix"):
             if name in given:
                 spec[name] = given[name]
+        if "check_env" in given:
+            env = given["check_env"]
+            if not isinstance(env, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+            ):
+                raise _bad("check_env", env)
+            spec["check_env"] = tuple(env.items())
         return cls(**spec)
 
     @property
     def has_checks(self) -> bool:
         """Whether any check is asked for (settings alone add none)."""
+        # By identity: min_lines=0 is a (bad) check the builder must see and
+        # refuse, not "nothing given" (0 == False).
         return any(
-            getattr(self, f.name) not in ((), None, False)
-            for f in fields(self)
-            if f.name not in _SETTINGS
+            not (value is None or value is False or value == ())
+            for value in (getattr(self, f.name) for f in fields(self) if f.name not in _SETTINGS)
         )
 
     def build(self, llm: LLMClient | None = None) -> CompletionCriteria:
@@ -137,13 +148,13 @@ class CriteriaSpec:
             builder.word_count(*self.word_count)
         if self.min_lines is not None:
             builder.min_lines(self.min_lines)
-        timeout, suffix = self.command_timeout_s, self.suffix
+        timeout, suffix, env = self.command_timeout_s, self.suffix, dict(self.check_env)
         for command in self.compiler_check:
-            builder.compiler_check(command, timeout_s=timeout, suffix=suffix)
+            builder.compiler_check(command, timeout_s=timeout, suffix=suffix, env=env)
         for command in self.test_command:
-            builder.test_command(command, timeout_s=timeout, suffix=suffix)
+            builder.test_command(command, timeout_s=timeout, suffix=suffix, env=env)
         for command in self.lint_check:
-            builder.lint_check(command, timeout_s=timeout, suffix=suffix)
+            builder.lint_check(command, timeout_s=timeout, suffix=suffix, env=env)
         if self.llm_check is not None:
             if llm is not None:
                 builder.with_llm(llm)
