@@ -298,3 +298,24 @@ def test_refine_iterations_are_stored(scripted: pytest.Pytester) -> None:
         "passed_checks": checks,
         "failed_checks": [],
     }
+
+
+def test_tnsai_record_declares_a_relative_tolerance(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_latency="""
+        import os
+
+        def test_latency(tnsai_record):
+            value = float(os.environ.get("LATENCY", "2.0"))
+            tnsai_record("latency_s", value, higher_is_better=False, tolerance=0.2, relative=True)
+        """
+    )
+    pytester.runpytest_inprocess("--tnsai-report", "base.json").assert_outcomes(passed=1)
+    metric = read_json(pytester.path / "base.json")["tests"][0]["metrics"]["latency_s"]
+    assert (metric["tolerance"], metric["relative"]) == (0.2, True)
+    monkeypatch.setenv("LATENCY", "2.3")  # +15%: within 20% of 2.0
+    assert pytester.runpytest_inprocess("--tnsai-baseline", "base.json").ret == 0
+    monkeypatch.setenv("LATENCY", "2.5")  # +25%
+    assert pytester.runpytest_inprocess("--tnsai-baseline", "base.json").ret == 1

@@ -16,6 +16,7 @@ from tnsai_eval.reports import (
     Report,
     TestStatus,
     TrackedTest,
+    compare,
 )
 
 
@@ -126,3 +127,29 @@ def test_bad_output_paths_fail_before_any_work(
     base, _, _ = runs
     assert main(["report", str(base), "--junit", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_secrets_are_masked_in_every_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("TNSAI_LLM_API_KEY", secret)
+    case = CaseRecord("c0", f"key is {secret}", "x", output=f"echo {secret}", score=0.0,
+                      passed=False)  # fmt: skip
+    score = {"score": MetricStats("score", (0.0,))}
+    test = TrackedTest("t.py::test_leak", TestStatus.FAILED, score, cases=(case,))
+    ok = CaseRecord("c0", "key is hidden", "x", output="x", score=1.0, passed=True)
+    old = TrackedTest("t.py::test_leak", TestStatus.PASSED, {"score": MetricStats("score", (1.0,))},
+                      cases=(ok,))  # fmt: skip
+    new_path = Report(tests=(test,)).save(tmp_path / "new.json")
+    old_path = Report(tests=(old,)).save(tmp_path / "old.json")
+    assert secret not in new_path.read_text(encoding="utf-8")
+    outputs = tmp_path / "junit.xml", tmp_path / "page.html"
+    for fmt in ("text", "markdown"):
+        main(["report", str(new_path), "--baseline", str(old_path), "--format", fmt,
+              "--junit", str(outputs[0]), "--html", str(outputs[1])])  # fmt: skip
+        assert secret not in capsys.readouterr().out
+        for path in outputs:
+            assert secret not in path.read_text(encoding="utf-8")
+    comparison = compare(new_path, old_path)
+    assert secret not in comparison.format()
