@@ -19,6 +19,7 @@ from tnsai_eval.reports import (
     TestStatus,
     TrackedTest,
     compare,
+    format_comparison,
     load_report,
     read_report,
 )
@@ -90,7 +91,7 @@ def test_compare_classifies_every_change() -> None:
     assert result.new == ("t.py::fresh",)
     assert result.vanished == ("t.py::gone",)
     assert not result.passed
-    text = result.format()
+    text = format_comparison(result)
     assert "1 regression(s) beyond tolerance 0.05" in text
     assert "t.py::worse" in text
     assert "-0.200" in text

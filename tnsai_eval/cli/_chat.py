@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tnsai_eval.cli._common import add_model_options, client_from_args
+from tnsai_eval.cli._common import add_model_options, client_from_args, positive_int
+from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
 
 __all__ = ["add_parser"]
 
@@ -15,28 +16,18 @@ def add_parser(subparsers: Any) -> None:
         "chat",
         help="print one reply from the model",
         description="Print one reply from the model: the embedded SmolLM2 model unless "
-        "--base-url/--model or $TNSAI_LLM_BASE_URL/$TNSAI_LLM_MODEL name a server.",
+        f"--base-url/--model or ${ENV_BASE_URL}/${ENV_MODEL} name a server.",
     )
     parser.add_argument("message", help="the user message")
     parser.add_argument("--system", default="", help="an optional system prompt")
     parser.add_argument(
         "--max-tokens",
-        type=_positive_int,
+        type=positive_int,
         default=256,
         help="bound on the reply length (default: 256)",
     )
     add_model_options(parser)
     parser.set_defaults(func=_run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def _run(args: argparse.Namespace) -> int:

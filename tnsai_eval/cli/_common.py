@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, default_llm
+from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
 
 __all__ = [
     "add_model_options",
@@ -24,6 +25,7 @@ __all__ = [
     "client_from_args",
     "finite_float",
     "positive_float",
+    "positive_int",
 ]
 
 
@@ -81,11 +83,29 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--base-url",
         help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 "
-        "(default: $TNSAI_LLM_BASE_URL, else the embedded model)",
+        f"(default: ${ENV_BASE_URL}, else the embedded model)",
     )
-    group.add_argument("--model", help="model name on that server (default: $TNSAI_LLM_MODEL)")
+    group.add_argument("--model", help=f"model name on that server (default: ${ENV_MODEL})")
 
 
 def client_from_args(args: argparse.Namespace) -> LLMClient:
-    """The client the options name; API keys come from $TNSAI_LLM_API_KEY only."""
+    """The client the options name; the API key comes from the environment only."""
     return default_llm(base_url=args.base_url, model=args.model)
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type=``: a whole number >= 1, else an error naming the value.
+
+    >>> positive_int("3")
+    3
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a whole number >= 1, got '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value

@@ -19,6 +19,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``tnsai-eval`` argument parser, with every subcommand registered."""
     # Imported here so that `import tnsai_eval` never pays for the CLI's imports.
     from tnsai_eval.cli import _chat, _optimize, _refine, _report
 
@@ -34,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tnsai-eval`` with ``argv`` (default: the command line); returns the exit code.
+
+    0 success, 1 a failed check or gate, 2 bad arguments or input, 130 interrupted.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

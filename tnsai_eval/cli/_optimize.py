@@ -20,6 +20,7 @@ from tnsai_eval.cli._common import (
     client_from_args,
     finite_float,
     positive_float,
+    positive_int,
 )
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer import (
@@ -72,7 +73,7 @@ def add_parser(subparsers: Any) -> None:
         f"choices: {', '.join(s.value for s in PromptStrategy)})",
     )
     parser.add_argument(
-        "--rounds", type=_positive_int, default=2, help="at most N rounds (default: 2)"
+        "--rounds", type=positive_int, default=2, help="at most N rounds (default: 2)"
     )
     parser.add_argument(
         "--target", type=finite_float, default=0.9, help="stop at this score (default: 0.9)"
@@ -95,13 +96,13 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--validation", help="a dataset to report the best prompt on")
     parser.add_argument(
-        "--reply-tokens", type=_positive_int, default=32, help="max reply tokens (default: 32)"
+        "--reply-tokens", type=positive_int, default=32, help="max reply tokens (default: 32)"
     )
-    parser.add_argument("--max-calls", type=_positive_int, help="stop after N model calls")
-    parser.add_argument("--max-tokens", type=_positive_int, help="stop after N tokens")
+    parser.add_argument("--max-calls", type=positive_int, help="stop after N model calls")
+    parser.add_argument("--max-tokens", type=positive_int, help="stop after N tokens")
     parser.add_argument("--max-seconds", type=positive_float, help="stop after S seconds")
     parser.add_argument(
-        "--concurrency", type=_positive_int, default=4, help="calls in flight (default: 4)"
+        "--concurrency", type=positive_int, default=4, help="calls in flight (default: 4)"
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="racing order and few-shot examples (default: 0)"
@@ -115,16 +116,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_options(parser)
     parser.set_defaults(func=_run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _evaluator(name: str, args: argparse.Namespace) -> PromptEvaluator:

@@ -22,6 +22,7 @@ from tnsai_eval.reports import (
     GateMode,
     Report,
     compare,
+    format_comparison,
     format_summary,
     read_report,
     summary_rows,
@@ -125,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         if comparison is not None:
             print()
             print(f"against baseline {args.baseline}:")
-            print(comparison.format())
+            print(format_comparison(comparison))
     if args.junit:
         from tnsai_eval.reports._junit import write_junit
 
@@ -150,7 +151,7 @@ def render_markdown(
     baseline_name: str | None = None,
 ) -> str:
     """The run (and its comparison) as Markdown, for a PR comment or a job summary."""
-    from tnsai_eval.reports._text import markdown_table
+    from tnsai_eval.reports import markdown_table
 
     if comparison is None:
         verdict = "report"
@@ -168,5 +169,5 @@ def render_markdown(
     lines.append(markdown_table(*summary_rows(report)))
     if comparison is not None:
         lines += ["", f"Against baseline `{baseline_name or '-'}`:", ""]
-        lines.append(comparison.format(markdown=True))
+        lines.append(format_comparison(comparison, markdown=True))
     return "\n".join(lines)

@@ -4,7 +4,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
-from tnsai_eval.llm._cached import CachedLLM, RecordMode
+from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._format import (
     ResponseFormatStyle,
@@ -26,10 +26,12 @@ from tnsai_eval.llm._types import (
     ToolCall,
     Usage,
     acall,
+    call_tokens,
     estimate_tokens,
     last_user_message,
     normalize_messages,
 )
+from tnsai_eval.settings import RecordMode
 
 __all__ = [
     "AsyncLLMClient",
@@ -48,6 +50,7 @@ __all__ = [
     "ToolCall",
     "Usage",
     "acall",
+    "call_tokens",
     "check_response_format",
     "default_llm",
     "estimate_tokens",

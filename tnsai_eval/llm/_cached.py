@@ -10,34 +10,15 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from enum import StrEnum
 from typing import Any
 
-from tnsai_eval._util.enums import parse_member
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import ReplayMissError, ServerMismatchWarning
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
+from tnsai_eval.settings import RecordMode
 
-__all__ = ["CachedLLM", "RecordMode"]
-
-
-class RecordMode(StrEnum):
-    """How ``CachedLLM`` uses its store."""
-
-    OFF = "off"
-    """Always call the model; the store is neither read nor written."""
-    REPLAY = "replay"
-    """Only the store; a request never recorded raises ``ReplayMissError``."""
-    RECORD = "record"
-    """Reply from the store when recorded, else call the model and record."""
-    REFRESH = "refresh"
-    """Always call the model and overwrite the recording."""
-
-    @classmethod
-    def parse(cls, value: RecordMode | str) -> RecordMode:
-        """A mode from itself or its name in any case; anything else is a ConfigError."""
-        return parse_member(cls, value, what="record mode")
+__all__ = ["CachedLLM"]
 
 
 class CachedLLM:

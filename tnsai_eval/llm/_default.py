@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._types import LLMClient
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, resolve_model
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "default_llm"]
-
-ENV_BASE_URL = "TNSAI_LLM_BASE_URL"
-ENV_MODEL = "TNSAI_LLM_MODEL"
-ENV_API_KEY = "TNSAI_LLM_API_KEY"
 
 
 def default_llm(
@@ -38,10 +34,8 @@ def default_llm(
     >>> default_llm()  # with no TNSAI_LLM_* variables set  # doctest: +SKIP
     LocalLLM(model='SmolLM2-135M-Instruct.Q4_1', n_ctx=2048, seed=0)
     """
-    env = os.environ if environ is None else environ
-    url = base_url or env.get(ENV_BASE_URL) or None
-    name = model or env.get(ENV_MODEL) or None
-    key = api_key or env.get(ENV_API_KEY) or None
+    settings = resolve_model(base_url=base_url, model=model, api_key=api_key, environ=environ)
+    url, name, key = settings.base_url, settings.model, settings.api_key
 
     if url is None and name is None:
         return LocalLLM()

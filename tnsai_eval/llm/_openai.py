@@ -33,6 +33,7 @@ from tnsai_eval.llm._pools import AsyncPools, SyncPools, pool_limits, split_slot
 from tnsai_eval.llm._retry import RetryPolicy
 from tnsai_eval.llm._types import Completion, MessagesInput
 from tnsai_eval.llm._wire import ReplyProblem, decode_completion, encode_request
+from tnsai_eval.settings import ENV_API_KEY
 
 __all__ = ["DEFAULT_BASE_URL", "MAX_REPLY_BYTES", "OpenAIClient"]
 
@@ -41,7 +42,7 @@ logger = logging.getLogger("tnsai_eval.llm")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The largest reply body read (after decompression); beyond it, BadResponseError.
 MAX_REPLY_BYTES = 32 * 1024 * 1024
-_KEY_ENV = "TNSAI_LLM_API_KEY"
+_KEY_ENV = ENV_API_KEY
 _OPENAI_KEY_ENV = "OPENAI_API_KEY"
 
 

@@ -42,13 +42,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import drop_credentials, is_credential_name, redact_url
 from tnsai_eval.errors import ConfigError, StoreError
 from tnsai_eval.llm._types import (
@@ -334,18 +334,7 @@ class ResponseStore:
                 f"the reply to {request.prompt_start!r} cannot be recorded: {exc}"
             ) from exc
         data += "\n"
-        file.parent.mkdir(parents=True, exist_ok=True)
-        # Same directory as the target: os.replace is only atomic within a filesystem.
-        fd, tmp_name = tempfile.mkstemp(dir=file.parent, prefix=f".{key[:8]}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-            # mkstemp makes the file private (0600); a store is shared project data.
-            os.chmod(tmp_name, 0o644)
-            os.replace(tmp_name, file)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        atomic_write_text(file, data)
         return file
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "ToolCall",
     "Usage",
     "acall",
+    "call_tokens",
     "estimate_tokens",
     "last_user_message",
     "normalize_messages",
@@ -185,6 +186,22 @@ def last_user_message(messages: MessagesInput) -> str:
 def estimate_tokens(text: str) -> int:
     """A rough token count (about 4 characters a token) for clients that report none."""
     return (len(text) + 3) // 4
+
+
+def call_tokens(completion: Completion, prompt: str) -> int:
+    """The tokens one call used: the reply's reported usage, else an estimate of both sides.
+
+    The library's one counting rule (the optimizer's budget, the refinement
+    loop, judges and the plugin all use it), so that a call counts the same
+    everywhere even when a server reports no usage.
+
+    >>> call_tokens(Completion(text="Paris", usage=Usage(7, 2)), "Capital?")
+    9
+    >>> call_tokens(Completion(text="Paris"), "Capital of France?")
+    7
+    """
+    reported = completion.usage.total_tokens
+    return reported if reported > 0 else estimate_tokens(prompt) + estimate_tokens(completion.text)
 
 
 async def acall(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:

@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import Completion, LLMClient, acall, estimate_tokens
+from tnsai_eval.llm import Completion, LLMClient, acall, call_tokens
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._evaluators import PromptEvaluator
 from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
@@ -243,9 +243,7 @@ class Engine:
             latency = time.perf_counter() - started
             tokens = 0
             if isinstance(reply, Completion):
-                tokens = reply.usage.total_tokens or (
-                    estimate_tokens(message) + estimate_tokens(reply.text)
-                )
+                tokens = call_tokens(reply, message)
                 self.budget.tokens += tokens
                 latency = reply.latency_s or latency
             future.set_result(reply)

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tnsai_eval.pytest import _options
+
 # The fixtures are imported so that pytest finds them as this plugin's attributes.
 from tnsai_eval.pytest._fixtures import (  # noqa: F401
     NormActions,
@@ -35,7 +37,6 @@ from tnsai_eval.pytest._fixtures import (  # noqa: F401
     tnsai_record,
 )
 from tnsai_eval.pytest._markers import MARKER_LINES, norm_check, refine_until
-from tnsai_eval.pytest._options import PluginOptions, add_options
 from tnsai_eval.pytest._session import SESSION_KEY, PluginSession
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def __getattr__(name: str) -> Any:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
+    _options.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from tnsai_eval.pytest import _xdist
     from tnsai_eval.pytest._hooks import RepeatHooks, TnsaiHooks
 
-    options = PluginOptions.from_config(config)
+    options = _options.PluginOptions.from_config(config)
     session = PluginSession(options)
     config.stash[SESSION_KEY] = session
     baseline = None

@@ -7,7 +7,6 @@ a server, and a run whose tests never call the model pays nothing.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,11 +24,9 @@ from tnsai_eval.llm import (
     smollm2_gguf_path,
 )
 from tnsai_eval.pytest._options import PluginOptions
+from tnsai_eval.settings import resolve_model
 
 __all__ = ["LazyClient", "build_client", "describe_model"]
-
-_ENV_BASE_URL = "TNSAI_LLM_BASE_URL"
-_ENV_MODEL = "TNSAI_LLM_MODEL"
 
 
 class LazyClient:
@@ -68,9 +65,9 @@ def describe_model(options: PluginOptions) -> tuple[str | None, str]:
     The URL has any credentials (``user:pass@``, ``?api_key=``) redacted: it is
     written into reports and recordings.
     """
-    base_url = options.base_url or os.environ.get(_ENV_BASE_URL) or None
-    model = options.model or os.environ.get(_ENV_MODEL) or None
-    if base_url is None and model is None:
+    settings = resolve_model(base_url=options.base_url, model=options.model)
+    base_url, model = settings.base_url, settings.model
+    if settings.embedded:
         try:
             return None, smollm2_gguf_path().stem
         except LocalModelUnavailable:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["DEFAULT_STORE", "ENV_API_KEY", "PluginOptions", "add_options"]
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, RecordMode
 
-ENV_API_KEY = "TNSAI_LLM_API_KEY"
+__all__ = ["DEFAULT_STORE", "PluginOptions", "add_options"]
+
 #: The response store used when neither --llm-store nor tnsai_llm_store is set,
 #: relative to pytest's rootdir.
 DEFAULT_STORE = "tests/llm-responses"
-_RECORD_MODES = ("off", "replay", "record", "refresh")
 _GATES = ("tolerance", "paired")
 
 
@@ -38,7 +38,7 @@ _SPECS = (
         "--llm-base-url",
         "tnsai_llm_base_url",
         "OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1); the API key is read "
-        f"from ${ENV_API_KEY} only. Default: $TNSAI_LLM_BASE_URL, else the embedded model.",
+        f"from ${ENV_API_KEY} only. Default: ${ENV_BASE_URL}, else the embedded model.",
         "URL",
     ),
     _Spec("--llm-model", "tnsai_llm_model", "model name on that server.", "NAME"),
@@ -158,17 +158,17 @@ class PluginOptions:
         mode, source = _record_mode(values.get("tnsai_llm_record"))
         base_url = get("tnsai_llm_base_url") or None
         model = get("tnsai_llm_model") or None
-        if base_url is not None and model is None and not os.environ.get("TNSAI_LLM_MODEL"):
+        if base_url is not None and model is None and not os.environ.get(ENV_MODEL):
             origin = values["tnsai_llm_base_url"][1]
             raise pytest.UsageError(
                 f"{origin} needs a model name: add --llm-model NAME (or ini tnsai_llm_model, "
-                "or $TNSAI_LLM_MODEL)"
+                f"or ${ENV_MODEL})"
             )
-        if model is not None and base_url is None and not os.environ.get("TNSAI_LLM_BASE_URL"):
+        if model is not None and base_url is None and not os.environ.get(ENV_BASE_URL):
             origin = values["tnsai_llm_model"][1]
             raise pytest.UsageError(
                 f"{origin} names a model but no server: add --llm-base-url URL (or ini "
-                "tnsai_llm_base_url, or $TNSAI_LLM_BASE_URL)"
+                f"tnsai_llm_base_url, or ${ENV_BASE_URL})"
             )
         gate = values.get("tnsai_gate")
         if gate is not None and gate[0].strip().lower() not in _GATES:
@@ -234,9 +234,9 @@ def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:
         return "record", "default"
     value, origin = given
     mode = value.strip().lower()
-    if mode not in _RECORD_MODES:
+    if mode not in tuple(RecordMode):
         raise pytest.UsageError(
-            f"{origin}: record mode {value!r} is not one of {', '.join(_RECORD_MODES)}"
+            f"{origin}: record mode {value!r} is not one of {', '.join(RecordMode)}"
         )
     return mode, origin
 

@@ -24,7 +24,7 @@ def write_summary(
     """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table."""
     if not report.tests and comparison is None and report_path is None:
         return  # a run that never touched the plugin gets no section
-    from tnsai_eval.reports import format_summary
+    from tnsai_eval.reports import format_comparison, format_summary
 
     terminal.write_sep("=", "tnsai-eval")
     config = report.config
@@ -61,7 +61,7 @@ def write_summary(
     if comparison is not None:
         terminal.write_line(f"baseline {config.get('baseline')}:")
         red = not comparison.passed
-        for line in comparison.format().splitlines():
+        for line in format_comparison(comparison).splitlines():
             terminal.write_line(line, red=red, bold=red)
         if red:
             terminal.write_line(

@@ -271,9 +271,9 @@ class PluginSession:
     # -- the end ---------------------------------------------------------
     def merge(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Add finished records shipped by an xdist worker."""
-        from tnsai_eval.reports import TrackedTest
+        from tnsai_eval.reports import SCHEMA_VERSION, decode_test
 
-        self.merged.extend(TrackedTest.from_dict(r) for r in records)
+        self.merged.extend(decode_test(r, SCHEMA_VERSION, "$") for r in records)
 
     @property
     def has_results(self) -> bool:

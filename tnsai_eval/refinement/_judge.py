@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tnsai_eval._util.scores import parse_score
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import LLMClient, estimate_tokens
+from tnsai_eval.llm import LLMClient, call_tokens
 from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
 
 __all__ = ["judge_check", "parse_score"]
@@ -49,8 +49,7 @@ def judge_check(client: LLMClient, question: str, threshold: float) -> Check:
         except Exception as exc:
             return Verdict(False, f"the judge call failed: {type(exc).__name__}: {exc}")
         reply = completion.text
-        reported = completion.usage.total_tokens
-        tokens = reported if reported > 0 else estimate_tokens(prompt) + estimate_tokens(reply)
+        tokens = call_tokens(completion, prompt)
         score = parse_score(reply)
         if score is None:
             return Verdict(

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import Completion, estimate_tokens
+from tnsai_eval.llm import Completion, call_tokens
 from tnsai_eval.refinement._criteria import CompletionCriteria, share_passed
 from tnsai_eval.refinement._hooks import LoopState, StopHook
 from tnsai_eval.refinement._prompt import revision_prompt, strip_code_fence
@@ -231,20 +231,18 @@ class _Run:
         # An agent's chat takes the message only: pass parameters only when asked.
         answer = self.target.chat(prompt, **params) if params else self.target.chat(prompt)
         latency = time.perf_counter() - started
-        if isinstance(answer, Completion):
-            text, reported = answer.text, answer.usage.total_tokens
-        elif isinstance(answer, str):
-            text, reported = answer, 0
-        else:
+        if isinstance(answer, str):  # an agent's reply: no usage reported
+            answer = Completion(text=answer)
+        elif not isinstance(answer, Completion):
             raise TypeError(
                 f"chat() returned {type(answer).__name__}; expected a Completion (LLM client) "
                 "or a str (agent)"
             )
+        text = answer.text
         if self.loop.reply_parser is not None:
             text = self.loop.reply_parser(text)
-        if reported > 0:
-            return _Reply(text, reported, False, latency)
-        return _Reply(text, estimate_tokens(prompt) + estimate_tokens(text), True, latency)
+        estimated = answer.usage.total_tokens <= 0
+        return _Reply(text, call_tokens(answer, prompt), estimated, latency)
 
     def _finish(
         self,

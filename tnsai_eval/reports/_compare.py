@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tnsai_eval._util.stats import mean_interval
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports._cases import (
     CaseChange,
@@ -17,7 +15,7 @@ from tnsai_eval.reports._cases import (
     PromptChange,
     compare_cases,
 )
-from tnsai_eval.reports._decode import decode_report
+from tnsai_eval.reports._decode import decode_report, decode_test, read_report
 from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
     CaseRecord,
@@ -32,7 +30,7 @@ from tnsai_eval.reports._model import (
     case_ids,
     masked,
     prompt_hash,
-    read_report,
+    score_interval,
     shown_text,
 )
 
@@ -60,16 +58,13 @@ __all__ = [
     "case_ids",
     "compare",
     "decode_report",
-    "format_summary",
-    "format_table",
+    "decode_test",
     "load_report",
     "masked",
     "prompt_hash",
     "read_report",
-    "report_dataframe",
     "score_interval",
     "shown_text",
-    "summary_rows",
 ]
 
 # The epsilon keeps "dropped by exactly the tolerance" on the passing side
@@ -78,70 +73,8 @@ _EPSILON = 1e-9
 
 
 def load_report(source: ReportSource, *, long: bool = False) -> pd.DataFrame:
-    """Read a report into a DataFrame (see ``report_dataframe`` for the columns)."""
-    return report_dataframe(read_report(source), long=long)
-
-
-def report_dataframe(source: ReportSource, *, long: bool = False) -> pd.DataFrame:
-    """A report as a DataFrame.
-
-    Wide (default): one row per test with ``nodeid, status, score, score_low,
-    score_high, case_pass_rate, sample_pass_rate, cases, unrecorded, samples,
-    iterations, calls, tokens, cache_hits, duration_s`` and one ``metric.<name>``
-    column (the mean) per metric. ``score_low``/``score_high`` are the 95%
-    interval of ``score_interval``.
-    Long: one row per (test, metric) with ``mean, ci_low, ci_high, n, gate``.
-    ``df.attrs`` carries ``schema_version`` and ``config``.
-    """
-    import pandas as pd
-
-    report = read_report(source)
-    rows: list[dict[str, Any]] = []
-    for test in report.tests:
-        if long:
-            rows.extend(
-                {
-                    "nodeid": test.nodeid,
-                    "metric": m.name,
-                    "mean": m.mean,
-                    "ci_low": m.ci_low,
-                    "ci_high": m.ci_high,
-                    "n": m.n,
-                    "gate": m.gate,
-                    "higher_is_better": m.higher_is_better,
-                }
-                for m in test.metrics.values()
-            )
-            continue
-        interval = score_interval(test)
-        row: dict[str, Any] = {
-            "nodeid": test.nodeid,
-            "status": test.status.value,
-            "score": None if interval is None else interval[0],
-            "score_low": None if interval is None else interval[1],
-            "score_high": None if interval is None else interval[2],
-            "case_pass_rate": test.case_pass_rate,
-            "sample_pass_rate": test.sample_pass_rate,
-            "cases": len({(c.metric, c.id) for c in test.cases}),
-            "unrecorded": len({(c.metric, c.id) for c in test.unrecorded}),
-            "samples": test.samples,
-            "iterations": test.iterations,
-            "calls": test.calls,
-            "tokens": test.tokens,
-            "cache_hits": test.cache_hits,
-            "duration_s": test.duration_s,
-        }
-        row.update({f"metric.{m.name}": m.mean for m in test.metrics.values()})
-        rows.append(row)
-    columns = (
-        ["nodeid", "metric", "mean", "ci_low", "ci_high", "n", "gate", "higher_is_better"]
-        if long
-        else None
-    )
-    frame = pd.DataFrame(rows, columns=columns) if columns or rows else pd.DataFrame()
-    frame.attrs["schema_version"] = report.schema_version
-    frame.attrs["config"] = dict(report.config)
-    return frame
+    """``read_report(source).to_dataframe(long=long)`` (see ``Report.to_dataframe``)."""
+    return read_report(source).to_dataframe(long=long)
 
 
 #: The columns of ``Comparison.to_dataframe``: the fields of ``MetricChange``,
@@ -244,117 +177,6 @@ class Comparison:
             for c in changes
         ]
         return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
-
-    def format(self, *, markdown: bool = False) -> str:
-        """The human-readable comparison printed by the plugin and ``tnsai-eval report``."""
-        from tnsai_eval.reports._text import format_comparison
-
-        return format_comparison(self, markdown=markdown)
-
-
-def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, indent: int = 0) -> str:
-    """A plain fixed-width text table (left-aligned columns, a dashed rule under the header)."""
-    body = [tuple(str(cell) for cell in row) for row in rows]
-    widths = [len(h) for h in headers]
-    for row in body:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-    pad = " " * indent
-
-    def line(cells: Sequence[str]) -> str:
-        return pad + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return "\n".join(
-        [line(headers), pad + "  ".join("-" * w for w in widths), *(line(r) for r in body)]
-    )
-
-
-def score_interval(test: TrackedTest) -> tuple[float, float, float] | None:
-    """``(mean, low, high)`` of a test's headline score, with a 95% interval.
-
-    With ``--tnsai-repeat`` the interval is over the samples; otherwise, for a
-    score that has case records, it is over the scored cases (Student's t),
-    so every run shows how far its mean can be trusted.
-    """
-    score = test.score
-    if score is None:
-        return None
-    if score.n > 1:
-        return score.mean, score.ci_low, score.ci_high
-    scores = [
-        0.0 if c.score is None else c.score
-        for c in test.cases
-        if c.metric == score.name and c.state is not CaseState.UNRECORDED
-    ]
-    if len(scores) > 1:
-        _, low, high = mean_interval(scores)
-        return score.mean, max(low, 0.0), min(high, 1.0)
-    return score.mean, score.mean, score.mean
-
-
-def format_summary(report: Report) -> str:
-    """One row per tracked test: score [95% interval], status, cases, calls, tokens, cache hits."""
-    return format_table(*summary_rows(report))
-
-
-def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """The headers and rows of ``format_summary`` (one per test, then the totals)."""
-    rows: list[tuple[str, ...]] = []
-    for test in report.tests:
-        interval = score_interval(test)
-        if interval is None:
-            shown = "-"
-        elif interval[1] != interval[2]:
-            shown = f"{interval[0]:.3f} [{interval[1]:.3f}, {interval[2]:.3f}]"
-        else:
-            shown = f"{interval[0]:.3f}"
-        status = test.status.value
-        if test.samples > 1:
-            status += f" ({test.passed_samples}/{test.samples})"
-        case_rate = test.case_pass_rate
-        cases = "-"
-        if case_rate is not None:
-            judged = {(c.metric, c.id) for c in test.cases} - {
-                (c.metric, c.id) for c in test.unrecorded
-            }
-            cases = f"{round(case_rate * len(judged))}/{len(judged)}"
-            if test.unrecorded:
-                cases += f" ({len({(c.metric, c.id) for c in test.unrecorded})} unrecorded)"
-        rows.append(
-            (
-                test.nodeid,
-                shown,
-                status,
-                cases,
-                "-" if test.iterations is None else str(test.iterations),
-                str(test.calls),
-                str(test.tokens),
-                str(test.cache_hits),
-            )
-        )
-    totals = report.totals
-    rows.append(
-        (
-            f"TOTAL ({totals['tests']} tests, {totals['failed']} failed)",
-            "",
-            "",
-            "",
-            "",
-            str(totals["calls"]),
-            str(totals["tokens"]),
-            str(totals["cache_hits"]),
-        )
-    )
-    headers: tuple[str, ...] = (
-        "test",
-        "score [95% CI]",
-        "status",
-        "cases passed",
-        "iterations",
-        "calls",
-        "tokens",
-        "cache hits",
-    )
-    return headers, rows
 
 
 def compare(

@@ -36,11 +36,12 @@ from tnsai_eval.reports._model import (
     MetricStats,
     PromptRecord,
     Report,
+    ReportSource,
     TestStatus,
     TrackedTest,
 )
 
-__all__ = ["decode_report", "decode_test", "read_report_file"]
+__all__ = ["decode_report", "decode_test", "read_report", "read_report_file"]
 
 
 def read_report_file(path: Path) -> Report:
@@ -335,3 +336,15 @@ def _number(
     if maximum is not None and number > maximum:
         _fail(path, f"expected a number <= {maximum:g}, got {number!r}")
     return number
+
+
+def read_report(source: ReportSource) -> Report:
+    """A ``Report`` from a JSON file written by ``--tnsai-report`` (or a Report, as is).
+
+    Any problem with the file (missing, not UTF-8, not JSON, a field of the
+    wrong type) raises ``ReportError`` naming the file and the JSON path of
+    the field; schema versions 1 and 2 are read.
+    """
+    if isinstance(source, Report):
+        return source
+    return read_report_file(Path(source))

@@ -27,7 +27,6 @@ from tnsai_eval.reports import (
     Report,
     compare,
     read_report,
-    report_dataframe,
 )
 from tnsai_eval.reports._model import CaseState, TrackedTest, masked, shown_text
 
@@ -208,7 +207,7 @@ def render_html(
             _img(plots.plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
         ]
-    tests = report_dataframe(run)
+    tests = run.to_dataframe()
     parts.append("<h2>Tests</h2>")
     if not tests.empty:
         if tests["score"].notna().any():

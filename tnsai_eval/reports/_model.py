@@ -16,8 +16,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import mask
-from tnsai_eval._util.stats import t_critical_95
+from tnsai_eval._util.stats import mean_interval, t_critical_95
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ __all__ = [
     "case_ids",
     "masked",
     "prompt_hash",
-    "read_report",
+    "score_interval",
     "shown_text",
 ]
 
@@ -364,13 +365,6 @@ class TrackedTest:
             "refinements": [r.to_dict() for r in self.refinements],
         }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TrackedTest:
-        """Decode one test entry strictly (see ``tnsai_eval.reports.decode_report``)."""
-        from tnsai_eval.reports._decode import decode_test
-
-        return decode_test(data, SCHEMA_VERSION, "$")
-
 
 @dataclass(frozen=True, slots=True)
 class Report:
@@ -412,36 +406,88 @@ class Report:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the report as JSON (atomically: a crash never leaves half a file)."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        tmp.replace(target)
-        return target
-
-    @classmethod
-    def from_dict(cls, data: object) -> Report:
-        """Decode a report's JSON data strictly (``ReportError`` naming the bad field)."""
-        from tnsai_eval.reports._decode import decode_report
-
-        return decode_report(data)
+        return atomic_write_text(path, self.to_json())
 
     def to_dataframe(self, *, long: bool = False) -> pd.DataFrame:
-        """See ``tnsai_eval.reports.report_dataframe``."""
-        from tnsai_eval.reports import report_dataframe
+        """A report as a DataFrame.
 
-        return report_dataframe(self, long=long)
+        Wide (default): one row per test with ``nodeid, status, score, score_low,
+        score_high, case_pass_rate, sample_pass_rate, cases, unrecorded, samples,
+        iterations, calls, tokens, cache_hits, duration_s`` and one ``metric.<name>``
+        column (the mean) per metric. ``score_low``/``score_high`` are the 95%
+        interval of ``score_interval``.
+        Long: one row per (test, metric) with ``mean, ci_low, ci_high, n, gate``.
+        ``df.attrs`` carries ``schema_version`` and ``config``.
+        """
+        import pandas as pd
+
+        report = self
+        rows: list[dict[str, Any]] = []
+        for test in report.tests:
+            if long:
+                rows.extend(
+                    {
+                        "nodeid": test.nodeid,
+                        "metric": m.name,
+                        "mean": m.mean,
+                        "ci_low": m.ci_low,
+                        "ci_high": m.ci_high,
+                        "n": m.n,
+                        "gate": m.gate,
+                        "higher_is_better": m.higher_is_better,
+                    }
+                    for m in test.metrics.values()
+                )
+                continue
+            interval = score_interval(test)
+            row: dict[str, Any] = {
+                "nodeid": test.nodeid,
+                "status": test.status.value,
+                "score": None if interval is None else interval[0],
+                "score_low": None if interval is None else interval[1],
+                "score_high": None if interval is None else interval[2],
+                "case_pass_rate": test.case_pass_rate,
+                "sample_pass_rate": test.sample_pass_rate,
+                "cases": len({(c.metric, c.id) for c in test.cases}),
+                "unrecorded": len({(c.metric, c.id) for c in test.unrecorded}),
+                "samples": test.samples,
+                "iterations": test.iterations,
+                "calls": test.calls,
+                "tokens": test.tokens,
+                "cache_hits": test.cache_hits,
+                "duration_s": test.duration_s,
+            }
+            row.update({f"metric.{m.name}": m.mean for m in test.metrics.values()})
+            rows.append(row)
+        columns = (
+            ["nodeid", "metric", "mean", "ci_low", "ci_high", "n", "gate", "higher_is_better"]
+            if long
+            else None
+        )
+        frame = pd.DataFrame(rows, columns=columns) if columns or rows else pd.DataFrame()
+        frame.attrs["schema_version"] = report.schema_version
+        frame.attrs["config"] = dict(report.config)
+        return frame
 
 
-def read_report(source: ReportSource) -> Report:
-    """A ``Report`` from a JSON file written by ``--tnsai-report`` (or a Report, as is).
+def score_interval(test: TrackedTest) -> tuple[float, float, float] | None:
+    """``(mean, low, high)`` of a test's headline score, with a 95% interval.
 
-    Any problem with the file (missing, not UTF-8, not JSON, a field of the
-    wrong type) raises ``ReportError`` naming the file and the JSON path of
-    the field; schema versions 1 and 2 are read.
+    With ``--tnsai-repeat`` the interval is over the samples; otherwise, for a
+    score that has case records, it is over the scored cases (Student's t),
+    so every run shows how far its mean can be trusted.
     """
-    if isinstance(source, Report):
-        return source
-    from tnsai_eval.reports._decode import read_report_file
-
-    return read_report_file(Path(source))
+    score = test.score
+    if score is None:
+        return None
+    if score.n > 1:
+        return score.mean, score.ci_low, score.ci_high
+    scores = [
+        0.0 if c.score is None else c.score
+        for c in test.cases
+        if c.metric == score.name and c.state is not CaseState.UNRECORDED
+    ]
+    if len(scores) > 1:
+        _, low, high = mean_interval(scores)
+        return score.mean, max(low, 0.0), min(high, 1.0)
+    return score.mean, score.mean, score.mean

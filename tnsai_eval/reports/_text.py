@@ -9,16 +9,16 @@ before it is cut to fit a line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from tnsai_eval.reports._model import shown_text
+from tnsai_eval.reports._model import Report, score_interval, shown_text
 
 if TYPE_CHECKING:
-    from tnsai_eval.reports import Comparison, MetricChange
     from tnsai_eval.reports._cases import CaseChange, CaseComparison
+    from tnsai_eval.reports._compare import Comparison, MetricChange
 
-__all__ = ["format_comparison", "markdown_table"]
+__all__ = ["format_comparison", "format_summary", "format_table", "markdown_table", "summary_rows"]
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -39,8 +39,6 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
     if markdown:
         return markdown_table(headers, rows)
-    from tnsai_eval.reports import format_table
-
     return format_table(headers, rows, indent=2)
 
 
@@ -150,3 +148,85 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
             lines.extend(f"{'-' if markdown else ' '} {name}" for name in names)
     # Markdown needs a blank line before a table or a heading to render them.
     return ("\n\n" if markdown else "\n").join(lines)
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, indent: int = 0) -> str:
+    """A plain fixed-width text table (left-aligned columns, a dashed rule under the header)."""
+    body = [tuple(str(cell) for cell in row) for row in rows]
+    widths = [len(h) for h in headers]
+    for row in body:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    pad = " " * indent
+
+    def line(cells: Sequence[str]) -> str:
+        return pad + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join(
+        [line(headers), pad + "  ".join("-" * w for w in widths), *(line(r) for r in body)]
+    )
+
+
+def format_summary(report: Report) -> str:
+    """One row per tracked test: score [95% interval], status, cases, calls, tokens, cache hits."""
+    return format_table(*summary_rows(report))
+
+
+def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The headers and rows of ``format_summary`` (one per test, then the totals)."""
+    rows: list[tuple[str, ...]] = []
+    for test in report.tests:
+        interval = score_interval(test)
+        if interval is None:
+            shown = "-"
+        elif interval[1] != interval[2]:
+            shown = f"{interval[0]:.3f} [{interval[1]:.3f}, {interval[2]:.3f}]"
+        else:
+            shown = f"{interval[0]:.3f}"
+        status = test.status.value
+        if test.samples > 1:
+            status += f" ({test.passed_samples}/{test.samples})"
+        case_rate = test.case_pass_rate
+        cases = "-"
+        if case_rate is not None:
+            judged = {(c.metric, c.id) for c in test.cases} - {
+                (c.metric, c.id) for c in test.unrecorded
+            }
+            cases = f"{round(case_rate * len(judged))}/{len(judged)}"
+            if test.unrecorded:
+                cases += f" ({len({(c.metric, c.id) for c in test.unrecorded})} unrecorded)"
+        rows.append(
+            (
+                test.nodeid,
+                shown,
+                status,
+                cases,
+                "-" if test.iterations is None else str(test.iterations),
+                str(test.calls),
+                str(test.tokens),
+                str(test.cache_hits),
+            )
+        )
+    totals = report.totals
+    rows.append(
+        (
+            f"TOTAL ({totals['tests']} tests, {totals['failed']} failed)",
+            "",
+            "",
+            "",
+            "",
+            str(totals["calls"]),
+            str(totals["tokens"]),
+            str(totals["cache_hits"]),
+        )
+    )
+    headers: tuple[str, ...] = (
+        "test",
+        "score [95% CI]",
+        "status",
+        "cases passed",
+        "iterations",
+        "calls",
+        "tokens",
+        "cache hits",
+    )
+    return headers, rows
