@@ -17,6 +17,7 @@ from tnsai_eval.reports import (
     TestStatus,
     TrackedTest,
     compare,
+    format_comparison,
 )
 
 
@@ -152,4 +153,4 @@ def test_secrets_are_masked_in_every_output(
         for path in outputs:
             assert secret not in path.read_text(encoding="utf-8")
     comparison = compare(new_path, old_path)
-    assert secret not in comparison.format()
+    assert secret not in format_comparison(comparison, markdown=True)
