@@ -1,8 +1,11 @@
-"""Write arithmetic.jsonl: small sums and differences with their answers.
+"""Write arithmetic.jsonl (20 cases) and arithmetic_large.jsonl (200): sums and
+differences with their answers.
 
-Run from anywhere: ``python datasets/make_arithmetic.py``. The seed is fixed,
-so the file it writes is always the same; re-running it must leave
-``git diff`` empty.
+Run from anywhere: ``python datasets/make_arithmetic.py``. The seeds are fixed,
+so the files it writes are always the same; re-running it must leave
+``git diff`` empty. The small file is for the demo, README and notebooks; the
+large one, whose questions never repeat, is big enough for a held-out split
+to tell a better prompt from luck (``bench/optimizer.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from pathlib import Path
 SEED = 20240611
 COUNT = 20
 OUT = Path(__file__).with_name("arithmetic.jsonl")
+LARGE_SEED = 20261130
+LARGE_COUNT = 200
+LARGE_OUT = Path(__file__).with_name("arithmetic_large.jsonl")
 
 
 def make_cases(seed: int = SEED, count: int = COUNT) -> list[dict[str, str]]:
@@ -32,12 +38,30 @@ def make_cases(seed: int = SEED, count: int = COUNT) -> list[dict[str, str]]:
     return cases
 
 
+def make_distinct_cases(seed: int = LARGE_SEED, count: int = LARGE_COUNT) -> list[dict[str, str]]:
+    """Like ``make_cases`` but no question twice (a repeat would sit on both sides of a split)."""
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    cases: list[dict[str, str]] = []
+    while len(cases) < count:
+        (case,) = make_cases(rng.randrange(2**32), 1)
+        if case["input"] not in seen:
+            seen.add(case["input"])
+            cases.append(case)
+    return cases
+
+
+def write(path: Path, cases: list[dict[str, str]]) -> None:
+    lines = [json.dumps(case, ensure_ascii=False) for case in cases]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {len(lines)} cases to {path}")
+
+
 def main() -> None:
     # No options; parsing anyway makes ``--help`` print this instead of writing the file.
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    lines = [json.dumps(case, ensure_ascii=False) for case in make_cases()]
-    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {len(lines)} cases to {OUT}")
+    write(OUT, make_cases())
+    write(LARGE_OUT, make_distinct_cases())
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ def execute(path: Path, *, timeout: int) -> float:
     for cell in data["cells"]:
         # Timestamps would make every re-run a diff of an unchanged notebook.
         cell.get("metadata", {}).pop("execution", None)
+    coalesce_streams(data)
     normalize_widget_ids(data, salt=path.stem)
     add_static_snapshots(data)
     leaks = machine_paths(data)
@@ -61,6 +62,33 @@ def execute(path: Path, *, timeout: int) -> float:
         raise SystemExit(f"{path.name}: outputs name machine paths {leaks}; not written")
     nbformat.write(nbformat.from_dict(data), path)
     return elapsed
+
+
+def coalesce_streams(notebook: dict[str, Any]) -> None:
+    """Join consecutive stream outputs of a cell (stdout with stdout, stderr with stderr).
+
+    How a kernel splits one print into messages depends on timing; joined, the
+    same output is stored the same way on every run.
+    """
+    for cell in notebook["cells"]:
+        joined: list[dict[str, Any]] = []
+        for output in cell.get("outputs", []):
+            last = joined[-1] if joined else None
+            if (
+                last is not None
+                and output.get("output_type") == "stream"
+                and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")
+            ):
+                last["text"] = _text(last["text"]) + _text(output["text"])
+                continue
+            joined.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = joined
+
+
+def _text(value: str | list[str]) -> str:
+    return value if isinstance(value, str) else "".join(value)
 
 
 def machine_paths(notebook: dict[str, Any]) -> list[str]:

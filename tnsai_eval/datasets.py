@@ -85,7 +85,8 @@ class DatasetMeta:
     Attributes:
         evaluator: one of ``EVALUATORS``; ``"default"`` is ``DefaultPromptEvaluator``.
         labels: the allowed answers (empty: free text).
-        threshold: the score a prompt is expected to reach, or ``None``.
+        threshold: the score a case must reach to count as passed (for a
+            label dataset 1.0: the right label), or ``None``.
         constrain: constrain replies to ``labels`` with ``response_format``.
         path: the sidecar file read, or ``None`` when there was none.
     """
@@ -114,6 +115,21 @@ class DatasetMeta:
         if not self.constrain or not self.labels:
             return None
         return labels_response_format(self.labels)
+
+    def describe(self) -> str:
+        """One line saying how the dataset is scored and where that was declared.
+
+        >>> print(load_meta("sentiment").describe())  # doctest: +NORMALIZE_WHITESPACE
+        label evaluator (scores are accuracy; labels: positive, negative),
+        from sentiment.meta.json
+        """
+        parts = [f"scores are {'accuracy' if self.metric == 'accuracy' else 'in [0, 1]'}"]
+        if self.labels:
+            parts.append(f"labels: {', '.join(self.labels)}")
+        if self.constrain:
+            parts.append("replies constrained to the labels")
+        source = f"from {self.path.name}" if self.path is not None else "no NAME.meta.json"
+        return f"{self.evaluator} evaluator ({'; '.join(parts)}), {source}"
 
     @property
     def metric(self) -> str:
@@ -163,7 +179,7 @@ def load_meta(name_or_path: str | os.PathLike[str]) -> DatasetMeta:
     ``DatasetError`` listing every problem.
 
     >>> load_meta("sentiment").threshold
-    0.8
+    1.0
     """
     path = meta_path(name_or_path)
     if not path.is_file():

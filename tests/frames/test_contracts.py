@@ -65,6 +65,7 @@ def test_optimizer_round_columns(optimization: OptimizationResult) -> None:
         "tokens",
         "failed_calls",
         "elapsed_s",
+        "racing_note",
     )
     out = frames.optimizer_rounds(optimization)
     assert tuple(out.columns) == frames.OPTIMIZER_ROUND_COLUMNS

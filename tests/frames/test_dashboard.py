@@ -19,8 +19,9 @@ PNG = b"\x89PNG"
 
 def _optimizer(**options: object) -> PromptOptimizer:
     llm = ScriptedLLM(rules=[(r"only the answer", lambda m: "4")], default="The answer is four.")
+    settings: dict[str, Any] = {"split": None, **options}  # two cases: nothing to hold out
     return PromptOptimizer(
-        llm, candidate_strategies=["answer_only"], rewrite=False, max_iterations=2, **options
+        llm, candidate_strategies=["answer_only"], rewrite=False, max_iterations=2, **settings
     )
 
 

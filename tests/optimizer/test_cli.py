@@ -47,7 +47,6 @@ def test_optimize_writes_its_three_files(
     printed = captured.out
     # The tqdm bar (stderr) ends full even though the run stopped below its bound.
     assert "optimize: 100%" in captured.err
-    assert "optimizing 'capitals': 20 cases" in printed
     assert "rank" in printed
     assert "strategy" in printed
     assert PromptStrategy.CONCISE.value in printed
@@ -57,16 +56,26 @@ def test_optimize_writes_its_three_files(
     assert {"round", "variant", "strategy", "case", "output", "score", "cached"} <= set(
         results.columns
     )
-    # initial + concise + rewrite, 20 cases each
-    assert len(results) == 60
+    # initial + concise + rewrite on the 14 selection cases; the initial and the
+    # best prompt on the 6 held out.
+    assert (results["split"] == "train").sum() == 3 * 14
+    assert (results["split"] == "validation").sum() == 2 * 6
+    assert "optimizing 'capitals': 20 cases (14 to select on, 6 held out)" in printed
+    assert "held-out " in printed
+    assert "training score" in printed
     rounds = pd.read_csv(out / "rounds.csv")
     assert list(rounds["round"]) == [0, 1]
     assert (out / "score_progression.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # The prompt given by default for capitals, then the case input.
+    # The prompt given by default for capitals, then the first selection case
+    # (France is held out with seed 0).
     assert scripted_default.prompts[0] == (
-        "Answer the geography question.\n\nWhat is the capital of France?"
+        "Answer the geography question.\n\nWhat is the capital of Japan?"
     )
-    assert all(call.params["max_tokens"] == 32 for call in scripted_default.calls)
+    assert all(
+        call.params["max_tokens"] == 32
+        for call in scripted_default.calls
+        if not call.messages[-1].content.startswith("You improve prompts")
+    )
 
 
 def test_optimize_options_reach_the_optimizer(
@@ -94,3 +103,76 @@ def test_optimize_reports_bad_input(
     assert "unknown dataset 'capitols'" in capsys.readouterr().err
     assert main(["optimize", "capitals", "--strategies", "magic", "--out", str(tmp_path)]) == 2
     assert "prompt strategy 'magic' is not one of" in capsys.readouterr().err
+
+
+def test_optimize_uses_the_datasets_evaluator_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = ScriptedLLM(
+        rules=[
+            (r"^You improve prompts", "Hello! How can I help you today?"),
+            (r"loved|fantastic|great|wonderful|friendly|perfect", "The review is positive."),
+        ],
+        default="It is negative.",
+    )
+    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
+    out = tmp_path / "out"
+    code = main(
+        [
+            "optimize",
+            "sentiment",
+            "--strategies",
+            "concise",
+            "--rounds",
+            "1",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert (
+        "evaluator: label evaluator (scores are accuracy; labels: positive, negative), "
+        "from sentiment.meta.json" in printed
+    )
+    assert "accuracy " in printed
+    assert "rejected 1 model rewrite(s) that were not prompts for the task" in printed
+    scores = set(pd.read_csv(out / "results.csv")["score"])
+    assert scores <= {0.0, 1.0}
+    assert all("response_format" not in call.params for call in llm.calls)
+
+
+def test_constrain_sends_the_labels_schema(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = ScriptedLLM(default='{"label": "positive"}')
+    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
+    code = main(
+        [
+            "optimize",
+            "sentiment",
+            "--constrain",
+            "--no-rewrite",
+            "--strategies",
+            "concise",
+            "--rounds",
+            "1",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
+    assert code == 0
+    assert "replies constrained to the labels: positive, negative" in capsys.readouterr().out
+    schema = llm.calls[0].params["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["label"]["enum"] == ["positive", "negative"]
+
+
+def test_label_evaluator_and_constrain_need_labels(
+    scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["optimize", "capitals", "--evaluator", "label", "--out", str(tmp_path)]) == 2
+    assert "declares none" in capsys.readouterr().err
+    assert main(["optimize", "capitals", "--constrain", "--out", str(tmp_path)]) == 2
+    assert "--constrain needs labels" in capsys.readouterr().err

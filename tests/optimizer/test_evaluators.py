@@ -138,7 +138,7 @@ def test_judge_asks_the_model_and_skips_obvious_matches() -> None:
     assert judge.evaluate("Lyon", "Paris") == pytest.approx(0.6)
     assert "Expected answer: Paris" in llm.prompts[0]
     assert "Answer: Lyon" in llm.prompts[0]
-    assert llm.calls[0].params == {"temperature": 0.0, "max_tokens": 16}
+    assert llm.calls[0].params == {"temperature": 0.0, "max_tokens": 64}
     assert judge.evaluate("paris.", "Paris") == 1.0
     assert len(llm.calls) == 1
 

@@ -128,10 +128,11 @@ def test_on_compile_success_stops_a_loop_once_the_code_compiles() -> None:
 
 def test_on_cost_exceeds_stops_a_growing_loop() -> None:
     criteria = CompletionCriteria.builder().must_contain("never").build()
-    llm = ScriptedLLM(fn=lambda messages, params: "word " * 40)
+    # Each reply differs (a repeated one would stop the loop by itself).
+    llm = ScriptedLLM(fn=lambda messages, params: "word " * 40 + str(len(messages[-1].content)))
     loop = RefinementLoop("t", criteria, stop_hook=StopHook.on_cost_exceeds(100))
     result = loop.execute(llm, "draft")
     assert result.status is RefinementStatus.STOPPED
-    # draft 2 tokens, then 50 a reply: 2 + 50 = 52 <= 100, 2 + 50 + 50 = 102 > 100.
+    # draft 2 tokens, then 51 a reply: 2 + 51 = 53 <= 100, 2 + 51 + 51 = 104 > 100.
     assert result.iteration_count == 3
     assert len(llm.calls) == 2

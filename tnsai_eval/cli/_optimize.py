@@ -4,6 +4,12 @@ Runs ``PromptOptimizer`` with the configured model (the embedded SmolLM2 by
 default), shows a progress bar, prints a leaderboard of the variants and
 writes ``results.csv`` (one row per round, variant and case), ``rounds.csv``
 and ``score_progression.png`` to ``--out``.
+
+The cases are split (seeded, stratified by label) into selection cases, on
+which the prompt is chosen, and held-out cases (``--split``, default 0.3, or
+the ``--validation`` file); the headline is the held-out score with its 95%
+interval and the exact paired test against the starting prompt. Scores on
+the selection cases are labelled "training".
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import argparse
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tnsai_eval.cli._common import (
     add_model_options,
@@ -28,6 +34,7 @@ from tnsai_eval.optimizer import (
     DefaultPromptEvaluator,
     EventKind,
     ExactMatchEvaluator,
+    LabelEvaluator,
     LLMJudgeEvaluator,
     OptimizationResult,
     ProgressEvent,
@@ -35,7 +42,11 @@ from tnsai_eval.optimizer import (
     PromptOptimizer,
     PromptStrategy,
     TokenF1Evaluator,
+    labels_response_format,
 )
+
+if TYPE_CHECKING:
+    from tnsai_eval.datasets import DatasetMeta
 
 __all__ = ["CLI_STRATEGIES", "DEFAULT_PROMPTS", "add_parser"]
 
@@ -52,7 +63,7 @@ _GENERIC_PROMPT = "Answer the following."
 #: The CLI's default candidates: what helps a small model (the library's default
 #: is the original module's four reasoning strategies).
 CLI_STRATEGIES = "few_shot,answer_only,concise"
-_EVALUATORS = ("default", "exact", "contains", "f1", "judge")
+_EVALUATORS = ("default", "exact", "contains", "f1", "label", "judge")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -88,13 +99,43 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--evaluator",
         choices=_EVALUATORS,
-        default="default",
-        help="how an answer is scored; judge asks the model itself (default: default)",
+        default=None,
+        help="how an answer is scored; judge asks the model itself (default: the "
+        "dataset's NAME.meta.json, else default)",
+    )
+    parser.add_argument(
+        "--constrain",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="constrain replies to the dataset's labels with response_format (default: the "
+        "dataset's NAME.meta.json, else no): tests the labels, not the prompt's wording",
     )
     parser.add_argument(
         "--no-rewrite", action="store_true", help="do not ask the model to rewrite the prompt"
     )
-    parser.add_argument("--validation", help="a dataset to report the best prompt on")
+    parser.add_argument(
+        "--validation",
+        help="a dataset held out to report the best prompt on (instead of --split)",
+    )
+    parser.add_argument(
+        "--split",
+        type=_share,
+        default=0.3,
+        help="share of the cases held out to report on, 0 for none (default: 0.3)",
+    )
+    parser.add_argument(
+        "--demo-sets",
+        type=_non_negative_int,
+        default=0,
+        help="demo sets to try each round, bootstrapped from the model's correct "
+        "replies and from expected answers (default: 0)",
+    )
+    parser.add_argument(
+        "--racing-bound",
+        choices=("hoeffding", "t"),
+        default="hoeffding",
+        help="the paired bound racing drops a variant on (default: hoeffding)",
+    )
     parser.add_argument(
         "--reply-tokens", type=positive_int, default=32, help="max reply tokens (default: 32)"
     )
@@ -118,7 +159,34 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=_run)
 
 
-def _evaluator(name: str, args: argparse.Namespace) -> PromptEvaluator:
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}")
+    return value
+
+
+def _evaluator(name: str, args: argparse.Namespace, meta: DatasetMeta) -> PromptEvaluator:
+    if name == "label":
+        if not meta.labels:
+            raise ConfigError(
+                f"--evaluator label needs labels; {args.dataset!r} declares none "
+                "(add them to its NAME.meta.json)"
+            )
+        return LabelEvaluator(meta.labels)
     if name == "judge":
         return LLMJudgeEvaluator(client_from_args(args), fallback=DefaultPromptEvaluator())
     evaluators: dict[str, PromptEvaluator] = {
@@ -136,6 +204,17 @@ def _run(args: argparse.Namespace) -> int:
     # Before any work: a run must not be lost because its outputs cannot be written.
     check_output_dir(args.out, "--out")
     cases = datasets.load(args.dataset)
+    meta = datasets.load_meta(args.dataset)
+    if args.evaluator is None:
+        evaluator, how = meta.make_evaluator(), meta.describe()
+    else:
+        evaluator, how = _evaluator(args.evaluator, args, meta), f"{args.evaluator} (--evaluator)"
+    constrain = meta.constrain if args.constrain is None else args.constrain
+    if constrain and not meta.labels:
+        raise ConfigError(f"--constrain needs labels; {args.dataset!r} declares none")
+    call_params: dict[str, Any] = {"temperature": 0.0, "max_tokens": args.reply_tokens}
+    if constrain:
+        call_params["response_format"] = labels_response_format(meta.labels)
     validation = datasets.load(args.validation) if args.validation else None
     strategies = [PromptStrategy.parse(s) for s in args.strategies.split(",") if s.strip()]
     if not strategies:
@@ -147,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
         max_iterations=args.rounds,
         target_score=args.target,
         candidate_strategies=strategies,
-        evaluator=_evaluator(args.evaluator, args),
+        evaluator=evaluator,
         search=args.search,
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
@@ -155,16 +234,24 @@ def _run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         rewrite=not args.no_rewrite,
-        call_params={"temperature": 0.0, "max_tokens": args.reply_tokens},
+        call_params=call_params,
         progress=bar.update if bar is not None else None,
+        split=args.split or None,
+        demo_sets=args.demo_sets,
+        racing_bound=args.racing_bound,
     )
     most_calls = optimizer.estimate_calls(prompt, cases, validation_cases=validation)
+    selection, held_out = optimizer.split_cases(cases, validation)
     print(
-        f"optimizing {args.dataset!r}: {len(cases)} cases, prompt {prompt!r}, "
+        f"optimizing {args.dataset!r}: {len(cases)} cases ({len(selection)} to select on, "
+        f"{len(held_out)} held out), prompt {prompt!r}, "
         f"strategies {', '.join(s.value for s in strategies)}, {args.search} search, "
         f"at most {most_calls} calls",
         flush=True,
     )
+    print(f"evaluator: {how}", flush=True)
+    if constrain:
+        print(f"replies constrained to the labels: {', '.join(meta.labels)}", flush=True)
     if bar is not None:
         bar.open(most_calls)
     try:
@@ -172,7 +259,7 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    _print_report(result)
+    _print_report(result, metric="accuracy" if isinstance(evaluator, LabelEvaluator) else "score")
     _write_outputs(result, args.out)
     return 0
 
@@ -208,9 +295,9 @@ class _ProgressBar:
             self._bar.close()
 
 
-def _print_report(result: OptimizationResult) -> None:
+def _print_report(result: OptimizationResult, *, metric: str = "score") -> None:
     print()
-    print(f"{'rank':>4}  {'score':>6}  {'calls':>5}  {'round':>5}  {'strategy':<21}  prompt")
+    print(f"{'rank':>4}  {'train':>6}  {'calls':>5}  {'round':>5}  {'strategy':<21}  prompt")
     for rank, variant in enumerate(result.leaderboard(), start=1):
         if variant.score is not None:
             score = f"{variant.score:6.3f}"
@@ -218,24 +305,41 @@ def _print_report(result: OptimizationResult) -> None:
             score = f"{variant.partial_score or 0.0:5.3f}~"
         marker = "*" if variant.id == result.best_variant else " "
         head = textwrap.shorten(" ".join(variant.prompt.split()), width=60, placeholder="...")
+        extra = variant.spec.describe()
         print(
             f"{rank:>3}{marker}  {score}  {variant.calls:>5}  {variant.round:>5}  "
-            f"{variant.strategy:<21}  {head}"
+            f"{variant.strategy:<21}  {head}" + (f" [{extra}]" if extra else "")
         )
-    print("(* best; ~ partial score: dropped by racing or cut short by the budget)")
+    print("(* best; train: score on the selection cases; ~ partial: dropped by racing or cut")
+    print(" short by the budget)")
+    for record in result.history:
+        if record.racing_note:
+            print(f"round {record.round}: {record.racing_note}")
     print()
     print(f"best prompt:\n{textwrap.indent(result.best_prompt, '  ')}")
+    if result.best_spec is not None and result.best_spec.describe():
+        spec = result.best_spec
+        print(f"  with {spec.describe()}")
+        if spec.system:
+            print(f"  system: {spec.system!r}")
+        if spec.demo_style == "chat":
+            for demo in spec.demos:
+                print(f"  demo turn: {demo.input!r} -> {demo.output!r}")
+    print()
+    print(result.headline)
     change = "improved" if result.was_improved else "not improved"
     print(
-        f"score {result.initial_score:.3f} -> {result.score:.3f} ({change}); "
-        f"{result.rounds} round(s), {result.calls} calls, {result.tokens} tokens, "
-        f"{result.failed_calls} failed; stopped: {result.stop_reason.value}; "
-        f"{result.elapsed_s:.1f} s"
+        f"training {metric} {result.initial_score:.3f} -> {result.score:.3f} ({change}) on "
+        f"{result.selection_cases} selection cases; {result.rounds} round(s), "
+        f"{result.calls} calls ({result.retries} retries, {result.cache_hits} cache hits), "
+        f"{result.tokens} tokens, {result.failed_calls} failed; "
+        f"stopped: {result.stop_reason.value}; {result.elapsed_s:.1f} s"
     )
-    if result.validation_score is not None:
+    if result.rejected_rewrites:
+        reasons = sorted(set(result.rejected_rewrites))
         print(
-            f"validation: {result.initial_validation_score or 0.0:.3f} -> "
-            f"{result.validation_score:.3f}"
+            f"rejected {len(result.rejected_rewrites)} model rewrite(s) that were not prompts "
+            f"for the task: {'; '.join(reasons)}"
         )
 
 

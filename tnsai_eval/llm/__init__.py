@@ -4,6 +4,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
+from tnsai_eval.llm._attempts import AttemptGate, attempt_gate, may_retry
 from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._format import (
@@ -11,6 +12,13 @@ from tnsai_eval.llm._format import (
     check_response_format,
     json_schema_format,
     unenforced_keywords,
+)
+from tnsai_eval.llm._judge import (
+    Judge,
+    JudgeCalibration,
+    JudgeMethod,
+    JudgeResult,
+    fit_threshold,
 )
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
@@ -35,8 +43,13 @@ from tnsai_eval.settings import RecordMode
 
 __all__ = [
     "AsyncLLMClient",
+    "AttemptGate",
     "CachedLLM",
     "Completion",
+    "Judge",
+    "JudgeCalibration",
+    "JudgeMethod",
+    "JudgeResult",
     "LLMClient",
     "LocalLLM",
     "Message",
@@ -50,12 +63,15 @@ __all__ = [
     "ToolCall",
     "Usage",
     "acall",
+    "attempt_gate",
     "call_tokens",
     "check_response_format",
     "default_llm",
     "estimate_tokens",
+    "fit_threshold",
     "json_schema_format",
     "last_user_message",
+    "may_retry",
     "normalize_messages",
     "smollm2_gguf_path",
     "unenforced_keywords",

@@ -7,6 +7,7 @@ request that was never recorded fails loudly instead of calling a model.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import warnings
@@ -37,8 +38,8 @@ class CachedLLM:
     'Paris'
     >>> replay = CachedLLM(ScriptedLLM(), store, mode="replay")
     >>> reply = replay.chat("Capital of France?")
-    >>> reply.text, reply.cached, replay.hits
-    ('Paris', True, 1)
+    >>> reply.text, reply.cached, reply.attempts, replay.hits
+    ('Paris', True, 0, 1)
 
     Each recording holds the address of the server that answered (credentials
     redacted; ``None`` for clients without a ``base_url``, like the embedded
@@ -135,8 +136,9 @@ class CachedLLM:
                 f"{request.prompt_start!r} (sample {request.sample}, key {request.key[:12]}) "
                 f"in {str(self.store.path)!r}; record it with mode='record'",
                 model=request.model,
+                attempts=0,
             )
-        return cached
+        return None if cached is None else dataclasses.replace(cached, attempts=0)
 
     def _record(self, request: StoredRequest | None, reply: Completion) -> None:
         if request is not None and self.mode in (RecordMode.RECORD, RecordMode.REFRESH):

@@ -27,6 +27,7 @@ from tnsai_eval.errors import (
     LLMError,
     LLMTimeoutError,
 )
+from tnsai_eval.llm._attempts import may_retry
 from tnsai_eval.llm._failures import REDACTED, Secret, reply_error, request_error, status_error
 from tnsai_eval.llm._format import ResponseFormatStyle, check_response_format, to_llama_cpp
 from tnsai_eval.llm._pools import AsyncPools, SyncPools, pool_limits, split_slots
@@ -77,7 +78,10 @@ class OpenAIClient:
     * Failures raise ``LLMError`` subclasses (``RateLimitError``,
       ``ServerError``, ``LLMTimeoutError``, ``LLMConnectionError``,
       ``ClientRequestError``, ``BadResponseError``) carrying ``status``,
-      ``model`` and ``attempts``.
+      ``model`` and ``attempts`` (the HTTP attempts made, retries included);
+      a reply's ``Completion.attempts`` counts them too. A caller with a
+      request budget can refuse a retry through ``llm.attempt_gate``: the
+      call then fails with the last attempt's error instead of retrying.
     * ``timeout`` bounds each read and write, ``connect_timeout`` each connect,
       and ``total_timeout`` (default 300 s) one whole call: every attempt,
       retry and backoff wait included, sync and async. A server that trickles
@@ -501,6 +505,12 @@ class OpenAIClient:
         a wait that would reach it raises ``LLMTimeoutError`` instead.
         """
         if not error.retryable or error.attempts >= self._policy.max_attempts:
+            raise error
+        if not may_retry():
+            # The caller's request budget has no room for another attempt.
+            logger.info(
+                "not retrying after attempt %d: the caller's budget refused", error.attempts
+            )
             raise error
         delay = self._policy.delay(error.attempts, retry_after=error.retry_after, rng=self._rng)
         if deadline is not None and time.monotonic() + delay >= deadline:

@@ -9,7 +9,7 @@
 True
 """
 
-from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._cases import TestCase, split_cases
 from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._evaluators import (
@@ -24,6 +24,7 @@ from tnsai_eval.optimizer._evaluators import (
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
+from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -47,6 +48,7 @@ from tnsai_eval.optimizer._strategies import (
     PromptStrategy,
     suggest_strategies,
 )
+from tnsai_eval.optimizer._variant import Demo, PromptVariant
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
@@ -57,6 +59,7 @@ __all__ = [
     "CaseState",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
+    "Demo",
     "EventKind",
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
@@ -68,6 +71,8 @@ __all__ = [
     "PromptEvaluator",
     "PromptOptimizer",
     "PromptStrategy",
+    "PromptVariant",
+    "RacingBound",
     "RoundRecord",
     "SearchMode",
     "StopReason",
@@ -81,5 +86,6 @@ __all__ = [
     "normalize_answer",
     "parse_judge_score",
     "score_prompt",
+    "split_cases",
     "suggest_strategies",
 ]

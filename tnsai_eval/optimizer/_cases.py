@@ -1,14 +1,15 @@
-"""The unit of a prompt evaluation: one input and the answer expected for it."""
+"""The unit of a prompt evaluation (one input and the answer expected for it) and the split."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from tnsai_eval.errors import ConfigError
 
-__all__ = ["TestCase", "check_cases"]
+__all__ = ["TestCase", "check_cases", "split_cases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,50 @@ class TestCase:
                 )
         if self.id is not None and (not isinstance(self.id, str) or not self.id.strip()):
             raise ConfigError(f"TestCase.id must be a non-blank str or None, got {self.id!r}")
+
+
+def split_cases(
+    cases: Sequence[TestCase], share: float, seed: int
+) -> tuple[list[TestCase], list[TestCase]]:
+    """``(selection, held_out)``: a seeded split holding out about ``share`` of the cases.
+
+    Cases with the same input stay on one side (else the held-out score would
+    partly be a training score). When the expected values are labels (each
+    occurs more than once: at most half as many distinct values as cases), the
+    split is stratified: every label is held out in about the same share, so a
+    small held-out set is not all one class. Each side keeps the cases' order.
+    With fewer than two distinct inputs, or a share that rounds to no case,
+    nothing is held out.
+
+    >>> cases = [TestCase(f"review {i}", "positive" if i % 2 else "negative") for i in range(10)]
+    >>> selection, held_out = split_cases(cases, 0.4, seed=0)
+    >>> len(selection), sorted(c.expected for c in held_out)
+    (6, ['negative', 'negative', 'positive', 'positive'])
+    """
+    groups: dict[str, list[int]] = {}
+    for index, case in enumerate(cases):
+        groups.setdefault(case.input, []).append(index)
+    keys = list(groups)
+    rng = random.Random(seed)
+    expected = [cases[groups[key][0]].expected for key in keys]
+    labels = sorted(set(expected))
+    strata: list[list[str]]
+    if len(labels) * 2 <= len(keys):
+        strata = [
+            [k for k, e in zip(keys, expected, strict=True) if e == label] for label in labels
+        ]
+    else:
+        strata = [keys]
+    held: set[str] = set()
+    for stratum in strata:
+        order = list(stratum)
+        rng.shuffle(order)
+        held.update(order[: round(len(order) * share)])
+    if not held or len(held) == len(keys):
+        return list(cases), []
+    selection = [c for c in cases if c.input not in held]
+    held_out = [c for c in cases if c.input in held]
+    return selection, held_out
 
 
 def check_cases(

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._engine import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
@@ -35,6 +36,7 @@ from tnsai_eval.optimizer._engine import (
     check_template,
 )
 from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
+from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy
 
@@ -68,6 +70,11 @@ class OptimizerConfig:
     template: str = DEFAULT_TEMPLATE
     call_params: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_CALL_PARAMS)
     clock: Clock = time.monotonic
+    split: float | None = 0.3
+    rewrite_llm: LLMClient | None = None
+    racing_bound: RacingBound = "hoeffding"
+    demo_sets: int = 0
+    rewrite_max_tokens: int = 256
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -83,6 +90,20 @@ class OptimizerConfig:
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ConfigError(f"max_seconds must be > 0 or None, got {self.max_seconds!r}")
         check_template(self.template)
+        split = self.split
+        if split is not None and (
+            isinstance(split, bool) or not isinstance(split, int | float) or not 0.0 < split < 1.0
+        ):
+            raise ConfigError(
+                f"split must be the held-out share, a number in (0, 1), or None, got {split!r}"
+            )
+        if self.racing_bound not in ("hoeffding", "t"):
+            raise ConfigError(f"racing_bound must be 'hoeffding' or 't', got {self.racing_bound!r}")
+        for name in ("demo_sets", "rewrite_max_tokens"):
+            value = getattr(self, name)
+            least = 0 if name == "demo_sets" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
         if self.few_shot_examples < 0:
             raise ConfigError(f"few_shot_examples must be >= 0, got {self.few_shot_examples!r}")
         if not isinstance(self.call_params, Mapping):
@@ -93,13 +114,14 @@ class OptimizerConfig:
         if cast(object, self.evaluator) is None:
             object.__setattr__(self, "evaluator", DefaultPromptEvaluator())
         strategies = tuple(PromptStrategy.parse(s) for s in self.candidate_strategies)
-        if not strategies and not self.rewrite:
+        if not strategies and not self.rewrite and not self.demo_sets:
             raise ConfigError(
-                "nothing to try: candidate_strategies is empty and rewrite=False; "
-                "give at least one strategy or allow the model's rewrite"
+                "nothing to try: candidate_strategies is empty, rewrite=False and "
+                "demo_sets=0; give at least one strategy, demo sets or allow the model's rewrite"
             )
         # Frozen: normalized values are set once, here.
         object.__setattr__(self, "candidate_strategies", strategies)
+        object.__setattr__(self, "split", None if split is None else float(split))
         object.__setattr__(self, "call_params", MappingProxyType(dict(self.call_params)))
 
     @property

@@ -21,10 +21,18 @@ from typing import Any, TypeAlias
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import Completion, LLMClient, acall, call_tokens
+from tnsai_eval.llm import (
+    Completion,
+    LLMClient,
+    Message,
+    acall,
+    attempt_gate,
+    call_tokens,
+)
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._evaluators import PromptEvaluator
 from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
+from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
@@ -36,8 +44,6 @@ __all__ = [
     "check_template",
 ]
 
-#: How a case call's single user message is made from the prompt and the case's input.
-DEFAULT_TEMPLATE = "{prompt}\n\n{input}"
 #: Parameters of every case call (and of rewrite requests), unless ``call_params`` is given.
 DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "max_tokens": 128})
 
@@ -86,12 +92,18 @@ Reply: TypeAlias = Completion | Exception | _Skipped
 class Budget:
     """Counts what a run spent and says when a limit is reached.
 
-    ``max_calls`` is enforced exactly: a call slot is reserved when its task
-    starts. Tokens and time are checked just before each call is sent, so calls
-    already in flight finish and may overshoot ``max_tokens`` by at most
-    ``concurrency - 1`` replies. ``stop_event`` (set from any thread) is
-    checked at the same two points: once set, no further call starts, and the
-    calls already in flight finish and keep their scores.
+    ``calls`` counts HTTP attempts: a call the client retried counts every
+    request it sent (``Completion.attempts`` / ``LLMError.attempts``), and a
+    reply the client served from a response store (``attempts == 0``) counts
+    in ``cache_hits`` instead. ``max_calls`` is enforced on attempts, exactly:
+    a slot is reserved when a call's task starts, and a retry inside the
+    client must reserve another one through the attempt gate (``_CallGate``);
+    when none is left the client gives up instead of retrying. Tokens and time
+    are checked just before each call is sent, so calls already in flight
+    finish and may overshoot ``max_tokens`` by at most ``concurrency - 1``
+    replies. ``stop_event`` (set from any thread) is checked at the same two
+    points: once set, no further call starts, and the calls already in flight
+    finish and keep their scores.
     """
 
     max_calls: int | None
@@ -104,10 +116,34 @@ class Budget:
     calls: int = 0
     tokens: int = 0
     failed_calls: int = 0
+    retries: int = 0
+    cache_hits: int = 0
     stop_reason: StopReason | None = None
+    # Retries are granted from whatever thread the client runs its call in.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
+
+    def grant_retry(self) -> bool:
+        """Reserve one more attempt for a retry, if ``max_calls`` leaves room."""
+        with self.lock:
+            if self.max_calls is not None and self.reserved >= self.max_calls:
+                return False
+            self.reserved += 1
+            return True
+
+    def settle(self, attempts: int, granted: int) -> None:
+        """Count a finished call's ``attempts``; ``granted`` retries were reserved for it."""
+        with self.lock:
+            # One slot was reserved up front and ``granted`` for retries; a
+            # client that retried without asking, or sent nothing (a store
+            # hit), moves the reservation to what really went out.
+            self.reserved += attempts - 1 - granted
+            self.calls += attempts
+            self.retries += max(0, attempts - 1)
+            if attempts == 0:
+                self.cache_hits += 1
 
     def elapsed(self) -> float:
         return self.clock() - self.started
@@ -121,11 +157,12 @@ class Budget:
     def reserve(self) -> bool:
         if self.stopped():
             return False
-        if self.max_calls is not None and self.reserved >= self.max_calls:
-            self.stop_reason = StopReason.MAX_CALLS
-            return False
-        self.reserved += 1
-        return True
+        with self.lock:
+            if self.max_calls is not None and self.reserved >= self.max_calls:
+                self.stop_reason = StopReason.MAX_CALLS
+                return False
+            self.reserved += 1
+            return True
 
     def may_send(self) -> bool:
         if not self.stopped():
@@ -134,19 +171,40 @@ class Budget:
             elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:
                 self.stop_reason = StopReason.MAX_SECONDS
         if self.stop_reason is not None:
-            self.reserved -= 1
+            with self.lock:
+                self.reserved -= 1
             return False
         return True
 
 
+class _CallGate:
+    """The attempt gate of one call: retries draw on the run's budget."""
+
+    __slots__ = ("budget", "granted")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.granted = 0
+
+    def allow_retry(self) -> bool:
+        if self.budget.grant_retry():
+            self.granted += 1
+            return True
+        return False
+
+
 @dataclass(slots=True)
 class Variant:
-    """A prompt being scored (mutable while the run goes; frozen into a VariantRecord)."""
+    """A prompt being scored (mutable while the run goes; frozen into a VariantRecord).
+
+    ``prompt`` is the instruction text as shown (inline demos included);
+    ``spec`` the full variant that is sent.
+    """
 
     id: int
     round: int
     strategy: str
-    prompt: str
+    spec: PromptVariant
     parent: int | None
     status: VariantStatus = VariantStatus.SCORED
     duplicate_of: int | None = None
@@ -156,6 +214,10 @@ class Variant:
     rows: list[CaseResult] = field(default_factory=list)
     calls: int = 0
     tokens: int = 0
+
+    @property
+    def prompt(self) -> str:
+        return self.spec.prompt_text()
 
     @property
     def attempted(self) -> int:
@@ -183,6 +245,7 @@ class _Sent:
     cached: bool
     latency_s: float
     tokens: int
+    attempts: int = 0
 
 
 class Engine:
@@ -208,12 +271,41 @@ class Engine:
         self._semaphore = asyncio.Semaphore(concurrency)
         self._cache: dict[CacheKey, asyncio.Future[Reply]] = {}
 
-    def case_message(self, prompt: str, case_input: str) -> str:
-        return self.template.format(prompt=prompt.rstrip(), input=case_input)
+    def case_messages(self, variant: Variant, case_input: str) -> str | list[Message]:
+        """What scoring ``case_input`` sends: one user message goes as a plain str."""
+        messages = variant.spec.messages(case_input, template=self.template)
+        if len(messages) == 1 and messages[0].role == "user":
+            return messages[0].content
+        return messages
 
-    async def send(self, message: str, params: Mapping[str, Any]) -> _Sent:
-        """One call, unless the same request was made before in this run."""
-        key: CacheKey = (message, *sorted(f"{k}={v!r}" for k, v in params.items()))
+    def case_params(self, variant: Variant) -> dict[str, Any]:
+        if variant.spec.response_format is None:
+            return self.params
+        return {**self.params, "response_format": dict(variant.spec.response_format)}
+
+    async def send(
+        self,
+        messages: str | list[Message],
+        params: Mapping[str, Any],
+        *,
+        llm: LLMClient | None = None,
+    ) -> _Sent:
+        """One call, unless the same request was made before in this run.
+
+        ``llm`` replaces the task model for this call (the rewrite model); its
+        calls count against the same budget.
+        """
+        message = messages
+        shown = (
+            (message,)
+            if isinstance(message, str)
+            else tuple(f"{m.role}:{m.content}" for m in message)
+        )
+        key: CacheKey = (
+            "rewrite-llm" if llm is not None else "",
+            *shown,
+            *sorted(f"{k}={v!r}" for k, v in params.items()),
+        )
         earlier = self._cache.get(key)
         if earlier is not None:
             return _Sent(await asyncio.shield(earlier), cached=True, latency_s=0.0, tokens=0)
@@ -226,34 +318,42 @@ class Engine:
                 del self._cache[key]
                 future.set_result(SKIPPED)
                 return _Sent(SKIPPED, cached=False, latency_s=0.0, tokens=0)
-            self.budget.calls += 1
             started = time.perf_counter()
+            gate = _CallGate(self.budget)
             reply: Reply
             try:
-                reply = await acall(self.llm, message, **params)
+                with attempt_gate(gate):
+                    reply = await acall(llm or self.llm, message, **params)
             except asyncio.CancelledError:
+                self.budget.settle(1, gate.granted)
                 future.cancel()
                 raise
             except Exception as exc:
                 # "A case whose call fails is left out": whatever the client
                 # raised (never a BaseException such as KeyboardInterrupt) is
-                # recorded on this case, and the run goes on.
+                # recorded on this case, and the run goes on. Its attempts
+                # (an LLMError's retries included) are counted.
                 self.budget.failed_calls += 1
+                self.budget.settle(_attempts(getattr(exc, "attempts", 1)), gate.granted)
                 reply = exc
+            else:
+                self.budget.settle(_attempts(reply.attempts), gate.granted)
             latency = time.perf_counter() - started
             tokens = 0
             if isinstance(reply, Completion):
-                tokens = call_tokens(reply, message)
+                sent_text = message if isinstance(message, str) else "".join(shown)
+                tokens = call_tokens(reply, sent_text)
                 self.budget.tokens += tokens
                 latency = reply.latency_s or latency
             future.set_result(reply)
-            return _Sent(reply, cached=False, latency_s=latency, tokens=tokens)
+            attempts = _attempts(getattr(reply, "attempts", 1))
+            return _Sent(reply, cached=False, latency_s=latency, tokens=tokens, attempts=attempts)
 
     async def score_case(
         self, variant: Variant, index: int, case: TestCase, *, split: str = "train"
     ) -> CaseResult | None:
         """Score one case of ``variant``; ``None`` when the budget refused it."""
-        sent = await self.send(self.case_message(variant.prompt, case.input), self.params)
+        sent = await self.send(self.case_messages(variant, case.input), self.case_params(variant))
         if isinstance(sent.reply, _Skipped):
             return None
         output: str | None = None
@@ -295,7 +395,7 @@ class Engine:
             variant.scores[index] = score
             variant.outputs[index] = output
         variant.rows.append(row)
-        variant.calls += 0 if sent.cached else 1
+        variant.calls += sent.attempts
         variant.tokens += sent.tokens
         self._on_case(row)
         return row
@@ -323,3 +423,8 @@ class Engine:
                 "expected a float in [0, 1]"
             )
         return float(value)
+
+
+def _attempts(value: object) -> int:
+    """A reply's attempt count; a client that reports nonsense counts as one request."""
+    return value if isinstance(value, int) and value >= 0 else 1

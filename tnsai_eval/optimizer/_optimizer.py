@@ -9,11 +9,12 @@ from typing import Any
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.optimizer._cases import TestCase, check_cases
+from tnsai_eval.optimizer._cases import TestCase, check_cases, split_cases
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._run import Run, example_order
 from tnsai_eval.optimizer._strategies import suggest_strategies
+from tnsai_eval.optimizer._variant import PromptVariant
 
 __all__ = ["PromptOptimizer"]
 
@@ -36,10 +37,10 @@ class PromptOptimizer:
       whose evaluator raises or returns a value outside [0, 1] (the error is
       in the ``error`` column of ``to_dataframe()``);
     * each round applies every candidate strategy to the current best prompt,
-      then asks the model to rewrite the best prompt from its results on the
-      first three cases (``rewrite=False`` skips this; a failed or empty
-      rewrite adds no variant); any variant scoring higher than the best
-      becomes the best (the first, on ties);
+      then asks the model to rewrite the best prompt from its results (beyond
+      the original, from its failures; ``rewrite=False`` skips this; a failed
+      or empty rewrite adds no variant); any variant scoring higher than the
+      best becomes the best (the first, on ties);
     * the run stops when the best score reaches ``target_score``, after
       ``max_iterations`` rounds, or when the best scores after the last three
       rounds are within 0.01 of each other. Beyond the original, it also
@@ -47,19 +48,39 @@ class PromptOptimizer:
       (``StopReason.ALL_CASES_FAILED``: a server that is down), and at the
       ``max_calls`` / ``max_tokens`` / ``max_seconds`` budgets.
 
+    Held out by default: ``optimize`` splits the cases (``split=0.3`` of
+    them, seeded by ``seed``, stratified by label, see ``split_cases``) into
+    selection cases, on which every variant is scored and the best chosen,
+    and held-out cases, on which only the initial and the best prompt are
+    scored at the end: ``result.validation_score``, its interval and
+    ``validation_p_value`` (exact paired sign test) say whether the gain is
+    real; ``result.score`` is the training (selection) score. Explicit
+    ``validation_cases`` replace the split; ``split=None`` holds nothing out.
+
     Beyond the original: cases are scored concurrently (at most
     ``concurrency`` calls in flight) through the client's async path; within a
-    run the same request is never sent twice, and a variant whose text equals
-    an earlier one is not scored again. ``search="racing"`` scores challengers
-    on growing slices of the cases and drops those that fall behind (the rule
-    is in ``tnsai_eval.optimizer._racing``). ``max_calls``, ``max_tokens`` and
-    ``max_seconds`` bound the run (``result.stop_reason`` says which ended it);
-    the budget covers the optimizer's own calls, not those an evaluator makes.
-    ``seed`` fixes the racing order of the cases and which cases ``FEW_SHOT``
-    shows (the last ``few_shot_examples`` of that order, so that racing's
-    first rungs do not contain them); with a deterministic client the same
-    inputs give the same result, call for call. ``progress`` receives a
-    ``ProgressEvent`` after every scored case and every round.
+    run the same request is never sent twice, and a variant equal to an
+    earlier one is not scored again. A variant is a ``PromptVariant``: the
+    instruction plus an optional system message, demos and
+    ``response_format`` (``optimize`` also takes one as its starting prompt);
+    ``FEW_SHOT`` adds the last ``few_shot_examples`` cases of the racing order
+    as inline demos, and ``demo_sets=N`` tries N demo sets per round, drawn
+    from the selection cases and the model's own replies that scored 1.0,
+    as chat turns and inline (a case is never scored with itself as a demo).
+    The rewrite request shows the best instruction, its score, the other
+    instructions tried and the cases it fails; ``rewrite_llm`` sends it to
+    another (stronger) model, with ``rewrite_max_tokens`` reply tokens.
+    ``search="racing"`` scores challengers on growing slices of the cases and
+    drops only those a paired bound says are worse (``racing_bound``, rule in
+    ``tnsai_eval.optimizer._racing``). ``max_calls``, ``max_tokens`` and
+    ``max_seconds`` bound the run (``result.stop_reason`` says which ended
+    it); ``max_calls`` bounds HTTP attempts, retries included (a retry the
+    budget has no room for is refused: the call fails instead), replies from
+    a client's response store are counted apart, and the budget covers the
+    optimizer's own calls (the rewrite model's too), not those an evaluator
+    makes. ``seed`` also fixes the racing order; with a deterministic client
+    the same inputs give the same result, call for call. ``progress``
+    receives a ``ProgressEvent`` after every scored case and every round.
 
     >>> from tnsai_eval.testing import ScriptedLLM
     >>> llm = ScriptedLLM(rules=[(r"only the answer", "Paris")], default="I think it is Paris.")
@@ -101,7 +122,7 @@ class PromptOptimizer:
 
     def optimize(
         self,
-        prompt: str,
+        prompt: str | PromptVariant,
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
@@ -109,9 +130,13 @@ class PromptOptimizer:
     ) -> OptimizationResult:
         """Run the search from ``prompt``; see the class docstring.
 
-        With ``validation_cases`` the best prompt is still chosen on ``cases``
-        only, and then scored on the validation cases too (as is the initial
-        prompt), giving ``validation_score`` and ``initial_validation_score``.
+        The best prompt is chosen on selection cases only and then scored,
+        with the initial prompt, on held-out cases, giving ``validation_score``,
+        ``initial_validation_score`` and the paired test between them. The
+        held-out cases are ``validation_cases`` when given (selection then uses
+        all of ``cases``), else a seeded ``split`` share of ``cases``
+        (``split_cases``: stratified by label, same inputs on one side); with
+        ``split=None`` and no ``validation_cases`` nothing is held out.
         Works inside a running event loop (a notebook) by running in a thread.
 
         ``stop_event``, a ``threading.Event`` that another thread (a Stop
@@ -132,50 +157,70 @@ class PromptOptimizer:
 
     async def aoptimize(
         self,
-        prompt: str,
+        prompt: str | PromptVariant,
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
         stop_event: threading.Event | None = None,
     ) -> OptimizationResult:
         """``optimize`` for async callers (``stop_event`` as there)."""
-        checked = check_cases(cases, "cases")
-        validation = check_cases(validation_cases, "validation_cases", allow_empty=True)
-        if not isinstance(prompt, str):
-            raise ConfigError(f"prompt must be a str, got {type(prompt).__name__}")
+        if isinstance(prompt, str):
+            prompt = PromptVariant(prompt)
+        elif not isinstance(prompt, PromptVariant):
+            raise ConfigError(
+                f"prompt must be a str or a PromptVariant, got {type(prompt).__name__}"
+            )
         if stop_event is not None and not isinstance(stop_event, threading.Event):
             raise ConfigError(
                 f"stop_event must be a threading.Event or None, got {type(stop_event).__name__}"
             )
-        run = Run(self.llm, self.config, prompt, checked, validation, stop_event=stop_event)
+        selection, validation = self.split_cases(cases, validation_cases)
+        run = Run(self.llm, self.config, prompt, selection, validation, stop_event=stop_event)
         return await run.execute()
+
+    def split_cases(
+        self, cases: Sequence[TestCase], validation_cases: Sequence[TestCase] | None = None
+    ) -> tuple[list[TestCase], list[TestCase]]:
+        """``(selection, held_out)`` as ``optimize`` would use them.
+
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> cases = [TestCase(f"{i} + 1", str(i + 1)) for i in range(10)]
+        >>> selection, held_out = PromptOptimizer(ScriptedLLM()).split_cases(cases)
+        >>> len(selection), len(held_out)
+        (7, 3)
+        """
+        checked = check_cases(cases, "cases")
+        validation = check_cases(validation_cases, "validation_cases", allow_empty=True)
+        if validation_cases is not None or self.config.split is None:
+            return checked, validation
+        return split_cases(checked, self.config.split, self.config.seed)
 
     def estimate_calls(
         self,
-        prompt: str,
+        prompt: str | PromptVariant,
         cases: Sequence[TestCase],
         *,
         validation_cases: Sequence[TestCase] | None = None,
     ) -> int:
-        """The most calls ``optimize`` can make with these arguments.
+        """The most calls ``optimize`` can make with these arguments, retries aside.
 
         Every round is counted in full (racing and an early stop only lower it),
         a case input repeated in ``cases`` once, and round 1's strategies that
-        would leave ``prompt`` unchanged not at all. Capped by ``max_calls``.
+        would leave ``prompt`` unchanged not at all. Retries are not foreseen,
+        but they too count against ``max_calls``, which caps the estimate.
         """
-        checked = check_cases(cases, "cases")
-        validation = check_cases(validation_cases, "validation_cases", allow_empty=True)
+        text = prompt.instruction if isinstance(prompt, PromptVariant) else prompt
+        checked, validation = self.split_cases(cases, validation_cases)
         n = len({case.input for case in checked})
         examples = [checked[i] for i in reversed(example_order(len(checked), self.config.seed))]
         first = sum(
             1
             for strategy in self.config.strategies
-            if strategy.apply(prompt, examples, examples=self.config.few_shot_examples) != prompt
+            if strategy.apply(text, examples, examples=self.config.few_shot_examples) != text
         )
-        per_round_rewrite = (1 + n) if self.config.rewrite else 0
-        total = n + first * n + per_round_rewrite
-        total += (self.config.max_iterations - 1) * (
-            len(self.config.strategies) * n + per_round_rewrite
-        )
+        c = self.config
+        per_round = (1 + n if c.rewrite else 0) + c.demo_sets * n
+        total = n + first * n + per_round
+        total += (c.max_iterations - 1) * (len(c.strategies) * n + per_round)
         total += 2 * len({case.input for case in validation})
         return total if self.config.max_calls is None else min(total, self.config.max_calls)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tnsai_eval.optimizer._variant import Demo, PromptVariant
 
 __all__ = [
     "CaseResult",
@@ -108,6 +112,10 @@ class VariantRecord:
     fully scored variant; ``partial_score`` is that mean over however many cases
     were scored (also for dropped and incomplete variants), ``None`` when none
     were. ``duplicate_of`` names the earlier variant with the same text.
+    Beyond its instruction a variant may carry a ``system`` message,
+    ``demos`` (shown as ``demo_style`` ``"chat"`` turns or ``"inline"`` text:
+    inline demos are part of ``prompt``) and a ``response_format``; ``spec``
+    is the whole variant, ready to send (``spec.messages(case_input)``).
 
     >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
     >>> from tnsai_eval.testing import ScriptedLLM
@@ -132,11 +140,35 @@ class VariantRecord:
     tokens: int
     became_best: bool = False
     duplicate_of: int | None = None
+    system: str | None = None
+    demos: tuple[Demo, ...] = ()
+    demo_style: str | None = None
+    response_format: Mapping[str, Any] | None = field(default=None, hash=False)
+
+    @property
+    def spec(self) -> PromptVariant:
+        """The full variant (instruction, system message, demos, response format)."""
+        instruction = self.prompt
+        if self.demo_style == "inline" and self.demos:
+            # ``prompt`` shows inline demos; the instruction is what precedes them.
+            shown = PromptVariant("", demos=self.demos, demo_style="inline").prompt_text()
+            instruction = self.prompt[: len(self.prompt) - len(shown)].rstrip()
+        return PromptVariant(
+            instruction,
+            system=self.system,
+            demos=self.demos,
+            demo_style="inline" if self.demo_style == "inline" else "chat",
+            response_format=self.response_format,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class RoundRecord:
     """The state after one round (round 0 is scoring the initial prompt).
+
+    ``racing_note`` says what racing decided that round: how many challengers
+    it dropped as surely worse and how many it declined to eliminate because
+    the bound was too wide (``None`` in exhaustive search).
 
     >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
     >>> from tnsai_eval.testing import ScriptedLLM
@@ -156,6 +188,7 @@ class RoundRecord:
     tokens: int
     failed_calls: int
     elapsed_s: float
+    racing_note: str | None = None
 
 
 class EventKind(enum.Enum):

@@ -6,12 +6,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tnsai_eval.llm import Message
 from tnsai_eval.optimizer._records import (
     CaseResult,
     RoundRecord,
     StopReason,
     VariantRecord,
 )
+from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
 
 if TYPE_CHECKING:  # pandas is imported by the views only, when they are used
     import pandas as pd
@@ -41,15 +43,29 @@ class OptimizationResult:
 
     ``score`` is the best prompt's mean score on the training cases and
     ``initial_score`` the starting prompt's. ``rounds`` counts rounds run,
-    ``calls`` the model calls the optimizer sent (case calls and rewrite
-    requests; replies reused from the run's cache are not calls), ``tokens``
-    what they used, ``failed_calls`` those that raised an ``Exception`` (their
-    cases were left out). ``validation_score`` / ``initial_validation_score``
-    are set when ``validation_cases`` were given (``None`` when the budget ran
-    out before every validation case was scored). ``rejected_rewrites`` holds,
-    for each model rewrite that was not a prompt for the task (a greeting, a
-    question back, empty, off the task: see ``check_rewrite``), why it was
-    rejected; rejected rewrites are never scored.
+    ``calls`` the HTTP attempts the optimizer's model calls took (case calls
+    and rewrite requests, every retry included: what ``max_calls`` bounds;
+    replies reused from the run's cache are not calls), ``retries`` how many
+    of them were retries, ``cache_hits`` the replies a client served from its
+    response store without a request (never counted as calls), ``tokens``
+    what the calls used, ``failed_calls`` the calls that raised an ``Exception``
+    (an ``LLMError`` after its retries) (their cases were left out).
+
+    Held out: the best prompt is chosen on ``selection_cases`` cases only
+    (``score`` and ``initial_score`` are training figures); ``validation_score``
+    and ``initial_validation_score`` are the best and the initial prompt's
+    means on the ``validation_cases`` held-out cases (``None`` when nothing
+    was held out, or the budget ran out before every held-out case was
+    scored), ``validation_interval`` the best's 95% interval there, and
+    ``validation_p_value`` the exact two-sided sign test over the held-out
+    cases where the two prompts differ (``validation_better`` cases up,
+    ``validation_worse`` down). ``headline`` says it in one line.
+    ``best_prompt`` is the winning instruction text (inline demos included);
+    ``best_spec`` the whole winning variant and ``best_messages(input)`` its
+    messages for one input.
+    ``rejected_rewrites`` holds, for each model rewrite that was not a prompt
+    for the task (a greeting, a question back, empty, off the task: see
+    ``check_rewrite``), why it was rejected; rejected rewrites are never scored.
 
     >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
     >>> from tnsai_eval.testing import ScriptedLLM
@@ -71,13 +87,70 @@ class OptimizationResult:
     search: str
     elapsed_s: float
     best_variant: int = 0
+    retries: int = 0
+    cache_hits: int = 0
     validation_score: float | None = None
     initial_validation_score: float | None = None
+    validation_p_value: float | None = None
+    validation_interval: tuple[float, float] | None = None
+    validation_better: int = 0
+    validation_worse: int = 0
+    selection_cases: int = 0
+    validation_cases: int = 0
+    best_spec: PromptVariant | None = field(default=None, repr=False)
+    template: str = field(default=DEFAULT_TEMPLATE, repr=False)
     # Left out of repr: a run's rows would drown the summary in a notebook.
     variants: tuple[VariantRecord, ...] = field(default=(), repr=False)
     history: tuple[RoundRecord, ...] = field(default=(), repr=False)
     case_results: tuple[CaseResult, ...] = field(default=(), repr=False)
     rejected_rewrites: tuple[str, ...] = field(default=(), repr=False)
+
+    def best_messages(self, case_input: str) -> list[Message]:
+        """The winning variant's messages for ``case_input``, ready to send as is.
+
+        ``best_prompt`` is only the instruction text (with inline demos); this
+        is the full variant: system message, demo turns, the case.
+
+        >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> result = PromptOptimizer(ScriptedLLM(default="Paris")).optimize(
+        ...     "Capital?", [TestCase("France", "Paris")]
+        ... )
+        >>> [(m.role, m.content) for m in result.best_messages("Spain")]
+        [('user', 'Capital?\\n\\nSpain')]
+        """
+        spec = self.best_spec or PromptVariant(self.best_prompt)
+        return spec.messages(case_input, template=self.template)
+
+    @property
+    def headline(self) -> str:
+        """The held-out result in one line (the training score when nothing was held out).
+
+        >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> llm = ScriptedLLM(rules=[(r"only the answer", "4")], default="four")
+        >>> cases = [TestCase(f"{i} + 0", "4") for i in range(10)]
+        >>> optimizer = PromptOptimizer(llm, candidate_strategies=["answer_only"], rewrite=False)
+        >>> optimizer.optimize("Add.", cases).headline
+        'held-out 0.200 -> 1.000 [1.000, 1.000] on 3 cases: +3/-0 cases, p=0.25'
+        """
+        if self.validation_score is None or self.initial_validation_score is None:
+            if self.validation_cases:
+                return (
+                    f"held-out score incomplete (budget); training {self.initial_score:.3f} "
+                    f"-> {self.score:.3f} on {self.selection_cases} cases"
+                )
+            return (
+                f"training {self.initial_score:.3f} -> {self.score:.3f} on "
+                f"{self.selection_cases} cases (nothing held out)"
+            )
+        low, high = self.validation_interval or (self.validation_score, self.validation_score)
+        p = 1.0 if self.validation_p_value is None else self.validation_p_value
+        return (
+            f"held-out {self.initial_validation_score:.3f} -> {self.validation_score:.3f} "
+            f"[{low:.3f}, {high:.3f}] on {self.validation_cases} cases: "
+            f"+{self.validation_better}/-{self.validation_worse} cases, p={p:.3g}"
+        )
 
     @property
     def was_improved(self) -> bool:

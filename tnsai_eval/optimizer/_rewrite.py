@@ -1,4 +1,4 @@
-"""The model-written variant: ask the model to rewrite the best prompt from its results.
+"""The model-written variant: ask a model to rewrite the best instruction from its failures.
 
 A small model asked for a better prompt often answers as a chat assistant
 ("I'm ready to help. What's your next prompt?"). Scored as a prompt, such a
@@ -18,8 +18,10 @@ from tnsai_eval.optimizer._evaluators import normalize_answer
 
 __all__ = ["REWRITE_CASES", "check_rewrite", "clean_rewrite", "rewrite_request", "task_words"]
 
-#: How many cases (the first ones, in the order given) the rewrite request shows.
-REWRITE_CASES = 3
+#: How many cases the rewrite request shows: the best prompt's worst-scored first.
+REWRITE_CASES = 4
+#: How many earlier instructions (best score first) the request lists with their scores.
+REWRITE_HISTORY = 4
 
 _LABEL = re.compile(
     r"^\s*(?:here(?:'s| is)\s+)?(?:an?\s+|the\s+)?(?:improved|new|better|revised|rewritten)?"
@@ -30,17 +32,43 @@ _FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 _QUOTES = ('"', "'", "“", "”")
 
 
-def rewrite_request(best: Variant, cases: Sequence[TestCase]) -> str:
-    """The message asking for a better prompt, showing the best prompt's first results."""
+def rewrite_request(
+    best: Variant, cases: Sequence[TestCase], *, tried: Sequence[tuple[str, float]] = ()
+) -> str:
+    """The message asking for a better instruction (as OPRO and ProTeGi do).
+
+    It shows the current instruction and its score, the instructions tried so
+    far with their scores (best first, ``tried``), and the cases the current
+    one does worst on (its failures first; the cases it got right only when
+    there are no failures), with what it got and what was expected. Cases are
+    selection cases only: the run never sees held-out ones.
+    """
+    mean = best.mean()
     lines = [
         "You improve prompts for a language model.",
         "",
-        "Current prompt:",
-        best.prompt.strip(),
+        "Current instruction:",
+        best.spec.instruction.strip(),
         "",
-        "Its results (score from 0 to 1):",
+        f"Its score (0 to 1): {mean:.2f}" if mean is not None else "Its score: none yet",
     ]
-    for index, case in enumerate(cases[:REWRITE_CASES]):
+    others = sorted(
+        {
+            (text.strip(), score)
+            for text, score in tried
+            if text.strip() != best.spec.instruction.strip()
+        },
+        key=lambda item: (-item[1], item[0]),
+    )[:REWRITE_HISTORY]
+    if others:
+        lines += ["", "Other instructions tried, with their scores:"]
+        lines += [f"- ({score:.2f}) {' '.join(text.split())}" for text, score in others]
+    scored = [i for i in range(len(cases)) if i in best.scores]
+    worst = sorted(scored, key=lambda i: (best.scores[i] is not None, best.scores[i] or 0.0, i))
+    shown = worst[:REWRITE_CASES] or list(range(min(REWRITE_CASES, len(cases))))
+    lines += ["", "Cases it got wrong or least right:"]
+    for index in shown:
+        case = cases[index]
         output = best.outputs.get(index)
         score = best.scores.get(index)
         lines.append(f"Input: {case.input.strip()}")
@@ -51,8 +79,8 @@ def rewrite_request(best: Variant, cases: Sequence[TestCase]) -> str:
         lines.append(f"Score: {score:.2f}" if score is not None else "Score: none")
         lines.append("")
     lines.append(
-        "Write an improved prompt that makes the model reply with exactly the expected "
-        "output. Reply with the new prompt only."
+        "Write one improved instruction that makes the model reply with exactly the "
+        "expected output for inputs like these. Reply with the instruction only."
     )
     return "\n".join(lines)
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import random
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from tnsai_eval._util.stats import mean_interval, sign_test
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._config import OptimizerConfig
+from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
 from tnsai_eval.optimizer._racing import race
 from tnsai_eval.optimizer._records import (
@@ -24,8 +28,10 @@ from tnsai_eval.optimizer._records import (
 )
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
+from tnsai_eval.optimizer._strategies import PromptStrategy
+from tnsai_eval.optimizer._variant import Demo, PromptVariant
 
-__all__ = ["Run", "example_order"]
+__all__ = ["HeldOut", "Run", "example_order", "held_out_stats"]
 
 # "The last three round-best scores are within 0.01": their spread is below this.
 _CONVERGENCE_ROUNDS = 3
@@ -46,7 +52,7 @@ class Run:
         self,
         llm: LLMClient,
         options: OptimizerConfig,
-        prompt: str,
+        prompt: PromptVariant,
         cases: list[TestCase],
         validation: list[TestCase],
         *,
@@ -77,7 +83,7 @@ class Run:
             on_case=self._on_case,
         )
         self.variants: list[Variant] = []
-        self.by_prompt: dict[str, int] = {}
+        self.by_key: dict[str, int] = {}
         self.history: list[RoundRecord] = []
         self.validation_rows: list[CaseResult] = []
         self.best: Variant | None = None
@@ -96,16 +102,17 @@ class Run:
             )
 
     def _new_variant(
-        self, round_no: int, strategy: str, prompt: str, parent: int | None
+        self, round_no: int, strategy: str, spec: PromptVariant, parent: int | None
     ) -> Variant:
-        variant = Variant(len(self.variants), round_no, strategy, prompt, parent)
+        variant = Variant(len(self.variants), round_no, strategy, spec, parent)
         self.variants.append(variant)
-        earlier = self.by_prompt.get(prompt)
+        key = spec.key()
+        earlier = self.by_key.get(key)
         if earlier is not None:
             variant.status = VariantStatus.DUPLICATE
             variant.duplicate_of = earlier
         else:
-            self.by_prompt[prompt] = variant.id
+            self.by_key[key] = variant.id
         return variant
 
     async def execute(self) -> OptimizationResult:
@@ -130,16 +137,27 @@ class Run:
             before = (self.budget.calls, self.budget.tokens, self.budget.failed_calls)
             fresh = await self._make_variants(round_no)
             scored = [v for v in fresh if v.status is not VariantStatus.DUPLICATE]
+            note: str | None = None
             if self.options.search == "racing":
-                await race(self.engine, scored, self.best, self.order, self.cases)
+                summary = await race(
+                    self.engine,
+                    scored,
+                    self.best,
+                    self.order,
+                    self.cases,
+                    bound=self.options.racing_bound,
+                )
+                note = summary.note
             else:
                 await asyncio.gather(*(self.engine.score(v, range(n), self.cases) for v in scored))
             self._finish_statuses(scored)
             improved = self._select(scored)
-            self._record_round(round_no, improved=improved, variants=len(fresh), spent=before)
+            self._record_round(
+                round_no, improved=improved, variants=len(fresh), spent=before, note=note
+            )
             stop = self.budget.stop_reason
-        validation_score, initial_validation = await self._validate(initial)
-        return self._result(stop, round_no, validation_score, initial_validation)
+        held_out = await self._validate(initial)
+        return self._result(stop, round_no, held_out)
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
         if self.budget.stopped():  # a stop_event set between two rounds
@@ -156,28 +174,58 @@ class Run:
     async def _make_variants(self, round_no: int) -> list[Variant]:
         assert self.best is not None
         parent = self.best
+        base = parent.spec
         shots = self.options.few_shot_examples
-        fresh = [
-            self._new_variant(
-                round_no,
-                strategy.value,
-                strategy.apply(parent.prompt, self.examples, examples=shots),
-                parent.id,
-            )
-            for strategy in self.options.strategies
-        ]
+        fresh = []
+        for strategy in self.options.strategies:
+            if strategy is PromptStrategy.FEW_SHOT:
+                # Worked examples as demos, so that a case shown as an example
+                # is never scored with itself in the prompt.
+                demos = tuple(Demo(c.input, c.expected) for c in self.examples[:shots])
+                spec = dataclasses.replace(base, demos=demos, demo_style="inline")
+            else:
+                spec = dataclasses.replace(base, instruction=strategy.apply(base.instruction))
+            fresh.append(self._new_variant(round_no, strategy.value, spec, parent.id))
+        if self.options.demo_sets:
+            pool = bootstrap_pool(self.cases, parent.scores, parent.outputs)
+            for name, spec in demo_candidates(
+                base,
+                self.cases,
+                pool,
+                sets=self.options.demo_sets,
+                size=shots,
+                seed=self.options.seed * 1000 + round_no,
+            ):
+                fresh.append(self._new_variant(round_no, name, spec, parent.id))
         if self.options.rewrite:
-            request = rewrite_request(parent, self.cases)
-            sent = await self.engine.send(request, self.options.call_params)
-            text = getattr(sent.reply, "text", None)
-            rewritten = clean_rewrite(text) if isinstance(text, str) else ""
-            # A failed call (no text) is counted as a failed call, not as a rejection.
-            problem = check_rewrite(rewritten, self.prompt, self.cases) if rewritten else None
-            if problem is not None:
-                self.rejected_rewrites.append(problem)
-            elif rewritten:
-                fresh.append(self._new_variant(round_no, "rewrite", rewritten, parent.id))
+            rewritten = await self._rewrite(parent)
+            if rewritten:
+                spec = dataclasses.replace(base, instruction=rewritten)
+                fresh.append(self._new_variant(round_no, "rewrite", spec, parent.id))
         return fresh
+
+    async def _rewrite(self, parent: Variant) -> str:
+        """A model-written instruction from the best prompt's failures, or '' when none."""
+        tried = [
+            (v.spec.instruction, score)
+            for v in self.variants
+            if v.status is VariantStatus.SCORED and (score := v.mean()) is not None
+        ]
+        request = rewrite_request(parent, self.cases, tried=tried)
+        params = {**self.options.call_params, "max_tokens": self.options.rewrite_max_tokens}
+        sent = await self.engine.send(request, params, llm=self.options.rewrite_llm)
+        text = getattr(sent.reply, "text", None)
+        rewritten = clean_rewrite(text) if isinstance(text, str) else ""
+        if not rewritten:
+            # A failed call (no text) is counted as a failed call, not as a rejection.
+            return ""
+        # The one validation of model-written prompts: a rejected proposal is
+        # recorded with why, and not scored.
+        problem = check_rewrite(rewritten, self.prompt.instruction, self.cases)
+        if problem is not None:
+            self.rejected_rewrites.append(problem)
+            return ""
+        return rewritten
 
     def _finish_statuses(self, variants: Sequence[Variant]) -> None:
         for variant in variants:
@@ -196,7 +244,13 @@ class Run:
         return improved
 
     def _record_round(
-        self, round_no: int, *, improved: bool, variants: int, spent: tuple[int, int, int]
+        self,
+        round_no: int,
+        *,
+        improved: bool,
+        variants: int,
+        spent: tuple[int, int, int],
+        note: str | None = None,
     ) -> None:
         assert self.best is not None
         record = RoundRecord(
@@ -209,6 +263,7 @@ class Run:
             tokens=self.budget.tokens - spent[1],
             failed_calls=self.budget.failed_calls - spent[2],
             elapsed_s=self.budget.elapsed(),
+            racing_note=note,
         )
         self.history.append(record)
         if self.options.progress is not None:
@@ -222,30 +277,22 @@ class Run:
                 )
             )
 
-    async def _validate(self, initial: Variant) -> tuple[float | None, float | None]:
+    async def _validate(self, initial: Variant) -> HeldOut:
+        """Score the initial and the best prompt on the held-out cases, paired."""
         if not self.validation or self.best is None:
-            return None, None
-        scores: dict[int, float | None] = {}
+            return HeldOut()
+        per_case: dict[int, dict[int, float | None]] = {}
         sources = [initial] if self.best is initial else [initial, self.best]
         for source in sources:
-            shadow = Variant(source.id, source.round, source.strategy, source.prompt, source.parent)
+            shadow = Variant(source.id, source.round, source.strategy, source.spec, source.parent)
             await self.engine.score(
                 shadow, range(len(self.validation)), self.validation, split="validation"
             )
             self.validation_rows.extend(shadow.rows)
-            complete = len(shadow.rows) == len(self.validation)
-            values = [r.score for r in shadow.rows if r.score is not None]
-            mean = math.fsum(values) / len(values) if values else 0.0
-            scores[source.id] = mean if complete else None
-        return scores[self.best.id], scores[initial.id]
+            per_case[source.id] = {row.case: row.score for row in shadow.rows}
+        return held_out_stats(per_case[initial.id], per_case[self.best.id], len(self.validation))
 
-    def _result(
-        self,
-        stop: StopReason,
-        rounds: int,
-        validation_score: float | None,
-        initial_validation: float | None,
-    ) -> OptimizationResult:
+    def _result(self, stop: StopReason, rounds: int, held: HeldOut) -> OptimizationResult:
         assert self.best is not None
         initial = self.variants[0]
         train_rows = sorted(
@@ -255,6 +302,8 @@ class Run:
         validation_rows = sorted(self.validation_rows, key=lambda r: (r.variant, r.case))
         return OptimizationResult(
             best_prompt=self.best.prompt,
+            best_spec=self.best.spec,
+            template=self.options.template,
             score=self.best_score,
             initial_prompt=initial.prompt,
             initial_score=initial.mean() or 0.0,
@@ -262,17 +311,80 @@ class Run:
             calls=self.budget.calls,
             tokens=self.budget.tokens,
             failed_calls=self.budget.failed_calls,
+            retries=self.budget.retries,
+            cache_hits=self.budget.cache_hits,
             stop_reason=stop,
             search=self.options.search,
             elapsed_s=self.budget.elapsed(),
             best_variant=self.best.id,
-            validation_score=validation_score,
-            initial_validation_score=initial_validation,
+            validation_score=held.score,
+            initial_validation_score=held.initial_score,
+            validation_p_value=held.p_value,
+            validation_interval=held.interval,
+            validation_better=held.better,
+            validation_worse=held.worse,
+            selection_cases=len(self.cases),
+            validation_cases=len(self.validation),
             variants=tuple(_freeze(v) for v in self.variants),
             history=tuple(self.history),
             case_results=tuple(train_rows) + tuple(validation_rows),
             rejected_rewrites=tuple(self.rejected_rewrites),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """The held-out comparison of the best prompt with the initial one."""
+
+    score: float | None = None
+    initial_score: float | None = None
+    p_value: float | None = None
+    interval: tuple[float, float] | None = None
+    better: int = 0
+    worse: int = 0
+
+
+def held_out_stats(
+    initial: dict[int, float | None], best: dict[int, float | None], total: int
+) -> HeldOut:
+    """Means, the best's 95% interval and the exact paired sign test on held-out cases.
+
+    A mean is ``None`` unless every held-out case was attempted (the budget
+    may end first); failed cases are left out of means, as in selection. The
+    sign test counts the cases where the best prompt scored higher (``better``)
+    or lower (``worse``) than the initial one, over cases both scored.
+
+    >>> h = held_out_stats({0: 0.0, 1: 0.0, 2: 1.0, 3: 0.0}, {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}, 4)
+    >>> h.initial_score, h.score, h.better, h.worse, h.p_value
+    (0.25, 1.0, 3, 0, 0.25)
+    """
+
+    def mean(scores: dict[int, float | None]) -> float | None:
+        if len(scores) < total:
+            return None
+        values = [v for v in scores.values() if v is not None]
+        return math.fsum(values) / len(values) if values else 0.0
+
+    better = worse = 0
+    for case, before in initial.items():
+        after = best.get(case)
+        if before is not None and after is not None:
+            better += after > before
+            worse += after < before
+    best_values = [v for v in best.values() if v is not None]
+    interval = None
+    if best_values and len(best) == total:
+        _, low, high = mean_interval(best_values)
+        interval = (max(0.0, low), min(1.0, high))
+    score = mean(best)
+    return HeldOut(
+        score=score,
+        initial_score=mean(initial),
+        p_value=sign_test(better, worse) if score is not None else None,
+        interval=interval,
+        better=better,
+        worse=worse,
+    )
 
 
 def _freeze(variant: Variant) -> VariantRecord:
@@ -283,6 +395,10 @@ def _freeze(variant: Variant) -> VariantRecord:
         strategy=variant.strategy,
         prompt=variant.prompt,
         parent=variant.parent,
+        system=variant.spec.system,
+        demos=variant.spec.demos,
+        demo_style=variant.spec.demo_style if variant.spec.demos else None,
+        response_format=variant.spec.response_format,
         status=variant.status,
         score=variant.mean() if complete else None,
         partial_score=variant.mean(),

@@ -42,6 +42,7 @@ from tnsai_eval.optimizer._engine import (
 )
 from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
 from tnsai_eval.optimizer._records import CaseResult, StopReason
+from tnsai_eval.optimizer._variant import PromptVariant
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -269,7 +270,7 @@ async def ascore_prompt(
         template=template,
         on_case=report,
     )
-    variant = Variant(id=0, round=0, strategy="initial", prompt=prompt, parent=None)
+    variant = Variant(id=0, round=0, strategy="initial", spec=PromptVariant(prompt), parent=None)
     await engine.score(variant, range(len(checked)), checked)
     by_index = {row.case: CaseScore.from_result(row) for row in variant.rows}
     scored = tuple(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from tnsai_eval._util.enums import parse_member
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.optimizer._variant import Demo, examples_block
 
 __all__ = ["DEFAULT_STRATEGIES", "PromptStrategy", "suggest_strategies"]
 
@@ -37,7 +38,6 @@ _SUFFIXES: dict[str, str] = {
     "answer_only": "Reply with only the answer itself: no explanation, no full sentence.",
 }
 _ROLE_PREFIX = "You are a precise expert who answers correctly."
-_EXAMPLES_HEADER = "Examples:"
 
 
 class PromptStrategy(enum.Enum):
@@ -74,7 +74,9 @@ class PromptStrategy(enum.Enum):
 
         ``FEW_SHOT`` appends the first ``examples`` of ``cases`` as worked
         examples (``Input: ...`` / ``Output: ...``); with no cases it returns the
-        prompt unchanged. The other strategies ignore ``cases``.
+        prompt unchanged. The other strategies ignore ``cases``. (Inside the
+        optimizer, ``FEW_SHOT`` becomes a variant with inline ``Demo``s, so that
+        no case is scored with itself as an example.)
         """
         if not isinstance(prompt, str):
             raise ConfigError(f"prompt must be a str, got {type(prompt).__name__}")
@@ -84,7 +86,7 @@ class PromptStrategy(enum.Enum):
                 return prompt
             return f"{_ROLE_PREFIX}\n\n{base}" if base else _ROLE_PREFIX
         if self is PromptStrategy.FEW_SHOT:
-            block = _examples_block(cases[: max(0, examples)])
+            block = examples_block([Demo(c.input, c.expected) for c in cases[: max(0, examples)]])
             if not block or block in prompt:
                 return prompt
             return _append(base, block)
@@ -96,15 +98,6 @@ class PromptStrategy(enum.Enum):
 
 def _append(base: str, addition: str) -> str:
     return f"{base}\n\n{addition}" if base else addition
-
-
-def _examples_block(cases: Sequence[TestCase]) -> str:
-    if not cases:
-        return ""
-    lines = [_EXAMPLES_HEADER]
-    for case in cases:
-        lines.append(f"Input: {case.input.strip()}\nOutput: {case.expected.strip()}")
-    return "\n".join(lines)
 
 
 #: The candidates of the original module, the optimizer's default.

@@ -160,12 +160,15 @@ def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
 
 @pytest.fixture
 def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., RefinementResult]:
-    """``refine(draft, check=True, **overrides)`` -> ``RefinementResult``.
+    """``refine(draft, input=None, check=True, **overrides)`` -> ``RefinementResult``.
 
     Runs a ``RefinementLoop`` with the ``@refine_until`` criteria (``overrides``
-    take the mark's keywords) on the ``llm`` fixture. With ``check=True`` a
-    run that does not succeed fails the test with each iteration's failed
-    checks and the score progression.
+    take the mark's keywords, ``reply_parser=`` and ``json_schema=`` included)
+    on the ``llm`` fixture. ``draft`` is the first output checked, as it is (a
+    model's first attempt or the text to start from); ``input`` is what the
+    output is made from and is shown in every revision prompt. With
+    ``check=True`` a run that does not succeed fails the test with each
+    iteration's failed checks and the score progression.
     """
     from tnsai_eval.refinement import RefinementLoop
 
@@ -175,8 +178,12 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
     request.node.stash[REFINE_RUN_KEY] = run
     mark_spec = request.node.stash.get(REFINE_KEY, None)
 
-    def do_refine(draft: str, *, check: bool = True, **overrides: Any) -> RefinementResult:
+    def do_refine(
+        draft: str, *, input: str | None = None, check: bool = True, **overrides: Any
+    ) -> RefinementResult:
         session.touch()  # a row even if the criteria turn out to be wrong
+        if "reply_parser" in overrides and overrides["reply_parser"] is None:
+            overrides = {**overrides, "reply_parser": "none"}
         spec = _spec_with(mark_spec, overrides)
         loop = RefinementLoop(
             spec.task,
@@ -185,8 +192,9 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
             timeout=spec.timeout,
             stop_hook=spec.options.get("stop"),
             chat_params=spec.options.get("chat_params"),
+            reply_parser=spec.options.get("reply_parser", "auto"),
         )
-        result = loop.execute(client, draft)
+        result = loop.execute(client, draft, input=input)
         run.results.append(result)
         session.record_iterations(result.iteration_count)
         metric = _free_name(session, "refine_score")
@@ -277,6 +285,7 @@ class EvaluatePrompt(Protocol):
         min_score: float | None = ...,
         name: str | None = ...,
         case_threshold: float | None = ...,
+        constrain: bool | None = ...,
         **kwargs: Any,
     ) -> PromptEvaluation: ...
 
@@ -295,6 +304,13 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     worst cases; a case whose call failed always fails the test, after every
     other case has been scored; cases with no recorded reply fail it once,
     with the command that records them.
+
+    For a dataset (a name or a path) with a ``NAME.meta.json``, its evaluator
+    is used unless ``evaluator=`` is given (``sentiment``: label accuracy),
+    and ``constrain`` (default: the sidecar's, else ``False``) constrains the
+    replies to its labels with ``response_format``; left off, the prompt is
+    tested as production runs it. What was used is printed (shown with the
+    test's output).
     """
     session = _session(request)
     client = session.meter(llm)
@@ -308,11 +324,12 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         min_score: float | None = None,
         name: str | None = None,
         case_threshold: float | None = None,
+        constrain: bool | None = None,
         **options: Any,
     ) -> PromptEvaluation:
-        from tnsai_eval.datasets import load_cases
+        from tnsai_eval.datasets import DatasetMeta, load_cases, load_meta
         from tnsai_eval.errors import ConfigError
-        from tnsai_eval.optimizer import score_prompt
+        from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, labels_response_format, score_prompt
         from tnsai_eval.pytest._evaluate import (
             case_records,
             check_threshold,
@@ -337,6 +354,22 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         threshold = check_threshold(
             declared_threshold(cases) if case_threshold is None else case_threshold
         )
+        meta = load_meta(cases) if isinstance(cases, str | os.PathLike) else DatasetMeta()
+        if evaluator is None and meta.path is not None:
+            evaluator = meta.make_evaluator()
+            print(f"evaluate_prompt: {meta.describe()}")
+        if constrain is None:
+            constrain = meta.constrain
+        if constrain:
+            if not meta.labels:
+                raise pytest.UsageError(
+                    f"evaluate_prompt(constrain=True) needs a dataset with labels in its "
+                    f"NAME.meta.json; {cases!r} declares none"
+                )
+            params = dict(options.pop("params", None) or DEFAULT_CALL_PARAMS)
+            params["response_format"] = labels_response_format(meta.labels)
+            options["params"] = params
+            print(f"evaluate_prompt: replies constrained to {', '.join(meta.labels)}")
         text, file = load_prompt(prompt)
         loaded = load_cases(cases)
         result = score_prompt(client, text, loaded, evaluator=evaluator, **options)

@@ -13,7 +13,7 @@ argument (a pytest rule). The decorators always record their arguments.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,8 @@ _LOOP_ARGS: dict[str, str] = {
     "timeout": "seconds (> 0) or a timedelta",
     "stop": "a StopHook",
     "chat_params": "a mapping of model call parameters (max_tokens, temperature...)",
+    "reply_parser": "a function str -> str, None, or one of 'auto', 'first_json_block', "
+    "'first_code_block', 'strip_code_fence', 'none'",
 }
 
 
@@ -79,9 +81,15 @@ def refine_until(
     timeout: float | timedelta = 300.0,
     stop: StopHook | None = None,
     chat_params: Mapping[str, Any] | None = None,
+    reply_parser: Callable[[str], str] | str | None = "auto",
     **criteria: Any,
 ) -> pytest.MarkDecorator:
     """Mark a test that refines a draft until these completion criteria pass.
+
+    ``reply_parser`` is ``RefinementLoop``'s: by default (``"auto"``) the first
+    JSON block of each reply when ``valid_json``/``json_schema`` is asked for,
+    else the body of a reply that is one fenced block; a name
+    (``"first_code_block"``...), a function or ``None`` (replies verbatim).
 
     ``criteria`` are the options of ``tnsai_eval.refinement.CriteriaSpec``
     (``must_contain=``, ``valid_json=``, ``matches_pattern=``, ``word_count=``,
@@ -97,6 +105,9 @@ def refine_until(
     if unknown:  # a TypeError, as for any unknown keyword of a call
         raise TypeError(f"refine_until() got unknown criteria option(s) {unknown}")
     given = {"task": task, "stop": stop, "chat_params": chat_params, **criteria}
+    if reply_parser != "auto":
+        # None is a choice here (verbatim replies), so it is kept as the string "none".
+        given["reply_parser"] = "none" if reply_parser is None else reply_parser
     if max_iterations != 10:
         given["max_iterations"] = max_iterations
     if timeout != 300.0:
@@ -123,7 +134,7 @@ class RefineSpec:
     max_iterations: int
     timeout: timedelta
     criteria_spec: CriteriaSpec
-    options: Mapping[str, Any] = field(default_factory=dict)  # stop, chat_params
+    options: Mapping[str, Any] = field(default_factory=dict)  # stop, chat_params, reply_parser
     given: Mapping[str, Any] = field(default_factory=dict)  # the mark's keywords, as given
 
     def criteria(self, judge: Any) -> CompletionCriteria:
@@ -177,6 +188,13 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
         raise bad("stop")
     if "chat_params" in kw and not isinstance(kw["chat_params"], Mapping):
         raise bad("chat_params")
+    if "reply_parser" in kw:
+        from tnsai_eval.refinement import resolve_reply_parser
+
+        try:
+            resolve_reply_parser(kw["reply_parser"])
+        except ConfigError:
+            raise bad("reply_parser") from None
     try:
         spec = CriteriaSpec.from_options(**{k: v for k, v in kw.items() if k in OPTIONS})
         if not spec.has_checks:
@@ -187,7 +205,9 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
         spec.validate()  # the builder names a bad value now, before any model call
     except ConfigError as exc:
         raise MarkerError(f"@refine_until: {exc}") from None
-    loop_options: dict[str, Any] = {k: kw[k] for k in ("stop", "chat_params") if k in kw}
+    loop_options: dict[str, Any] = {
+        k: kw[k] for k in ("stop", "chat_params", "reply_parser") if k in kw
+    }
     return RefineSpec(task, max_iterations, timedelta(seconds=seconds), spec, loop_options, kw)
 
 

@@ -48,7 +48,14 @@ from tnsai_eval.refinement._criteria import CompletionCriteria, CompletionCriter
 from tnsai_eval.refinement._hooks import LoopState, StopHook
 from tnsai_eval.refinement._judge import parse_score
 from tnsai_eval.refinement._loop import RefinementLoop
-from tnsai_eval.refinement._prompt import first_code_block, revision_prompt, strip_code_fence
+from tnsai_eval.refinement._prompt import (
+    REPLY_PARSERS,
+    first_code_block,
+    first_json_block,
+    resolve_reply_parser,
+    revision_prompt,
+    strip_code_fence,
+)
 from tnsai_eval.refinement._result import (
     IterationRecord,
     RefinementMetrics,
@@ -58,6 +65,7 @@ from tnsai_eval.refinement._result import (
 from tnsai_eval.refinement._spec import CriteriaSpec
 
 __all__ = [
+    "REPLY_PARSERS",
     "Check",
     "CheckKind",
     "CheckOutcome",
@@ -73,7 +81,9 @@ __all__ = [
     "StopHook",
     "Verdict",
     "first_code_block",
+    "first_json_block",
     "parse_score",
+    "resolve_reply_parser",
     "revision_prompt",
     "strip_code_fence",
 ]

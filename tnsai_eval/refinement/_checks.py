@@ -11,8 +11,9 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tnsai_eval.errors import ConfigError
 
@@ -22,6 +23,7 @@ __all__ = [
     "CheckOutcome",
     "Verdict",
     "custom",
+    "json_schema",
     "matches_pattern",
     "min_lines",
     "must_contain",
@@ -99,12 +101,24 @@ class CheckOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One named check. ``run(output)`` never raises for a bad output."""
+    """One named check. ``run(output)`` never raises for a bad output.
+
+    ``raw``: the check reads the model's reply as it came, before the loop's
+    ``reply_parser`` took a code block out of it: a check that asks for a fence
+    (``must_contain("```python")``, a pattern with one) could never pass on the
+    parsed text. ``must_not_contain("```")`` reads the parsed text, which is
+    what the loop returns.
+    """
 
     name: str
     kind: CheckKind
     source: str
     run: Callable[[str], Verdict]
+    raw: bool = False
+
+
+def _about_fences(text: str) -> bool:
+    return "```" in text or "~~~" in text
 
 
 def _quoted(text: str, limit: int = 60) -> str:
@@ -120,7 +134,13 @@ def must_contain(text: str) -> Check:
             return Verdict(True)
         return Verdict(False, f"the output does not contain {_quoted(text)}")
 
-    return Check(f"must_contain({_quoted(text)})", CheckKind.DETERMINISTIC, "must_contain", run)
+    return Check(
+        f"must_contain({_quoted(text)})",
+        CheckKind.DETERMINISTIC,
+        "must_contain",
+        run,
+        raw=_about_fences(text),
+    )
 
 
 def must_not_contain(text: str) -> Check:
@@ -134,7 +154,10 @@ def must_not_contain(text: str) -> Check:
         return Verdict(False, f"the output contains {_quoted(text)} ({count} time(s)); remove it")
 
     return Check(
-        f"must_not_contain({_quoted(text)})", CheckKind.DETERMINISTIC, "must_not_contain", run
+        f"must_not_contain({_quoted(text)})",
+        CheckKind.DETERMINISTIC,
+        "must_not_contain",
+        run,
     )
 
 
@@ -162,6 +185,7 @@ def matches_pattern(pattern: str | re.Pattern[str]) -> Check:
         CheckKind.DETERMINISTIC,
         "matches_pattern",
         run,
+        raw=_about_fences(compiled.pattern),
     )
 
 
@@ -212,6 +236,54 @@ def valid_json() -> Check:
         return Verdict(True)
 
     return Check("valid_json", CheckKind.DETERMINISTIC, "valid_json", run)
+
+
+def json_schema(schema: Mapping[str, Any]) -> Check:
+    """The output is JSON valid against ``schema`` (checked with ``jsonschema``).
+
+    The schema itself is checked first: an invalid schema is a ``ConfigError``.
+    A failure lists up to three violations, each with its JSON path.
+    """
+    import jsonschema
+
+    if not isinstance(schema, Mapping):
+        raise ConfigError(f"json_schema expects a JSON schema (a mapping), got {schema!r}")
+    schema = dict(schema)
+    validator_class = jsonschema.validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ConfigError(f"json_schema: the schema is not valid: {exc.message}") from exc
+    validator = validator_class(schema)
+    title = schema.get("title")
+    shown = title if isinstance(title, str) and title else _schema_summary(schema)
+
+    def run(output: str) -> Verdict:
+        try:
+            value = json.loads(output)
+        except json.JSONDecodeError as exc:
+            return Verdict(
+                False,
+                f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+                "the output must be a JSON document and nothing else",
+            )
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return Verdict(True)
+        listed = "; ".join(f"{e.json_path}: {e.message}" for e in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        return Verdict(False, f"the JSON does not match the schema: {listed}{more}")
+
+    return Check(f"json_schema({shown})", CheckKind.DETERMINISTIC, "json_schema", run)
+
+
+def _schema_summary(schema: Mapping[str, Any]) -> str:
+    required = schema.get("required")
+    if isinstance(required, list) and required:
+        return (
+            "required: " + ", ".join(map(str, required[:4])) + ("..." if len(required) > 4 else "")
+        )
+    return str(schema.get("type", "any"))
 
 
 def custom(name: str, predicate: Callable[[str], bool], fail_message: str | None) -> Check:

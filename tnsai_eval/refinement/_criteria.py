@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import LLMClient
+from tnsai_eval.llm import LLMClient, json_schema_format
 from tnsai_eval.refinement import _checks
 from tnsai_eval.refinement._checks import Check, CheckKind, CheckOutcome, Verdict
 from tnsai_eval.refinement._commands import DEFAULT_COMMAND_TIMEOUT_S, command_check
@@ -46,10 +47,20 @@ class CompletionCriteria:
     run: each is reported as failed with ``skipped=True`` and a message saying
     so, which saves judge tokens on outputs that must change anyway. Set
     ``llm_checks_always()`` on the builder to run them regardless.
+
+    ``response_format`` is what revision calls may be constrained with (set
+    by ``json_schema(schema)``: the loop passes it where the client takes it).
     """
 
-    def __init__(self, checks: Iterable[Check], *, llm_checks_always: bool = False) -> None:
+    def __init__(
+        self,
+        checks: Iterable[Check],
+        *,
+        llm_checks_always: bool = False,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> None:
         self._checks = tuple(checks)
+        self.response_format = dict(response_format) if response_format is not None else None
         if not self._checks:
             raise ConfigError("CompletionCriteria needs at least one check; none was added")
         seen: set[str] = set()
@@ -75,10 +86,21 @@ class CompletionCriteria:
         names = ", ".join(check.name for check in self._checks)
         return f"CompletionCriteria([{names}], llm_checks_always={self.llm_checks_always})"
 
-    def evaluate(self, output: str) -> list[CheckOutcome]:
-        """Run every check on ``output``; outcomes in declaration order."""
+    @property
+    def wants_json(self) -> bool:
+        """Whether a check asks for JSON (``valid_json`` or ``json_schema``)."""
+        return any(check.source in ("valid_json", "json_schema") for check in self._checks)
+
+    def evaluate(self, output: str, *, raw: str | None = None) -> list[CheckOutcome]:
+        """Run every check on ``output``; outcomes in declaration order.
+
+        ``raw`` is the reply before a reply parser extracted ``output`` from it;
+        the checks that ask for fences (``Check.raw``) read it instead.
+        """
         if not isinstance(output, str):
             raise ConfigError(f"evaluate expects the output as a str, got {type(output).__name__}")
+        if raw is None:
+            raw = output
         order = sorted(range(len(self._checks)), key=lambda i: self._checks[i].kind.cost_rank)
         outcomes: dict[int, CheckOutcome] = {}
         for index in order:
@@ -92,7 +114,7 @@ class CompletionCriteria:
                 if failing:
                     outcomes[index] = _skipped(check, failing)
                     continue
-            outcomes[index] = _run(check, output)
+            outcomes[index] = _run(check, raw if check.raw else output)
         return [outcomes[i] for i in range(len(self._checks))]
 
     def score(self, output_or_outcomes: str | Sequence[CheckOutcome]) -> float:
@@ -150,6 +172,7 @@ class CompletionCriteriaBuilder:
         self._checks: list[Check] = []
         self._llm: LLMClient | None = None
         self._llm_checks_always = False
+        self._response_format: dict[str, Any] | None = None
 
     def _add(self, check: Check) -> CompletionCriteriaBuilder:
         self._checks.append(check)
@@ -252,6 +275,23 @@ class CompletionCriteriaBuilder:
         """The whole output parses as JSON (surrounding whitespace allowed)."""
         return self._add(_checks.valid_json())
 
+    def json_schema(self, schema: Mapping[str, Any]) -> CompletionCriteriaBuilder:
+        """The output is JSON valid against ``schema`` (validated with ``jsonschema``).
+
+        Revision calls are also constrained to the schema (``response_format``)
+        where the client supports it (``LocalLLM``, ``OpenAIClient``), so even
+        a small model can only reply with JSON of that shape.
+
+        >>> schema = {"type": "object", "required": ["name"]}
+        >>> criteria = CompletionCriteria.builder().json_schema(schema).build()
+        >>> criteria.evaluate('{"age": 3}')[0].message
+        "the JSON does not match the schema: $: 'name' is a required property"
+        """
+        self._add(_checks.json_schema(schema))
+        if self._response_format is None:
+            self._response_format = json_schema_format(schema, "output")
+        return self
+
     def custom_check(
         self, name: str, predicate: Callable[[str], bool], fail_message: str | None = None
     ) -> CompletionCriteriaBuilder:
@@ -266,14 +306,34 @@ class CompletionCriteriaBuilder:
         self._llm = client
         return self
 
-    def llm_check(self, question: str, threshold: float = 0.7) -> CompletionCriteriaBuilder:
-        """The judge scores the output 0-100 against ``question``; passes at >= threshold."""
+    def llm_check(
+        self,
+        question: str,
+        threshold: float = 0.7,
+        *,
+        good: Sequence[str] = (),
+        bad: Sequence[str] = (),
+    ) -> CompletionCriteriaBuilder:
+        """The judge scores the output in [0, 1] against ``question``; passes at >= threshold.
+
+        With ``good=`` and ``bad=`` example texts the threshold is calibrated
+        instead: set where the judge's scores best separate them (graded once,
+        on first use). The score comes from the judge's Yes/No log-probabilities
+        where the client has them, else a JSON score, else a ``SCORE:`` line;
+        the check message says which.
+
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> criteria = (CompletionCriteria.builder().with_llm(ScriptedLLM(default="SCORE: 90"))
+        ...             .llm_check("Is it polite?", 0.8).build())
+        >>> criteria.evaluate("Thank you!")[0].message
+        'judge score 0.90 >= threshold 0.80 [score_line]'
+        """
         if self._llm is None:
             raise ConfigError(
                 f"llm_check({question!r}) needs a judge model: call .with_llm(client) "
                 "before .llm_check(...)"
             )
-        return self._add(judge_check(self._llm, question, threshold))
+        return self._add(judge_check(self._llm, question, threshold, good=good, bad=bad))
 
     def llm_checks_always(self, enabled: bool = True) -> CompletionCriteriaBuilder:
         """Run ``llm_check`` checks even while a cheaper check fails (default: skip them)."""
@@ -282,4 +342,8 @@ class CompletionCriteriaBuilder:
 
     def build(self) -> CompletionCriteria:
         """The criteria with the checks added so far (at least one)."""
-        return CompletionCriteria(self._checks, llm_checks_always=self._llm_checks_always)
+        return CompletionCriteria(
+            self._checks,
+            llm_checks_always=self._llm_checks_always,
+            response_format=self._response_format,
+        )

@@ -1,37 +1,49 @@
 """``llm_check``: a judge model scores the output against a question.
 
-The judge is asked to end its reply with ``SCORE: <0-100>``. The score is read
-tolerantly, because small models decorate it: ``Score: 85``, ``SCORE: 85/100``,
-``**SCORE:** 85.5``, ``score = 7/10`` (a denominator, when given, is honoured).
-When the reply holds several, the last one counts (models often restate the
-instruction first). The value is divided by 100 (or its denominator), clamped
-to [0, 1] and compared with the threshold. A reply with no score fails the
-check; a judge call that raises fails the check with the error as its message.
+The grading itself is the library's one judge (``tnsai_eval._judge.Judge``):
+on clients that expose log-probabilities (``LocalLLM``, ``OpenAIClient``) the
+score is P(yes) / (P(yes) + P(no)) of a one-token Yes/No answer; else a JSON
+``{"score", "reason"}`` reply constrained by ``response_format``; else a
+``SCORE: N`` line, read tolerantly (``Score: 85``, ``SCORE: 85/100``,
+``**SCORE:** 85.5``; the last one counts). The check message says which was
+used, the score, the threshold and the judge's reason when it gave one.
+
+The threshold is either given (a share in [0, 1]) or calibrated: with
+``good=`` and ``bad=`` example texts, the judge grades them once (on first
+use) and the threshold is set where it best separates them. A small model's
+Yes share crowds into a narrow band (SmolLM2-135M: polite texts 0.25-0.51,
+rude 0.13-0.32), so an absolute threshold would fail everything; a few
+labelled examples place the threshold where that model draws the line.
+
+A reply with no score fails the check; a judge call that raises fails the
+check with the error as its message.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+
 from tnsai_eval._util.scores import parse_score
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import LLMClient, call_tokens
+from tnsai_eval.llm import LLMClient
+from tnsai_eval.llm._judge import Judge, JudgeCalibration
 from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
 
 __all__ = ["judge_check", "parse_score"]
 
-_JUDGE_PROMPT = """You are a strict reviewer. Judge the text below against this question:
-
-{question}
-
-<<<TEXT
-{output}
-TEXT>>>
-
-Explain your judgement in one or two sentences, then end with a line of the form
-SCORE: N
-where N is a number from 0 (does not satisfy it at all) to 100 (fully satisfies it)."""
+_REPLY_CHARS = 300
 
 
-def judge_check(client: LLMClient, question: str, threshold: float) -> Check:
+def judge_check(
+    client: LLMClient,
+    question: str,
+    threshold: float,
+    *,
+    good: Sequence[str] = (),
+    bad: Sequence[str] = (),
+    method: str = "auto",
+) -> Check:
     """The ``llm_check`` check: ``client`` scores outputs against ``question``."""
     if not isinstance(question, str) or not question.strip():
         raise ConfigError(f"llm_check needs a non-empty question, got {question!r}")
@@ -41,29 +53,50 @@ def judge_check(client: LLMClient, question: str, threshold: float) -> Check:
         raise ConfigError(
             f"llm_check threshold must be in [0, 1] (a share, not a percentage), got {threshold!r}"
         )
+    good, bad = tuple(good), tuple(bad)
+    if (good or bad) and not (good and bad):
+        raise ConfigError(
+            f"llm_check calibration needs both good= and bad= examples, got {len(good)} good "
+            f"and {len(bad)} bad"
+        )
+    judge = Judge(client, method=method)
+    calibrated: list[JudgeCalibration] = []
+    lock = threading.Lock()
+
+    def current_threshold() -> tuple[float, str]:
+        if not good:
+            return float(threshold), ""
+        with lock:
+            if not calibrated:
+                calibrated.append(judge.calibrate(question, good, bad))
+        fit = calibrated[0]
+        return fit.threshold, f" (calibrated on {len(good)} good and {len(bad)} bad examples)"
 
     def run(output: str) -> Verdict:
-        prompt = _JUDGE_PROMPT.format(question=question, output=output)
         try:
-            completion = client.chat(prompt)
+            limit, how = current_threshold()
+            result = judge.grade(question, output)
         except Exception as exc:
             return Verdict(False, f"the judge call failed: {type(exc).__name__}: {exc}")
-        reply = completion.text
-        tokens = call_tokens(completion, prompt)
-        score = parse_score(reply)
-        if score is None:
-            return Verdict(
-                False,
-                f"the judge's reply has no 'SCORE: N' line: {reply.strip()[-300:]!r}",
-                tokens=tokens,
-            )
-        passed = score >= threshold
+        if result.score is None:
+            if result.method.value == "score_line":
+                detail = f"the judge's reply has no 'SCORE: N' line: {_tail(result.reply)!r}"
+            else:
+                detail = f"the judge gave no score ({result.method.value}): {result.reason}"
+            return Verdict(False, detail, tokens=result.tokens)
+        passed = result.score >= limit
         relation = ">=" if passed else "<"
+        reason = f": {result.reason}" if result.reason else ""
         return Verdict(
             passed,
-            f"judge score {score:.2f} {relation} threshold {threshold:.2f}: {reply.strip()[-300:]}",
-            score=score,
-            tokens=tokens,
+            f"judge score {result.score:.2f} {relation} threshold {limit:.2f}{how} "
+            f"[{result.method.value}]{reason}",
+            score=result.score,
+            tokens=result.tokens,
         )
 
     return Check(f"llm_check({question!r})", CheckKind.LLM, "llm_check", run)
+
+
+def _tail(reply: str) -> str:
+    return reply.strip()[-_REPLY_CHARS:]

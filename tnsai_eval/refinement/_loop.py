@@ -13,7 +13,12 @@ from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Completion, call_tokens
 from tnsai_eval.refinement._criteria import CompletionCriteria, share_passed
 from tnsai_eval.refinement._hooks import LoopState, StopHook
-from tnsai_eval.refinement._prompt import revision_prompt, strip_code_fence
+from tnsai_eval.refinement._prompt import (
+    first_json_block,
+    resolve_reply_parser,
+    revision_prompt,
+    strip_code_fence,
+)
 from tnsai_eval.refinement._result import (
     IterationRecord,
     RefinementMetrics,
@@ -29,6 +34,7 @@ ProgressCallback = Callable[[IterationRecord], None]
 @dataclass(frozen=True, slots=True)
 class _Reply:
     text: str
+    raw: str
     tokens: int
     estimated: bool
     latency_s: float
@@ -49,7 +55,10 @@ class RefinementLoop:
        **ERROR** when that call raises (the last output is kept).
 
     After ``max_iterations`` checked outputs without success the status is
-    **MAX_ITERATIONS** and the last revision is returned unchecked.
+    **MAX_ITERATIONS** and the last revision is returned unchecked. A revision
+    that repeats an output already checked ends the loop at once with
+    **STOPPED** (the reason names both iterations): it would fail the same
+    checks again, and at temperature 0 every later revision would repeat too.
 
     ``agent_or_llm`` is an LLM client (``chat`` returns a ``Completion``; token
     usage is taken from it when nonzero, else estimated) or an agent such as
@@ -58,11 +67,19 @@ class RefinementLoop:
     (``max_tokens``, ``temperature``...) go to every revision call as keyword
     arguments, so leave them empty for an agent (its ``chat`` takes the
     message only; give the agent its own parameters).
-    Each reply goes through ``reply_parser`` before it is checked: by default
-    ``strip_code_fence``, which unwraps a reply that is, as a whole, one
-    markdown fenced block (small models wrap JSON in ```json even when told
-    not to) and keeps any other reply verbatim; ``first_code_block`` also drops
-    chatter around a block; ``None`` keeps every reply verbatim. ``progress``
+    Each reply goes through ``reply_parser`` before it is checked. The default,
+    ``"auto"``, is ``first_json_block`` when the criteria ask for JSON
+    (``valid_json``, ``json_schema``: the first JSON document in the reply,
+    from a fenced block or from prose) and ``strip_code_fence`` otherwise
+    (unwraps a reply that is, as a whole, one fenced block; small models wrap
+    output in ```json even when told not to); ``first_code_block`` keeps the
+    first block and drops chatter around it; ``None`` keeps every reply
+    verbatim; any function ``str -> str`` works. A check that asks for a fence
+    (``must_contain("```python")``) reads the reply before parsing, so a parser
+    never makes the task impossible. When the criteria carry a
+    ``response_format`` (``json_schema``), revision calls to an LLM client are
+    constrained with it; a client that does not take it is called without.
+    ``progress``
     is called with each ``IterationRecord`` as it completes. ``clock``
     (monotonic seconds) exists for tests.
 
@@ -84,7 +101,7 @@ class RefinementLoop:
         *,
         progress: ProgressCallback | None = None,
         chat_params: Mapping[str, Any] | None = None,
-        reply_parser: Callable[[str], str] | None = strip_code_fence,
+        reply_parser: Callable[[str], str] | str | None = "auto",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not isinstance(task, str) or not task.strip():
@@ -112,11 +129,11 @@ class RefinementLoop:
         self.stop_hook = stop_hook
         self.progress = progress
         self.chat_params = dict(chat_params or {})
-        if reply_parser is not None and not callable(reply_parser):
-            raise ConfigError(
-                f"reply_parser must be a function str -> str or None, got {reply_parser!r}"
-            )
-        self.reply_parser = reply_parser
+        parser = resolve_reply_parser(reply_parser)
+        if parser == "auto":
+            parser = first_json_block if completion_criteria.wants_json else strip_code_fence
+        assert not isinstance(parser, str)
+        self.reply_parser: Callable[[str], str] | None = parser
         self._clock = clock
 
     def __repr__(self) -> str:
@@ -125,24 +142,37 @@ class RefinementLoop:
             f"timeout={self.timeout}, stop_hook={self.stop_hook!r})"
         )
 
-    def execute(self, agent_or_llm: Any, draft: str) -> RefinementResult:
-        """Refine ``draft`` with ``agent_or_llm``; never raises for a failed call."""
+    def execute(
+        self, agent_or_llm: Any, draft: str, *, input: str | None = None
+    ) -> RefinementResult:
+        """Refine ``draft`` with ``agent_or_llm``; never raises for a failed call.
+
+        ``draft`` is the first output to check, as it stands (a model's first
+        attempt, or any text to start from); it is not parsed. ``input`` is what
+        the output is made from (the source text, the user's request): each
+        revision prompt shows it beside the task.
+        """
         if not callable(getattr(agent_or_llm, "chat", None)):
             raise ConfigError(
                 f"execute expects an LLM client or an agent with chat(), got {agent_or_llm!r}"
             )
         if not isinstance(draft, str):
             raise ConfigError(f"draft must be a str, got {type(draft).__name__}")
-        run = _Run(self, agent_or_llm)
+        if input is not None and not isinstance(input, str):
+            raise ConfigError(f"input must be a str or None, got {type(input).__name__}")
+        run = _Run(self, agent_or_llm, input)
         return run.execute(draft)
 
 
 class _Run:
     """The mutable state of one ``execute`` call."""
 
-    def __init__(self, loop: RefinementLoop, target: Any) -> None:
+    def __init__(self, loop: RefinementLoop, target: Any, input: str | None) -> None:
         self.loop = loop
         self.target = target
+        self.input = input
+        # Dropped for good once the target refuses the parameter (an agent, a fake).
+        self.response_format = loop.completion_criteria.response_format
         self.started = loop._clock()
         self.records: list[IterationRecord] = []
         self.tokens = 0
@@ -150,21 +180,27 @@ class _Run:
 
     def execute(self, draft: str) -> RefinementResult:
         loop = self.loop
-        current = draft
+        current = raw = draft
         for iteration in range(1, loop.max_iterations + 1):
             if loop._clock() - self.started >= loop.timeout.total_seconds():
                 return self._finish(
                     current, RefinementStatus.TIMEOUT, f"the timeout of {loop.timeout} elapsed"
                 )
+            earlier = [r.output for r in self.records]
+            if current in earlier:
+                first = earlier.index(current) + 1
+                return self._finish(
+                    current,
+                    RefinementStatus.STOPPED,
+                    f"revision {iteration - 1} repeats the output checked at iteration "
+                    f"{first}, which failed; further revisions would repeat it too",
+                )
             checks_started = time.perf_counter()
-            outcomes = tuple(loop.completion_criteria.evaluate(current))
+            outcomes = tuple(loop.completion_criteria.evaluate(current, raw=raw))
             checks_duration = time.perf_counter() - checks_started
             score = share_passed(outcomes)
-            earlier = [r.output for r in self.records]
-            repeated = current in earlier
-            improved = (
-                bool(self.records) and not repeated and score > max(r.score for r in self.records)
-            )
+            repeated = False
+            improved = bool(self.records) and score > max(r.score for r in self.records)
             check_tokens = sum(o.tokens for o in outcomes)
             record = IterationRecord(
                 iteration=iteration,
@@ -187,7 +223,7 @@ class _Run:
                 return self._finish(
                     current, RefinementStatus.STOPPED, f"stop hook {loop.stop_hook.name} fired"
                 )
-            prompt = revision_prompt(loop.task, current, outcomes)
+            prompt = revision_prompt(loop.task, current, outcomes, input=self.input)
             try:
                 reply = self._call(prompt)
             except Exception as exc:
@@ -201,7 +237,7 @@ class _Run:
             self.tokens += reply.tokens
             self.estimated = self.estimated or reply.estimated
             self._record(_with_revision(record, reply))
-            current = reply.text
+            current, raw = reply.text, reply.raw
         return self._finish(
             current,
             RefinementStatus.MAX_ITERATIONS,
@@ -228,8 +264,19 @@ class _Run:
     def _call(self, prompt: str) -> _Reply:
         started = time.perf_counter()
         params = self.loop.chat_params
-        # An agent's chat takes the message only: pass parameters only when asked.
-        answer = self.target.chat(prompt, **params) if params else self.target.chat(prompt)
+        answer: Any = None
+        if self.response_format is not None:
+            try:
+                answer = self.target.chat(prompt, **params, response_format=self.response_format)
+            except (TypeError, ConfigError) as exc:
+                # An agent (chat(message) only) or a client without structured
+                # output: revise unconstrained from now on.
+                if "response_format" not in str(exc):
+                    raise
+                self.response_format = None
+        if answer is None:
+            # An agent's chat takes the message only: pass parameters only when asked.
+            answer = self.target.chat(prompt, **params) if params else self.target.chat(prompt)
         latency = time.perf_counter() - started
         if isinstance(answer, str):  # an agent's reply: no usage reported
             answer = Completion(text=answer)
@@ -238,11 +285,11 @@ class _Run:
                 f"chat() returned {type(answer).__name__}; expected a Completion (LLM client) "
                 "or a str (agent)"
             )
-        text = answer.text
+        text = raw = answer.text
         if self.loop.reply_parser is not None:
             text = self.loop.reply_parser(text)
         estimated = answer.usage.total_tokens <= 0
-        return _Reply(text, call_tokens(answer, prompt), estimated, latency)
+        return _Reply(text, raw, call_tokens(answer, prompt), estimated, latency)
 
     def _finish(
         self,

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement._checks import CheckOutcome
 
-__all__ = ["first_code_block", "revision_prompt", "strip_code_fence"]
+__all__ = [
+    "REPLY_PARSERS",
+    "first_code_block",
+    "first_json_block",
+    "resolve_reply_parser",
+    "revision_prompt",
+    "strip_code_fence",
+]
+
+# How many opening brackets first_json_block tries as the start of a JSON value.
+_JSON_STARTS = 20
 
 # The whole reply is one fenced block: an opening fence (``` or ~~~ with an
 # optional language), the body, the same fence, and only whitespace around.
@@ -96,6 +108,79 @@ def _fence_of(line: str) -> str | None:
     return line[:end]
 
 
+def first_json_block(reply: str) -> str:
+    """The first JSON document in ``reply``; ``reply`` when it holds none.
+
+    The default ``reply_parser`` when the criteria ask for JSON
+    (``valid_json``, ``json_schema``). Tried in order: the whole reply; the
+    first fenced block whose body is JSON; the first ``{`` or ``[`` (of the
+    first 20) where a JSON value starts. SmolLM2-135M asked for JSON answers
+    with several fenced blocks and chatter between them; this keeps the first.
+
+    >>> first_json_block('Sure! ```json\\n{"a": 1}\\n``` and ```json\\n{"b": 2}\\n```')
+    '{"a": 1}'
+    >>> first_json_block('The record is {"name": "Alice"}. Hope it helps!')
+    '{"name": "Alice"}'
+    >>> first_json_block("no JSON here")
+    'no JSON here'
+    """
+    if _is_json(reply):
+        return reply.strip()
+    # The first few blocks, each found in linear time (first_code_block).
+    rest = reply
+    for _ in range(_JSON_STARTS):
+        body = first_code_block(rest)
+        if body is rest:
+            break
+        if _is_json(body):
+            return body.strip()
+        rest = rest[rest.find(body) + len(body) :]
+    decoder = json.JSONDecoder()
+    starts = (i for i, ch in enumerate(reply) if ch in "{[")
+    for _, start in zip(range(_JSON_STARTS), starts, strict=False):
+        try:
+            _, end = decoder.raw_decode(reply, start)
+        except json.JSONDecodeError:
+            continue
+        return reply[start:end]
+    return reply
+
+
+#: The reply parsers that the marker, ``refine()`` and the CLI name.
+REPLY_PARSERS: dict[str, Callable[[str], str] | None] = {}
+
+
+def resolve_reply_parser(
+    value: str | Callable[[str], str] | None,
+) -> str | Callable[[str], str] | None:
+    """A ``reply_parser`` option as ``RefinementLoop`` takes it.
+
+    A callable is kept; ``None`` or ``"none"`` keeps replies verbatim;
+    ``"auto"`` lets the loop choose (``first_json_block`` when the criteria ask
+    for JSON, else ``strip_code_fence``); ``"first_code_block"``,
+    ``"first_json_block"`` and ``"strip_code_fence"`` name those functions.
+
+    >>> resolve_reply_parser("first_code_block") is first_code_block
+    True
+    """
+    if value is None or callable(value):
+        return value
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str) and value in REPLY_PARSERS:
+        return REPLY_PARSERS[value]
+    names = ", ".join(["auto", *REPLY_PARSERS])
+    raise ConfigError(f"reply_parser must be a function, None or one of {names}; got {value!r}")
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
 def _bullet(outcome: CheckOutcome) -> str:
     message = outcome.message.strip()
     if not message:
@@ -106,8 +191,15 @@ def _bullet(outcome: CheckOutcome) -> str:
     return "\n".join(lines)
 
 
-def revision_prompt(task: str, output: str, outcomes: Sequence[CheckOutcome]) -> str:
-    """The one user message asking the model for a revision."""
+def revision_prompt(
+    task: str, output: str, outcomes: Sequence[CheckOutcome], *, input: str | None = None
+) -> str:
+    """The one user message asking the model for a revision.
+
+    ``input`` is what the output was made from (``refine(draft, input=...)``):
+    without it, a model asked to fix "the customer as JSON" cannot know the
+    customer's name.
+    """
     failed = [o for o in outcomes if not o.passed]
     passed = [o for o in outcomes if o.passed]
     parts = [
@@ -116,6 +208,10 @@ def revision_prompt(task: str, output: str, outcomes: Sequence[CheckOutcome]) ->
         "## Task",
         task.strip(),
         "",
+    ]
+    if input is not None and input.strip():
+        parts += ["## Input", "<<<INPUT", input, "INPUT>>>", ""]
+    parts += [
         "## Current output",
         "<<<OUTPUT",
         output,
@@ -133,3 +229,13 @@ def revision_prompt(task: str, output: str, outcomes: Sequence[CheckOutcome]) ->
         "preamble, no markdown code fences, no <<<OUTPUT markers.",
     ]
     return "\n".join(parts)
+
+
+REPLY_PARSERS.update(
+    {
+        "none": None,
+        "first_code_block": first_code_block,
+        "first_json_block": first_json_block,
+        "strip_code_fence": strip_code_fence,
+    }
+)

@@ -43,6 +43,7 @@ OPTIONS: Mapping[str, str] = MappingProxyType(
         "must_not_contain": "a str or a list of str",
         "matches_pattern": "a regex (str or compiled) or a list of them",
         "valid_json": "a bool",
+        "json_schema": "a JSON schema (a dict)",
         "word_count": "an int (minimum) or a (min, max) pair",
         "min_lines": "an int",
         "compiler_check": "a shell command str or a list of them",
@@ -70,6 +71,7 @@ class CriteriaSpec:
     must_not_contain: tuple[str, ...] = ()
     matches_pattern: tuple[str | re.Pattern[str], ...] = ()
     valid_json: bool = False
+    json_schema: Mapping[str, Any] | None = None
     word_count: tuple[int, int | None] | None = None
     min_lines: int | None = None
     compiler_check: tuple[str, ...] = ()
@@ -102,6 +104,10 @@ class CriteriaSpec:
             if not isinstance(given["valid_json"], bool):
                 raise _bad("valid_json", given["valid_json"])
             spec["valid_json"] = given["valid_json"]
+        if "json_schema" in given:
+            if not isinstance(given["json_schema"], Mapping):
+                raise _bad("json_schema", given["json_schema"])
+            spec["json_schema"] = MappingProxyType(dict(given["json_schema"]))
         if "word_count" in given:
             spec["word_count"] = _pair("word_count", given["word_count"], int, None)
         if "min_lines" in given:
@@ -144,6 +150,8 @@ class CriteriaSpec:
             builder.matches_pattern(pattern)
         if self.valid_json:
             builder.valid_json()
+        if self.json_schema is not None:
+            builder.json_schema(dict(self.json_schema))
         if self.word_count is not None:
             builder.word_count(*self.word_count)
         if self.min_lines is not None:

@@ -1,0 +1,181 @@
+"""The one judge: which method it uses, how it falls back, calibration, and llm_check on it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from tnsai_eval.errors import ClientRequestError, ConfigError
+from tnsai_eval.llm import (
+    Completion,
+    Judge,
+    JudgeCalibration,
+    JudgeMethod,
+    LocalLLM,
+    Message,
+    TokenLogprob,
+    fit_threshold,
+)
+from tnsai_eval.optimizer import LLMJudgeEvaluator
+from tnsai_eval.refinement import CompletionCriteria
+from tnsai_eval.testing import ScriptedLLM
+
+
+def yes_no(p_yes: float, p_no: float, first: str = "Yes") -> Completion:
+    """A one-token reply with the log-probabilities a server would send."""
+    top = (("Yes", math.log(p_yes)), ("No", math.log(p_no)), ("Maybe", math.log(0.01)))
+    return Completion(first, logprobs=(TokenLogprob(first, dict(top)[first], top),))
+
+
+def test_the_yes_share_of_the_first_token_is_the_score() -> None:
+    llm = ScriptedLLM([yes_no(0.3, 0.1, first="Yes")])
+    result = Judge(llm, method="logprobs").grade("Is it polite?", "Thanks!")
+    assert result.score == pytest.approx(0.75)
+    assert result.method is JudgeMethod.LOGPROBS
+    [call] = llm.calls
+    assert call.params == {
+        "temperature": 0.0,
+        "max_tokens": 1,
+        "logprobs": True,
+        "top_logprobs": 10,
+    }
+    assert call.messages[0] == Message("system", "You judge texts. Answer only Yes or No.")
+    assert call.messages[1].content == "Is it polite? The text:\n\nThanks!"
+
+
+def test_tokens_with_spaces_and_case_count_too() -> None:
+    top = ((" yes", math.log(0.2)), ("NO", math.log(0.2)), (" No", math.log(0.4)))
+    reply = Completion("NO", logprobs=(TokenLogprob("NO", math.log(0.2), top),))
+    result = Judge(ScriptedLLM([reply]), method="logprobs").grade("q?", "t")
+    assert result.score == pytest.approx(0.2 / 0.8)
+
+
+def test_auto_falls_through_logprobs_then_json_then_the_score_line() -> None:
+    class NoExtras:
+        """A client like a server without logprobs or structured output."""
+
+        inner = ScriptedLLM(["plain text, no logprobs", "not json", "Fine.\nSCORE: 40"])
+
+        def chat(self, messages: Any, **params: Any) -> Completion:
+            return self.inner.chat(messages, **params)
+
+    # Treated like a real client (auto starts at logprobs) through .inner
+    # would stop at ScriptedLLM; force the full chain instead.
+    judge = Judge(NoExtras(), method="auto")
+    judge.methods = [JudgeMethod.LOGPROBS, JudgeMethod.JSON_SCHEMA, JudgeMethod.SCORE_LINE]
+    result = judge.grade("Is it polite?", "Thanks!")
+    assert (result.score, result.method, result.reason) == (0.4, JudgeMethod.SCORE_LINE, "Fine.")
+    sent = NoExtras.inner.calls
+    assert [bool(c.params.get("logprobs")) for c in sent] == [True, False, False]
+    assert "response_format" in sent[1].params
+    # Each method that gave no score is tried again next time (it was not refused).
+    assert judge.methods == [JudgeMethod.LOGPROBS, JudgeMethod.JSON_SCHEMA, JudgeMethod.SCORE_LINE]
+
+
+def test_a_refused_method_is_dropped_for_good() -> None:
+    refusal = ClientRequestError("the server rejected response_format", status=400)
+    llm = ScriptedLLM([ConfigError("logprobs not supported"), refusal, "SCORE: 90", "SCORE: 80"])
+    judge = Judge(llm)
+    judge.methods = [JudgeMethod.LOGPROBS, JudgeMethod.JSON_SCHEMA, JudgeMethod.SCORE_LINE]
+    assert judge.grade("q?", "a").score == 0.9
+    assert judge.methods == [JudgeMethod.SCORE_LINE]
+    assert judge.grade("q?", "b").score == 0.8
+    assert len(llm.calls) == 4
+
+
+def test_a_json_score_keeps_its_reason() -> None:
+    llm = ScriptedLLM(['{"reason": "warm and thankful", "score": 85}'])
+    result = Judge(llm, method="json_schema").grade("Is it polite?", "Thanks!")
+    assert (result.score, result.reason) == (0.85, "warm and thankful")
+    schema = llm.calls[0].params["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["reason", "score"]
+    assert result.describe() == "score 0.85 (json_schema): warm and thankful"
+
+
+def test_a_failed_call_on_the_last_method_is_raised() -> None:
+    with pytest.raises(RuntimeError, match="down"):
+        Judge(ScriptedLLM([RuntimeError("down")])).grade("q?", "t")
+
+
+def test_auto_picks_by_client() -> None:
+    assert Judge(ScriptedLLM()).methods == [JudgeMethod.SCORE_LINE]
+    with pytest.raises(ConfigError, match="'vibes'"):
+        Judge(ScriptedLLM(), method="vibes")
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "threshold"),
+    [
+        ([0.5, 0.45], [0.3, 0.2], 0.375),
+        ([0.9], [0.1], 0.5),
+        # Overlapping: 0.2 and 0.5 both get 3 of 4 right and are equally near
+        # the centre of the means (0.35); the lower one wins.
+        ([0.3, 0.6], [0.4, 0.1], 0.2),
+    ],
+)
+def test_fit_threshold(good: list[float], bad: list[float], threshold: float) -> None:
+    assert fit_threshold(good, bad) == pytest.approx(threshold)
+
+
+def test_fit_threshold_needs_both_kinds() -> None:
+    with pytest.raises(ConfigError, match="at least one good and one bad"):
+        fit_threshold([0.5], [])
+
+
+def test_llm_check_calibrates_once_and_says_how_it_scored() -> None:
+    shares = {"kind": (0.30, 0.70), "nice": (0.28, 0.72), "rude": (0.10, 0.9), "mean": (0.12, 0.88)}
+    shares |= {"thanks": (0.25, 0.75), "idiot": (0.15, 0.85)}
+
+    def reply(messages: list[Message], params: dict[str, Any]) -> Completion:
+        return yes_no(*shares[messages[-1].content.rsplit("\n", 1)[-1]])
+
+    class Logprobs:  # a client with log-probabilities, seen through .inner like a wrapper
+        inner = LocalLLM.__new__(LocalLLM)
+
+        def __init__(self) -> None:
+            self.fake = ScriptedLLM(fn=reply)
+
+        def chat(self, messages: Any, **params: Any) -> Completion:
+            return self.fake.chat(messages, **params)
+
+    client = Logprobs()
+    criteria = (
+        CompletionCriteria.builder()
+        .with_llm(client)
+        .llm_check("Is the text polite?", good=["kind", "nice"], bad=["rude", "mean"])
+        .build()
+    )
+    [polite] = criteria.evaluate("thanks")
+    [rude] = criteria.evaluate("idiot")
+    assert polite.passed
+    assert not rude.passed
+    assert polite.score == pytest.approx(0.25)
+    # Threshold halfway between the good (0.28) and bad (0.12) examples.
+    assert "threshold 0.20 (calibrated on 2 good and 2 bad examples) [logprobs]" in polite.message
+    assert len(client.fake.calls) == 4 + 2  # the examples once, then one call per output
+
+
+def test_llm_check_calibration_needs_both_kinds() -> None:
+    with pytest.raises(ConfigError, match="both good= and bad="):
+        CompletionCriteria.builder().with_llm(ScriptedLLM()).llm_check("q?", good=["a"])
+
+
+def test_judge_evaluator_calibrated_scores_are_accuracy() -> None:
+    replies = {"Paris": "SCORE: 80", "Lyon": "SCORE: 30", "Rome": "SCORE: 60", "Nice": "SCORE: 45"}
+
+    def reply(messages: list[Message], params: dict[str, Any]) -> str:
+        answer = messages[-1].content.split("Answer: ")[1].split("\n")[0]
+        return replies[answer]
+
+    judge = LLMJudgeEvaluator(ScriptedLLM(fn=reply))
+    fit = judge.calibrate(good=[("Paris", "Paris!")], bad=[("Lyon", "Paris")])
+    assert isinstance(fit, JudgeCalibration)
+    assert judge.threshold == pytest.approx(0.55)
+    assert judge.evaluate("Rome", "Paris") == 1.0
+    assert judge.evaluate("Nice", "Paris") == 0.0
+    assert judge.methods_used["score_line"] == 4
+    explained = judge.explain("Nice", "Paris")
+    assert explained is not None
+    assert explained.score == pytest.approx(0.45)
