@@ -1,6 +1,7 @@
 """What the pytest plugin costs, measured side by side in one run.
 
-    .venv/bin/python bench/plugin.py [--tests 500] [--rounds 15] [--llm-tests 200]
+    .venv/bin/python bench/plugin.py [--tests 500] [--rounds 15] [--llm-tests 200] [--cases 400]
+                                     [--only collection|replay|cases]
 
 1. Collection overhead: ``pytest --collect-only`` of a generated suite of
    ``--tests`` plain tests that never use the plugin, with the plugin (loaded
@@ -18,8 +19,15 @@
    figure is the median over rounds of the per-round ratio replayed /
    scripted. Also shown: the same statistic for the tests' own setup + call +
    teardown time from the ``--tnsai-report`` JSON. Target: <= 1.5.
+3. Per-case storage: one test that scores a prompt on ``--cases`` (400)
+   cases replayed from a store, written two ways: ``evaluate_prompt`` (every
+   case recorded in the report: id, output, score, verdict, prompt hash) and
+   ``score_prompt`` on the same client with only the mean recorded through
+   ``tnsai_record``. Same calls, same scoring; the difference is what the
+   per-case records cost. The figure is the median of per-round CPU ratios,
+   and the report's size per case. Target: <= 1.2 (at most 20% more).
 
-3. ``evaluate_prompt`` on a zero-latency OpenAI-compatible server (a local
+4. ``evaluate_prompt`` on a zero-latency OpenAI-compatible server (a local
    ``http.server`` that answers at once): a one-test suite scoring ``--cases``
    and five times as many cases through the plugin (``--llm-record off``),
    against the same requests sent by a raw ``httpx`` loop in a plain test
@@ -224,7 +232,78 @@ def replay_cost(count: int, rounds: int, env: dict[str, str]) -> None:
     )
 
 
-# -- 3. evaluate_prompt against a zero-latency server ---------------------------------
+CASES_TEST = """
+from tnsai_eval.datasets import load_cases
+from tnsai_eval.optimizer import score_prompt
+
+CASES = [(f"Question {{i}}?", f"Answer {{i}}") for i in range({count})]
+
+def test_prompt({fixtures}):
+    {body}
+"""
+WITH_CASES = "evaluate_prompt('Answer the question.', CASES, concurrency=1)"
+MEAN_ONLY = (
+    "result = score_prompt(llm, 'Answer the question.', load_cases(CASES), concurrency=1)\n"
+    "    tnsai_record('score', result.mean_score)"
+)
+
+
+def case_storage_cost(count: int, rounds: int, env: dict[str, str]) -> None:
+    args = (
+        "--llm-record=replay",
+        "--llm-store=store",
+        "--llm-base-url=http://127.0.0.1:9/v1",  # never contacted in replay mode
+        f"--llm-model={MODEL}",
+        "--tnsai-report=r.json",
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        dirs = {"cases": root / "cases", "mean": root / "mean"}
+        for name, directory in dirs.items():
+            directory.mkdir()
+            (directory / "pytest.ini").write_text("[pytest]\n")
+            fixtures, body = (
+                ("evaluate_prompt", WITH_CASES)
+                if name == "cases"
+                else ("llm, tnsai_record", MEAN_ONLY)
+            )
+            (directory / "test_prompt.py").write_text(
+                CASES_TEST.format(count=count, fixtures=fixtures, body=body)
+            )
+            # Record what both tests will send, as evaluate_prompt sends it.
+            from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
+
+            store = ResponseStore(directory / "store")
+            recorder = CachedLLM(ScriptedLLM(fn=_answer, model=MODEL), store)
+            for i in range(count):
+                message = DEFAULT_TEMPLATE.format(
+                    prompt="Answer the question.", input=f"Question {i}?"
+                )
+                recorder.chat(message, **DEFAULT_CALL_PARAMS)
+        for directory in dirs.values():
+            _pytest(directory, *args, env=env)  # warm the bytecode caches
+        cpu: dict[str, list[float]] = {name: [] for name in dirs}
+        for k in range(rounds):
+            order = list(dirs.items())
+            for name, directory in order if k % 2 == 0 else order[::-1]:
+                cpu[name].append(_pytest(directory, *args, env=env))
+        reports = {name: json.loads((d / "r.json").read_text()) for name, d in dirs.items()}
+        sizes = {name: (d / "r.json").stat().st_size for name, d in dirs.items()}
+    recorded = len(reports["cases"]["tests"][0]["cases"])
+    if recorded != count or reports["cases"]["totals"]["cache_hits"] != count:
+        sys.exit(f"expected {count} replayed, recorded cases; got {recorded}")
+    ratio = statistics.median(_ratios(cpu["cases"], cpu["mean"]))
+    print(f"one test scoring a prompt on {count} replayed cases, {rounds} alternating rounds:")
+    for name, label in (("mean", "mean only (tnsai_record)"), ("cases", "per-case records")):
+        print(f"  {label:<26} {statistics.median(cpu[name]):7.3f} s CPU   report {sizes[name]} B")
+    per_case = (sizes["cases"] - sizes["mean"]) / count
+    print(
+        f"  ratio {ratio:.2f}x (median of per-round ratios; target <= 1.2x); "
+        f"report size per case {per_case:.0f} B"
+    )
+
+
+# -- 4. evaluate_prompt against a zero-latency server ---------------------------------
 
 SERVER = """
 import json, sys
@@ -358,17 +437,26 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--llm-tests", type=int, default=200)
-    parser.add_argument("--cases", type=int, default=50, help="smaller evaluate_prompt suite")
+    parser.add_argument("--cases", type=int, default=400)
     parser.add_argument(
-        "--only-evaluation", action="store_true", help="measure only evaluate_prompt (section 3)"
+        "--eval-cases", type=int, default=50, help="smaller evaluate_prompt suite (section 4)"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("collection", "replay", "cases", "evaluation"),
+        help="run one section only",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as pycache:
         env = _environment(Path(pycache))
-        if not args.only_evaluation:
+        if args.only in (None, "collection"):
             collection_overhead(args.tests, args.rounds, env)
+        if args.only in (None, "replay"):
             replay_cost(args.llm_tests, args.rounds, env)
-        evaluation_cost(args.cases, 5 * args.cases, args.rounds, env)
+        if args.only in (None, "cases"):
+            case_storage_cost(args.cases, args.rounds, env)
+        if args.only in (None, "evaluation"):
+            evaluation_cost(args.eval_cases, 5 * args.eval_cases, args.rounds, env)
 
 
 if __name__ == "__main__":
