@@ -271,3 +271,51 @@ def test_case_threshold_defaults_to_the_datasets_declared_threshold(
     strict = tests["test_caps.py::test_given"]["cases"]
     assert [c["passed"] for c in strict] == [True, False]
     assert {c["metric"] for c in strict} == {"strict"}
+
+
+def test_refine_iterations_are_stored(scripted: pytest.Pytester) -> None:
+    scripted.makepyfile(
+        test_refined="""
+        from tnsai_eval.pytest import refine_until
+
+        @refine_until(task="Return the record as JSON", valid_json=True, must_contain='"id"')
+        def test_succeeds(refine):
+            refine("id: 7")
+        """
+    )
+    scripted.runpytest_inprocess("--tnsai-report", "r.json").assert_outcomes(passed=1)
+    (test,) = read_json(scripted.path / "r.json")["tests"]
+    iterations = test["refinements"]
+    assert [i["iteration"] for i in iterations] == [1, 2]
+    assert iterations[0]["output"] == "id: 7"
+    checks = ["must_contain('\"id\"')", "valid_json"]  # in declaration order
+    assert iterations[0]["failed_checks"] == checks
+    assert iterations[1] == {
+        "metric": "refine_score",
+        "iteration": 2,
+        "score": 1.0,
+        "output": '{"id": 7}',
+        "passed_checks": checks,
+        "failed_checks": [],
+    }
+
+
+def test_tnsai_record_declares_a_relative_tolerance(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_latency="""
+        import os
+
+        def test_latency(tnsai_record):
+            value = float(os.environ.get("LATENCY", "2.0"))
+            tnsai_record("latency_s", value, higher_is_better=False, tolerance=0.2, relative=True)
+        """
+    )
+    pytester.runpytest_inprocess("--tnsai-report", "base.json").assert_outcomes(passed=1)
+    metric = read_json(pytester.path / "base.json")["tests"][0]["metrics"]["latency_s"]
+    assert (metric["tolerance"], metric["relative"]) == (0.2, True)
+    monkeypatch.setenv("LATENCY", "2.3")  # +15%: within 20% of 2.0
+    assert pytester.runpytest_inprocess("--tnsai-baseline", "base.json").ret == 0
+    monkeypatch.setenv("LATENCY", "2.5")  # +25%
+    assert pytester.runpytest_inprocess("--tnsai-baseline", "base.json").ret == 1

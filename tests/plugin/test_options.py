@@ -130,3 +130,27 @@ def test_the_store_is_not_walked_when_collecting(pytester: pytest.Pytester) -> N
     pytester.runpytest_inprocess("-p", "no:tnsai").assert_outcomes(passed=1, failed=1)
     # A store that holds the tests themselves is not skipped.
     pytester.runpytest_inprocess("--llm-store=.").assert_outcomes(passed=1, failed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--llm-base-url", "http://127.0.0.1:9/v1"],
+            "--llm-base-url needs a model name: add --llm-model NAME",
+        ),
+        (["-o", "tnsai_llm_base_url=http://127.0.0.1:9/v1"], "ini tnsai_llm_base_url needs a"),
+        (["--llm-model", "m"], "--llm-model names a model but no server: add --llm-base-url"),
+        (["--tnsai-gate", "strict"], "--tnsai-gate: gate 'strict' is not one of tolerance, paired"),
+        (["--tnsai-alpha", "1.5"], "--tnsai-alpha: expected a number between 0 and 1, got '1.5'"),
+    ],
+)
+def test_bad_combinations_stop_at_start_up_naming_the_pytest_option(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    monkeypatch.delenv("TNSAI_LLM_MODEL", raising=False)
+    monkeypatch.delenv("TNSAI_LLM_BASE_URL", raising=False)
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_inprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()

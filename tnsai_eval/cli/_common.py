@@ -89,7 +89,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def client_from_args(args: argparse.Namespace) -> LLMClient:
-    """The client the options name; the API key comes from the environment only."""
+    """The client given to ``main(llm=...)``, else the one the options name.
+
+    The API key comes from the environment only.
+    """
+    given: LLMClient | None = getattr(args, "llm", None)
+    if given is not None:
+        return given
     return default_llm(base_url=args.base_url, model=args.model)
 
 

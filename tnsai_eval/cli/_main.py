@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from tnsai_eval import __version__
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import TnsaiError
+from tnsai_eval.llm import LLMClient
 
 __all__ = ["build_parser", "main"]
 
@@ -34,13 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, llm: LLMClient | None = None) -> int:
     """Run ``tnsai-eval`` with ``argv`` (default: the command line); returns the exit code.
 
     0 success, 1 a failed check or gate, 2 bad arguments or input, 130 interrupted.
+    ``llm`` replaces the model the options would name (for tests and embedding:
+    ``main(["refine", ...], llm=ScriptedLLM(...))``).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.llm = llm
     try:
         code: int = args.func(args)
     except TnsaiError as exc:

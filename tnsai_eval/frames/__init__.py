@@ -20,6 +20,8 @@ norm_checks            (check, violation): ``NORM_CHECK_COLUMNS``
 load_report            test (``tnsai_eval.reports.load_report``, re-exported; see its docstring)
 load_reports           (run, test): ``run`` + ``load_report``'s columns
 comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
+report_cases           (report, test, case, sample): ``REPORT_CASE_COLUMNS``
+case_deltas            case in both runs of a comparison: ``CASE_DELTA_COLUMNS``
 =====================  ==========================================================
 
 >>> import pandas as pd
@@ -59,8 +61,15 @@ from tnsai_eval.frames._optimizer import (
     score_progressions,
     variant_scores,
 )
+from tnsai_eval.frames._reports import (
+    CASE_DELTA_COLUMNS,
+    REPORT_CASE_COLUMNS,
+    case_deltas,
+    report_cases,
+)
 
 __all__ = [
+    "CASE_DELTA_COLUMNS",
     "COMPARISON_COLUMNS",
     "FEEDBACK_COLUMNS",
     "LEADERBOARD_COLUMNS",
@@ -69,8 +78,10 @@ __all__ = [
     "OPTIMIZER_CASE_COLUMNS",
     "OPTIMIZER_ROUND_COLUMNS",
     "PROGRESSION_COLUMNS",
+    "REPORT_CASE_COLUMNS",
     "VARIANT_COLUMNS",
     "best_so_far",
+    "case_deltas",
     "compare_reports",
     "comparison_frame",
     "feedback_frame",
@@ -83,6 +94,7 @@ __all__ = [
     "optimizer_rounds",
     "refinement_checks",
     "refinement_iterations",
+    "report_cases",
     "require_columns",
     "score_progressions",
     "variant_scores",

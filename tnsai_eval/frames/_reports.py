@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -9,15 +10,38 @@ import pandas as pd
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.frames._base import PathLike, call_frame, require_columns
-from tnsai_eval.reports import COMPARISON_COLUMNS, Report, compare, load_report
+from tnsai_eval.reports import (
+    COMPARISON_COLUMNS,
+    Comparison,
+    Report,
+    compare,
+    load_report,
+    masked,
+    read_report,
+)
 
 __all__ = [
+    "CASE_DELTA_COLUMNS",
     "COMPARISON_COLUMNS",
+    "REPORT_CASE_COLUMNS",
+    "case_deltas",
     "compare_reports",
     "comparison_frame",
     "load_report",
     "load_reports",
+    "report_cases",
 ]
+
+#: The columns of ``report_cases``: one row per case record of every report.
+REPORT_CASE_COLUMNS = (
+    "report", "nodeid", "metric", "case_id", "sample", "state", "score", "passed",
+    "input", "expected", "output", "tokens", "cached", "latency_s",
+)  # fmt: skip
+
+#: The columns of ``case_deltas``: one row per case both runs recorded.
+CASE_DELTA_COLUMNS = (
+    "nodeid", "metric", "case_id", "input", "baseline", "current", "delta", "flip",
+)  # fmt: skip
 
 
 def load_reports(
@@ -97,3 +121,89 @@ def compare_reports(
     ``--tnsai-baseline``) and returns its ``comparison_frame``.
     """
     return comparison_frame(compare(current, baseline, tolerance=tolerance))
+
+
+def report_cases(
+    reports: Report | PathLike | Iterable[Report | PathLike] | Mapping[str, Report | PathLike],
+) -> pd.DataFrame:
+    """Every case record of one or more reports in one tidy frame (``REPORT_CASE_COLUMNS``).
+
+    ``report`` names the report: the mapping's key, else the file's stem (or
+    ``"report"`` for a ``Report`` object, numbered when there are several).
+    Texts are masked for secrets. A version 1 report has no case records and
+    adds no rows.
+
+    >>> from tnsai_eval.reports import CaseRecord, TestStatus, TrackedTest
+    >>> test = TrackedTest("t::a", TestStatus.PASSED,
+    ...                    cases=(CaseRecord("c1", "2+2", "4", "4", 1.0, True),))
+    >>> report_cases({"main": Report(tests=(test,))})[["report", "case_id", "passed"]]
+      report case_id  passed
+    0   main      c1    True
+    """
+    if isinstance(reports, Report | str | os.PathLike):
+        named: list[tuple[str, Report | PathLike]] = [(_name(reports, 0), reports)]
+    elif isinstance(reports, Mapping):
+        named = [(str(k), v) for k, v in reports.items()]
+    else:
+        named = [(_name(r, i), r) for i, r in enumerate(reports)]
+    rows = [
+        {
+            "report": name,
+            "nodeid": test.nodeid,
+            "metric": case.metric,
+            "case_id": case.id,
+            "sample": case.sample,
+            "state": case.state.value,
+            "score": case.score,
+            "passed": case.passed,
+            "input": masked(case.input),
+            "expected": masked(case.expected),
+            "output": masked(case.output),
+            "tokens": case.tokens,
+            "cached": case.cached,
+            "latency_s": case.latency_s,
+        }
+        for name, source in named
+        for test in read_report(source).tests
+        for case in test.cases
+    ]
+    return pd.DataFrame(rows, columns=list(REPORT_CASE_COLUMNS))
+
+
+def _name(source: object, index: int) -> str:
+    if isinstance(source, Report):
+        return "report" if index == 0 else f"report{index + 1}"
+    return Path(str(source)).stem
+
+
+def case_deltas(
+    current: Report | PathLike | Comparison, baseline: Report | PathLike | None = None
+) -> pd.DataFrame:
+    """Per-case score change against the baseline (``CASE_DELTA_COLUMNS``), worst first.
+
+    Takes a ``reports.Comparison``, or two reports to compare. ``flip`` is
+    ``broken``, ``fixed`` or ``""``; unrecorded, new and vanished cases are
+    left out (see the comparison for them).
+    """
+    if isinstance(current, Comparison):
+        comparison = current
+    else:
+        if baseline is None:
+            raise ConfigError("case_deltas needs a baseline report, or a Comparison")
+        comparison = compare(current, baseline)
+    rows = [
+        {
+            "nodeid": change.nodeid,
+            "metric": change.metric,
+            "case_id": change.id,
+            "input": masked(change.input),
+            "baseline": change.baseline_score,
+            "current": change.current_score,
+            "delta": change.delta,
+            "flip": change.flip,
+        }
+        for cmp in comparison.cases
+        for change in cmp.changes
+    ]
+    frame = pd.DataFrame(rows, columns=list(CASE_DELTA_COLUMNS))
+    return frame.sort_values("delta", kind="stable").reset_index(drop=True)

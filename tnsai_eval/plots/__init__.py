@@ -27,9 +27,11 @@ from tnsai_eval.plots._optimizer import (
     plot_variant_case_heatmap,
     to_png,
 )
+from tnsai_eval.plots._reports import plot_case_deltas
 
 __all__ = [
     "REGRESSION_COLOR",
+    "plot_case_deltas",
     "plot_check_matrix",
     "plot_cost_per_round",
     "plot_norm_checks",

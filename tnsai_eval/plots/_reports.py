@@ -12,12 +12,80 @@ from tnsai_eval.errors import ConfigError
 from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
+    PASS_COLOR,
     REGRESSION_COLOR,
     nodeid_label,
     short,
 )
+from tnsai_eval.reports import Comparison
 
-__all__ = ["plot_report_comparison", "plot_report_scores", "plot_report_trend"]
+__all__ = [
+    "plot_case_deltas",
+    "plot_report_comparison",
+    "plot_report_scores",
+    "plot_report_trend",
+]
+
+
+def plot_case_deltas(
+    comparison: object, *, title: str = "Per-case change vs the baseline", max_cases: int = 60
+) -> Figure:
+    """One bar per case recorded in both runs: current - baseline score, worst first.
+
+    ``comparison`` is a ``reports.Comparison`` or a ``frames.case_deltas``
+    frame. Broken cases (pass -> fail) are red, fixed ones green, the rest
+    grey; the first ``max_cases`` (the worst drops) are drawn.
+
+    >>> from tnsai_eval.reports import CaseRecord, Report, TestStatus, TrackedTest, compare
+    >>> def run(score):
+    ...     case = CaseRecord("c1", "q", "a", "a", score, score >= 0.5)
+    ...     return Report(tests=(TrackedTest("t::a", TestStatus.PASSED, cases=(case,)),))
+    >>> len(plot_case_deltas(compare(run(0.0), run(1.0))).axes[0].patches)
+    1
+    """
+    if max_cases < 1:
+        raise ConfigError(f"max_cases must be >= 1, got {max_cases!r}")
+    if isinstance(comparison, pd.DataFrame):
+        data = comparison
+    elif isinstance(comparison, Comparison):
+        data = frames.case_deltas(comparison)
+    else:
+        raise ConfigError(
+            "plot_case_deltas takes a reports.Comparison or a case_deltas frame, "
+            f"got {comparison!r}"
+        )
+    frames.require_columns(data, frames.CASE_DELTA_COLUMNS, what="case deltas frame")
+    data = data.sort_values("delta", kind="stable").head(max_cases).reset_index(drop=True)
+    n = len(data)
+    fig = Figure(figsize=(8.0, 1.4 + 0.28 * max(n, 1)), layout="constrained")
+    ax = fig.add_subplot()
+    ys = np.arange(n)
+    colors = [
+        REGRESSION_COLOR if flip == "broken" else PASS_COLOR if flip == "fixed" else "#999999"
+        for flip in data["flip"]
+    ]
+    ax.barh(ys, data["delta"].to_numpy(float), color=colors)
+    ax.set_yticks(ys, [short(f"{cid} {text}", 40) for cid, text in
+                       zip(data["case_id"], data["input"], strict=True)])  # fmt: skip
+    ax.invert_yaxis()
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_xlabel("score change (current - baseline)")
+    broken = int((data["flip"] == "broken").sum())
+    fixed = int((data["flip"] == "fixed").sum())
+    ax.set_title(f"{title} ({broken} broken, {fixed} fixed)")
+    ax.legend(
+        handles=[
+            Patch(color=REGRESSION_COLOR, label="broken (pass -> fail)"),
+            Patch(color=PASS_COLOR, label="fixed (fail -> pass)"),
+            Patch(color="#999999", label="same verdict"),
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize="small",
+    )
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
 
 
 def plot_report_comparison(

@@ -68,16 +68,27 @@ def _session(request: pytest.FixtureRequest) -> PluginSession:
 
 class RecordMetric(Protocol):
     def __call__(
-        self, name: str, value: float, *, gate: bool = ..., higher_is_better: bool = ...
+        self,
+        name: str,
+        value: float,
+        *,
+        gate: bool = ...,
+        higher_is_better: bool = ...,
+        tolerance: float | None = ...,
+        relative: bool = ...,
     ) -> None: ...
 
 
 @pytest.fixture
 def tnsai_record(request: pytest.FixtureRequest) -> RecordMetric:
-    """``tnsai_record(name, value, gate=True, higher_is_better=True)``: track a metric.
+    """``tnsai_record(name, value, gate=True, higher_is_better=True, tolerance=None,
+    relative=False)``: track a metric.
 
     Gated metrics are compared with --tnsai-baseline; a metric named ``score``
-    is the test's headline score in the summary.
+    is the test's headline score in the summary. ``tolerance`` is this
+    metric's own allowed move the wrong way (absolute, or with
+    ``relative=True`` a share of the baseline: ``tolerance=0.2, relative=True``
+    lets a latency grow by 20%); ``None`` uses ``--tnsai-tolerance``.
     """
     return _session(request).record_metric
 

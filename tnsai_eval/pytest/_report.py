@@ -37,7 +37,11 @@ def write_summary(
             terminal.write_line(line)
     if budget is not None:
         spent = budget.spent
-        note = "; the rest were not sent (unrecorded)" if spent >= budget.limit else ""
+        note = (
+            "; the bound is reached: any later call was not sent (its case is unrecorded)"
+            if spent >= budget.limit
+            else ""
+        )
         terminal.write_line(
             f"--llm-max-calls {budget.limit}: {spent} model call(s) made{note}",
             yellow=bool(note),

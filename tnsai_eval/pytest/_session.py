@@ -37,6 +37,8 @@ SAMPLES_PROPERTY = "tnsai_samples"
 class _MetricSeries:
     gate: bool
     higher_is_better: bool
+    tolerance: float | None = None
+    relative: bool = False
     by_sample: dict[int, float] = field(default_factory=dict)
 
 
@@ -71,6 +73,8 @@ class _Run:
                     tuple(series.by_sample[i] for i in sorted(series.by_sample)),
                     gate=series.gate,
                     higher_is_better=series.higher_is_better,
+                    tolerance=series.tolerance,
+                    relative=series.relative,
                 )
                 for name, series in self.metrics.items()
                 if series.by_sample
@@ -144,8 +148,14 @@ class PluginSession:
         *,
         gate: bool = True,
         higher_is_better: bool = True,
+        tolerance: float | None = None,
+        relative: bool = False,
     ) -> None:
-        """Record ``value`` for the running test; recording a name again replaces it."""
+        """Record ``value`` for the running test; recording a name again replaces it.
+
+        ``tolerance`` (with ``relative``: a share of the baseline) is this
+        metric's own allowed move the wrong way; ``None`` uses the run's.
+        """
         from tnsai_eval.errors import ConfigError
 
         if not isinstance(name, str) or not name.strip():
@@ -157,13 +167,24 @@ class PluginSession:
             )
         if not math.isfinite(value):
             raise ConfigError(f"metric {name!r}: value must be a finite number, got {value!r}")
+        if tolerance is not None and (
+            isinstance(tolerance, bool)
+            or not isinstance(tolerance, int | float)
+            or not math.isfinite(tolerance)
+            or tolerance < 0
+        ):
+            raise ConfigError(
+                f"metric {name!r}: tolerance must be a finite number >= 0, got {tolerance!r}"
+            )
         run = self._current_run()
         if run is None:
             raise ConfigError(f"metric {name!r} recorded outside a running test")
         with self._lock:
             series = run.metrics.get(name)
             if series is None:
-                series = run.metrics[name] = _MetricSeries(gate, higher_is_better)
+                series = run.metrics[name] = _MetricSeries(
+                    gate, higher_is_better, tolerance, relative
+                )
             series.by_sample[self.sample] = float(value)
 
     def has_metric(self, name: str) -> bool:

@@ -177,7 +177,7 @@ class CaseComparison:
         if not self.changes:
             return 0.0, 0.0
         _, low, high = mean_interval([c.delta for c in self.changes])
-        return low, high
+        return max(low, -1.0), min(high, 1.0)  # a score change cannot leave [-1, 1]
 
     @property
     def p_worse(self) -> float:

@@ -28,6 +28,7 @@ from tnsai_eval.reports._model import (
     TestStatus,
     TrackedTest,
     case_ids,
+    masked,
     prompt_hash,
     score_interval,
     shown_text,
@@ -59,6 +60,7 @@ __all__ = [
     "decode_report",
     "decode_test",
     "load_report",
+    "masked",
     "prompt_hash",
     "read_report",
     "score_interval",
@@ -223,11 +225,15 @@ def compare(
         if old is None:
             new.append(test.nodeid)
             continue
-        for name, metric in test.metrics.items():
-            old_metric = old.metrics.get(name)
+        by_metric: dict[str, CaseComparison] = {}
+        for name in dict.fromkeys(c.metric for c in test.cases):
             cases = _cases_of(test, old, name)
             if cases is not None:
+                by_metric[name] = cases
                 case_comparisons.append(cases)
+        for name, metric in test.metrics.items():
+            old_metric = old.metrics.get(name)
+            cases = by_metric.get(name)
             if not metric.gate:
                 continue
             if old_metric is None:

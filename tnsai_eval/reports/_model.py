@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.secrets import mask
 from tnsai_eval._util.stats import mean_interval, t_critical_95
 from tnsai_eval.errors import ConfigError
 
@@ -249,14 +250,9 @@ class IterationRecord:
         }
 
 
-def _mask(text: str) -> str:
-    # TEMPORARY call site: replaced by tnsai_eval._util.secrets.mask (i10) on merge.
-    return text
-
-
 def masked(text: str | None) -> str | None:
     """``text`` with known secrets masked (``None`` stays ``None``)."""
-    return None if text is None else _mask(text)
+    return None if text is None else mask(text)
 
 
 def shown_text(text: str, limit: int = 50) -> str:
@@ -267,7 +263,7 @@ def shown_text(text: str, limit: int = 50) -> str:
     >>> shown_text("a  long input text", 10)
     'a long ...'
     """
-    flat = " ".join(_mask(text).split())
+    flat = " ".join(mask(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -362,7 +358,7 @@ class TrackedTest:
             "cache_hits": self.cache_hits,
             "iterations": self.iterations,
             "duration_s": self.duration_s,
-            "message": self.message,
+            "message": mask(self.message),
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "prompts": [p.to_dict() for p in self.prompts],
             "cases": [c.to_dict() for c in self.cases],

@@ -146,7 +146,8 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
         if names:
             lines.append(f"{title}: {len(names)}")
             lines.extend(f"{'-' if markdown else ' '} {name}" for name in names)
-    return "\n".join(lines)
+    # Markdown needs a blank line before a table or a heading to render them.
+    return ("\n\n" if markdown else "\n").join(lines)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, indent: int = 0) -> str:

@@ -1,21 +1,19 @@
-"""``tnsai-eval optimize`` end to end, with ScriptedLLM standing in for default_llm()."""
+"""``tnsai-eval optimize`` end to end, with a ScriptedLLM given to ``main(llm=...)``."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 
-from tnsai_eval.cli import _common as _cli_common
 from tnsai_eval.cli import main
 from tnsai_eval.optimizer import PromptStrategy
 from tnsai_eval.testing import ScriptedLLM
 
 
 @pytest.fixture
-def scripted_default(monkeypatch: pytest.MonkeyPatch) -> ScriptedLLM:
+def scripted_default() -> ScriptedLLM:
     # Right (one word) only when told to answer briefly; chatty otherwise.
     llm = ScriptedLLM(
         rules=[
@@ -26,12 +24,6 @@ def scripted_default(monkeypatch: pytest.MonkeyPatch) -> ScriptedLLM:
         ],
         default="The capital is somewhere in the country.",
     )
-
-    def fake_default_llm(**kwargs: Any) -> ScriptedLLM:
-        assert kwargs == {"base_url": None, "model": None}
-        return llm
-
-    monkeypatch.setattr(_cli_common, "default_llm", fake_default_llm)
     return llm
 
 
@@ -40,7 +32,8 @@ def test_optimize_writes_its_three_files(
 ) -> None:
     out = tmp_path / "out"
     code = main(
-        ["optimize", "capitals", "--strategies", "concise", "--rounds", "1", "--out", str(out)]
+        ["optimize", "capitals", "--strategies", "concise", "--rounds", "1", "--out", str(out)],
+        llm=scripted_default,
     )
     assert code == 0
     captured = capsys.readouterr()
@@ -86,7 +79,8 @@ def test_optimize_options_reach_the_optimizer(
             "optimize", "capitals", "--prompt", "Capital?", "--strategies", "concise,role",
             "--search", "racing", "--no-rewrite", "--max-calls", "30", "--reply-tokens", "8",
             "--validation", "capitals", "--out", str(tmp_path), "--no-progress",
-        ]
+        ],
+        llm=scripted_default,
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
@@ -99,14 +93,15 @@ def test_optimize_options_reach_the_optimizer(
 def test_optimize_reports_bad_input(
     scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["optimize", "capitols", "--out", str(tmp_path)]) == 2
+    assert main(["optimize", "capitols", "--out", str(tmp_path)], llm=scripted_default) == 2
     assert "unknown dataset 'capitols'" in capsys.readouterr().err
-    assert main(["optimize", "capitals", "--strategies", "magic", "--out", str(tmp_path)]) == 2
+    bad = ["optimize", "capitals", "--strategies", "magic", "--out", str(tmp_path)]
+    assert main(bad, llm=scripted_default) == 2
     assert "prompt strategy 'magic' is not one of" in capsys.readouterr().err
 
 
 def test_optimize_uses_the_datasets_evaluator_and_says_so(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     llm = ScriptedLLM(
         rules=[
@@ -115,7 +110,6 @@ def test_optimize_uses_the_datasets_evaluator_and_says_so(
         ],
         default="It is negative.",
     )
-    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
     out = tmp_path / "out"
     code = main(
         [
@@ -128,7 +122,8 @@ def test_optimize_uses_the_datasets_evaluator_and_says_so(
             "--no-progress",
             "--out",
             str(out),
-        ]
+        ],
+        llm=llm,
     )
     assert code == 0
     printed = capsys.readouterr().out
@@ -144,10 +139,9 @@ def test_optimize_uses_the_datasets_evaluator_and_says_so(
 
 
 def test_constrain_sends_the_labels_schema(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     llm = ScriptedLLM(default='{"label": "positive"}')
-    monkeypatch.setattr(_cli_common, "default_llm", lambda **kwargs: llm)
     code = main(
         [
             "optimize",
@@ -161,7 +155,8 @@ def test_constrain_sends_the_labels_schema(
             "--no-progress",
             "--out",
             str(tmp_path / "o"),
-        ]
+        ],
+        llm=llm,
     )
     assert code == 0
     assert "replies constrained to the labels: positive, negative" in capsys.readouterr().out
@@ -172,7 +167,9 @@ def test_constrain_sends_the_labels_schema(
 def test_label_evaluator_and_constrain_need_labels(
     scripted_default: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["optimize", "capitals", "--evaluator", "label", "--out", str(tmp_path)]) == 2
+    labels = ["optimize", "capitals", "--evaluator", "label", "--out", str(tmp_path)]
+    assert main(labels, llm=scripted_default) == 2
     assert "declares none" in capsys.readouterr().err
-    assert main(["optimize", "capitals", "--constrain", "--out", str(tmp_path)]) == 2
+    constrain = ["optimize", "capitals", "--constrain", "--out", str(tmp_path)]
+    assert main(constrain, llm=scripted_default) == 2
     assert "--constrain needs labels" in capsys.readouterr().err

@@ -7,10 +7,9 @@ from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
+from tests.frames.conftest import FakeOptimization
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
-
-from .conftest import FakeOptimization
 
 
 def test_score_progression_draws_one_line_per_run() -> None:

@@ -10,12 +10,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from tests.frames.conftest import save_report as _save
 from tnsai_eval.feedback import Agent, FeedbackLearner, FeedbackStore, FeedbackType
 from tnsai_eval.refinement import CompletionCriteria, RefinementLoop
 from tnsai_eval.testing import ScriptedLLM
 from tnsai_eval.widgets import FeedbackPanel, RefinementExplorer, ReportBrowser
-
-from .conftest import save_report as _save
 
 PNG = b"\x89PNG"
 

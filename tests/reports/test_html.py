@@ -7,12 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.frames.conftest import save_report
 from tnsai_eval import plots
 from tnsai_eval.cli import main
 from tnsai_eval.reports import load_report
 from tnsai_eval.reports._html import render_html
-
-from .conftest import save_report
 
 
 def _save(path: Path, scores: dict[str, float], failed: tuple[str, ...] = ()) -> Path:

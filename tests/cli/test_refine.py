@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from tnsai_eval.cli import _refine as _cli_refine
+from tests.refinement.conftest import PY_COMPILE
 from tnsai_eval.cli import main
 from tnsai_eval.testing import ScriptedLLM
 
-from .conftest import PY_COMPILE
-
 
 @pytest.fixture
-def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedLLM:
-    llm = ScriptedLLM()
-
-    def client(args: argparse.Namespace) -> ScriptedLLM:
-        return llm
-
-    monkeypatch.setattr(_cli_refine, "client_from_args", client)
-    return llm
+def scripted() -> ScriptedLLM:
+    return ScriptedLLM()
 
 
 def test_refine_prints_the_iteration_table_and_the_final_output(
@@ -37,7 +28,8 @@ def test_refine_prints_the_iteration_table_and_the_final_output(
             "refine", "--task", "Ada as JSON", "--draft-file", str(draft),
             "--valid-json", "--must-contain", '"name"', "--first-code-block",
             "--max-tokens", "32", "--output-file", str(saved),
-        ]
+        ],
+        llm=scripted,
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
@@ -64,7 +56,8 @@ def test_refine_exits_1_when_the_checks_never_pass(
         [
             "refine", "--task", "fix it", "--draft-file", str(draft),
             "--compiler", PY_COMPILE, "--max-iterations", "2",
-        ]
+        ],
+        llm=scripted,
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 1
@@ -77,7 +70,7 @@ def test_refine_without_checks_is_a_usage_error(
 ) -> None:
     draft = tmp_path / "draft.txt"
     draft.write_text("x")
-    code = main(["refine", "--task", "t", "--draft-file", str(draft)])
+    code = main(["refine", "--task", "t", "--draft-file", str(draft)], llm=scripted)
     assert code == 2
     assert "at least one check" in capsys.readouterr().err
     assert scripted.calls == []
@@ -87,6 +80,8 @@ def test_refine_names_an_unreadable_draft(
     scripted: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "nope.txt"
-    code = main(["refine", "--task", "t", "--draft-file", str(missing), "--valid-json"])
+    code = main(
+        ["refine", "--task", "t", "--draft-file", str(missing), "--valid-json"], llm=scripted
+    )
     assert code == 2
     assert f"--draft-file {str(missing)!r} cannot be read" in capsys.readouterr().err

@@ -1,0 +1,62 @@
+"""Per-metric gate settings: direction, absolute or relative tolerance; costs only when asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.reports import (
+    ChangeKind,
+    MetricStats,
+    Report,
+    TestStatus,
+    TrackedTest,
+    compare,
+)
+
+
+def _report(metric: MetricStats, *, tokens: int = 100, calls: int = 10) -> Report:
+    test = TrackedTest("t::a", TestStatus.PASSED, {metric.name: metric}, tokens=tokens, calls=calls)
+    return Report(tests=(test,))
+
+
+def test_a_metric_tolerance_overrides_the_run_tolerance() -> None:
+    old = _report(MetricStats("score", (0.8,)))
+    loose = _report(MetricStats("score", (0.7,), tolerance=0.15))
+    assert compare(loose, old, tolerance=0.05).passed
+    strict = _report(MetricStats("score", (0.78,), tolerance=0.01))
+    assert not compare(strict, old, tolerance=0.05).passed
+
+
+def test_a_relative_tolerance_is_a_share_of_the_baseline() -> None:
+    old = _report(MetricStats("latency_s", (2.0,), higher_is_better=False))
+    ok = _report(MetricStats("latency_s", (2.3,), higher_is_better=False, tolerance=0.2,
+                             relative=True))  # fmt: skip
+    slow = _report(MetricStats("latency_s", (2.5,), higher_is_better=False, tolerance=0.2,
+                               relative=True))  # fmt: skip
+    assert compare(ok, old).passed
+    (change,) = compare(slow, old).regressions
+    assert change.allowed == pytest.approx(0.4)
+
+
+def test_tokens_and_calls_are_gated_only_when_asked() -> None:
+    old = _report(MetricStats("score", (0.8,)), tokens=100, calls=10)
+    costly = _report(MetricStats("score", (0.8,)), tokens=200, calls=10)
+    assert compare(costly, old).passed
+    gated = compare(costly, old, gate_costs=0.2)
+    assert [(c.metric, c.kind) for c in gated.regressions] == [("tokens", ChangeKind.REGRESSED)]
+    assert compare(costly, old, gate_costs=1.5).passed
+
+
+@pytest.mark.parametrize(("name", "value"), [("alpha", 0.0), ("alpha", 1.0), ("tolerance", -1.0),
+                                             ("gate_costs", float("nan"))])  # fmt: skip
+def test_bad_gate_settings_name_the_value(name: str, value: float) -> None:
+    report = _report(MetricStats("score", (0.8,)))
+    with pytest.raises(ConfigError, match=name):
+        compare(report, report, **{name: value})
+
+
+def test_an_unknown_gate_mode() -> None:
+    report = _report(MetricStats("score", (0.8,)))
+    with pytest.raises(ConfigError, match="gate must be one of tolerance, paired, got 'strict'"):
+        compare(report, report, gate="strict")
