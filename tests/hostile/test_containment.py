@@ -69,7 +69,7 @@ def test_a_lone_surrogate_in_a_case_fails_only_that_case() -> None:
     )
     client = OpenAIClient("m", base_url="http://models.test/v1", api_key="", transport=transport)
     with client:
-        result = PromptOptimizer(client, max_iterations=1, rewrite=False).optimize(
+        result = PromptOptimizer(client, max_iterations=1, rewrite=False, split=None).optimize(
             "Add.", [TestCase("2+2", "4"), TestCase("bad \udc80 text", "4")]
         )
     frame = result.to_dataframe()
