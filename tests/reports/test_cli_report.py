@@ -154,3 +154,17 @@ def test_secrets_are_masked_in_every_output(
             assert secret not in path.read_text(encoding="utf-8")
     comparison = compare(new_path, old_path)
     assert secret not in format_comparison(comparison, markdown=True)
+
+
+def test_reports_sharing_no_test_compare_with_html_and_exit_0(tmp_path: Path) -> None:
+    # Regression: with no test in common the comparison frame had no 'delta'
+    # column, so --html crashed with KeyError and the run exited 1 like a regression.
+    from tests.frames.conftest import save_report
+
+    base = save_report(tmp_path / "base.json", {"t.py::test_capitals": 0.9})
+    new = save_report(tmp_path / "new.json", {"t.py::test_arithmetic": 0.4})
+    page = tmp_path / "page.html"
+    assert main(["report", str(new), "--baseline", str(base), "--html", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "test_arithmetic" in text
+    assert "test_capitals" in text

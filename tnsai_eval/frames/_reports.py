@@ -96,13 +96,13 @@ def comparison_frame(comparison: object) -> pd.DataFrame:
     extra = pd.DataFrame(listed, columns=["nodeid", "metric", "kind"])
     parts = [frame for frame in (changes, extra) if not frame.empty]
     out = pd.concat(parts, ignore_index=True) if parts else changes
+    # Every column, even when only new or vanished tests were found (no deltas).
+    out = out.reindex(columns=list(COMPARISON_COLUMNS))
     order = {"regressed": 0, "new": 1, "vanished": 2, "improved": 3, "unchanged": 4}
     out = out.assign(_order=out["kind"].map(order)).sort_values(
         ["_order", "delta"], kind="stable", na_position="last"
     )
-    return (
-        out.drop(columns="_order").reset_index(drop=True).reindex(columns=list(COMPARISON_COLUMNS))
-    )
+    return out.drop(columns="_order").reset_index(drop=True)
 
 
 def _split_test_metric(name: str) -> tuple[str, str | None]:
