@@ -21,32 +21,29 @@ the same code as the plugin's gate.
 
 from __future__ import annotations
 
+from tnsai_eval.reports._cases import CaseChange, CaseComparison, GateMode, PromptChange
 from tnsai_eval.reports._compare import (
     COMPARISON_COLUMNS,
-    SCHEMA_VERSION,
-    CaseChange,
-    CaseComparison,
-    CaseRecord,
-    CaseState,
     ChangeKind,
     Comparison,
-    GateMode,
-    IterationRecord,
     MetricChange,
+    compare,
+    load_report,
+)
+from tnsai_eval.reports._decode import decode_report, decode_test, read_report
+from tnsai_eval.reports._model import (
+    SCHEMA_VERSION,
+    CaseRecord,
+    CaseState,
+    IterationRecord,
     MetricStats,
-    PromptChange,
     PromptRecord,
     Report,
     TestStatus,
     TrackedTest,
     case_ids,
-    compare,
-    decode_report,
-    decode_test,
-    load_report,
     masked,
     prompt_hash,
-    read_report,
     score_interval,
     shown_text,
 )

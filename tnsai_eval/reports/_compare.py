@@ -15,23 +15,11 @@ from tnsai_eval.reports._cases import (
     PromptChange,
     compare_cases,
 )
-from tnsai_eval.reports._decode import decode_report, decode_test, read_report
+from tnsai_eval.reports._decode import read_report
 from tnsai_eval.reports._model import (
-    SCHEMA_VERSION,
-    CaseRecord,
-    CaseState,
-    IterationRecord,
     MetricStats,
-    PromptRecord,
-    Report,
     ReportSource,
-    TestStatus,
     TrackedTest,
-    case_ids,
-    masked,
-    prompt_hash,
-    score_interval,
-    shown_text,
 )
 
 if TYPE_CHECKING:
@@ -39,32 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPARISON_COLUMNS",
-    "SCHEMA_VERSION",
-    "CaseChange",
-    "CaseComparison",
-    "CaseRecord",
-    "CaseState",
     "ChangeKind",
     "Comparison",
-    "GateMode",
-    "IterationRecord",
     "MetricChange",
-    "MetricStats",
-    "PromptChange",
-    "PromptRecord",
-    "Report",
-    "TestStatus",
-    "TrackedTest",
-    "case_ids",
     "compare",
-    "decode_report",
-    "decode_test",
     "load_report",
-    "masked",
-    "prompt_hash",
-    "read_report",
-    "score_interval",
-    "shown_text",
 ]
 
 # The epsilon keeps "dropped by exactly the tolerance" on the passing side
