@@ -20,7 +20,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 ## The main job on the embedded model: optimize a prompt on a shipped dataset
-## (about a minute on 2 cores; see bench/README.md, "Demo").
+## (one to three minutes on 2 cores; see bench/README.md, "Demo").
 demo: $(VENV)/.local-installed
 	$(BIN)/tnsai-eval optimize sentiment --rounds 1 --search racing --reply-tokens 16 --out demo-out
 
