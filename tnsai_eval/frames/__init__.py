@@ -34,37 +34,39 @@ case_deltas            case in both runs of a comparison: ``CASE_DELTA_COLUMNS``
 
 from __future__ import annotations
 
-from tnsai_eval.frames._optimizer import (
-    COMPARISON_COLUMNS,
+from tnsai_eval.frames._base import require_columns
+from tnsai_eval.frames._feedback import (
     FEEDBACK_COLUMNS,
-    LEADERBOARD_COLUMNS,
     LEARNING_COLUMNS,
     NORM_CHECK_COLUMNS,
+    feedback_frame,
+    learning_frame,
+    norm_checks,
+)
+from tnsai_eval.frames._optimizer import (
+    LEADERBOARD_COLUMNS,
     OPTIMIZER_CASE_COLUMNS,
     OPTIMIZER_ROUND_COLUMNS,
     PROGRESSION_COLUMNS,
     VARIANT_COLUMNS,
     best_so_far,
-    compare_reports,
-    comparison_frame,
-    feedback_frame,
     leaderboard,
-    learning_frame,
-    load_report,
-    load_reports,
-    norm_checks,
     optimizer_cases,
     optimizer_rounds,
     refinement_checks,
     refinement_iterations,
-    require_columns,
     score_progressions,
     variant_scores,
 )
 from tnsai_eval.frames._reports import (
     CASE_DELTA_COLUMNS,
+    COMPARISON_COLUMNS,
     REPORT_CASE_COLUMNS,
     case_deltas,
+    compare_reports,
+    comparison_frame,
+    load_report,
+    load_reports,
     report_cases,
 )
 

@@ -9,48 +9,21 @@ import pandas as pd
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.frames._base import call_frame, require_columns
-from tnsai_eval.frames._feedback import (
-    FEEDBACK_COLUMNS,
-    LEARNING_COLUMNS,
-    NORM_CHECK_COLUMNS,
-    feedback_frame,
-    learning_frame,
-    norm_checks,
-)
-from tnsai_eval.frames._reports import (
-    COMPARISON_COLUMNS,
-    compare_reports,
-    comparison_frame,
-    load_report,
-    load_reports,
-)
 from tnsai_eval.optimizer import RoundRecord
 from tnsai_eval.optimizer._result import CASE_COLUMNS
 
 __all__ = [
-    "COMPARISON_COLUMNS",
-    "FEEDBACK_COLUMNS",
     "LEADERBOARD_COLUMNS",
-    "LEARNING_COLUMNS",
-    "NORM_CHECK_COLUMNS",
     "OPTIMIZER_CASE_COLUMNS",
     "OPTIMIZER_ROUND_COLUMNS",
     "PROGRESSION_COLUMNS",
     "VARIANT_COLUMNS",
     "best_so_far",
-    "compare_reports",
-    "comparison_frame",
-    "feedback_frame",
     "leaderboard",
-    "learning_frame",
-    "load_report",
-    "load_reports",
-    "norm_checks",
     "optimizer_cases",
     "optimizer_rounds",
     "refinement_checks",
     "refinement_iterations",
-    "require_columns",
     "score_progressions",
     "variant_scores",
 ]

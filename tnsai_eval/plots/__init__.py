@@ -14,20 +14,21 @@ one with ``fig.savefig(path)`` or get PNG bytes with ``to_png(fig)``.
 
 from __future__ import annotations
 
+from tnsai_eval.plots._base import REGRESSION_COLOR, to_png
 from tnsai_eval.plots._optimizer import (
-    REGRESSION_COLOR,
     plot_check_matrix,
     plot_cost_per_round,
     plot_norm_checks,
     plot_optimizer_rounds,
+    plot_score_progression,
+    plot_variant_case_heatmap,
+)
+from tnsai_eval.plots._reports import (
+    plot_case_deltas,
     plot_report_comparison,
     plot_report_scores,
     plot_report_trend,
-    plot_score_progression,
-    plot_variant_case_heatmap,
-    to_png,
 )
-from tnsai_eval.plots._reports import plot_case_deltas
 
 __all__ = [
     "REGRESSION_COLOR",

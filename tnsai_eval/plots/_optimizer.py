@@ -16,22 +16,15 @@ from tnsai_eval.plots._base import (
     REGRESSION_COLOR,
     score_axis,
     short,
-    to_png,
 )
-from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores, plot_report_trend
 
 __all__ = [
-    "REGRESSION_COLOR",
     "plot_check_matrix",
     "plot_cost_per_round",
     "plot_norm_checks",
     "plot_optimizer_rounds",
-    "plot_report_comparison",
-    "plot_report_scores",
-    "plot_report_trend",
     "plot_score_progression",
     "plot_variant_case_heatmap",
-    "to_png",
 ]
 
 _MARKERS = ("o", "s", "^", "D", "v", "P")
