@@ -339,19 +339,11 @@ class MeteredLLM:
 
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
         """``inner.chat``, counted towards the running test."""
-        self.session.touch()
-        params = self._params(params)
-        budget = self.session.budget
+        params, budget = self._begin(params)
         try:
-            stored = None if budget is None else self._stored(messages, params, budget)
-            if stored is not None:
-                completion = stored
-            else:
-                if budget is not None:
-                    self._reserve(budget)
-                completion = self.inner.chat(messages, **params)
-                if budget is not None:
-                    self._spent(budget, completion)
+            completion = self._stored_or_reserve(messages, params, budget)
+            if completion is None:
+                completion = self._spent(budget, self.inner.chat(messages, **params))
         except Exception as exc:
             self._failed(budget, exc)
             raise
@@ -362,24 +354,20 @@ class MeteredLLM:
         """``inner.achat`` (or ``chat`` in a thread), counted towards the running test."""
         from tnsai_eval.llm import acall
 
-        self.session.touch()
-        params = self._params(params)
-        budget = self.session.budget
+        params, budget = self._begin(params)
         try:
-            stored = None if budget is None else self._stored(messages, params, budget)
-            if stored is not None:
-                completion = stored
-            else:
-                if budget is not None:
-                    self._reserve(budget)
-                completion = await acall(self.inner, messages, **params)
-                if budget is not None:
-                    self._spent(budget, completion)
+            completion = self._stored_or_reserve(messages, params, budget)
+            if completion is None:
+                completion = self._spent(budget, await acall(self.inner, messages, **params))
         except Exception as exc:
             self._failed(budget, exc)
             raise
         self.session.record_call(completion)
         return completion
+
+    def _begin(self, params: dict[str, Any]) -> tuple[dict[str, Any], CallBudget | None]:
+        self.session.touch()
+        return self._params(params), self.session.budget
 
     # -- --llm-max-calls ---------------------------------------------------------
     def _stored(
@@ -417,12 +405,24 @@ class MeteredLLM:
                 model=self.model,
             )
 
+    def _stored_or_reserve(
+        self, messages: MessagesInput, params: dict[str, Any], budget: CallBudget | None
+    ) -> Completion | None:
+        """A stored reply (free), or None once an attempt is reserved for a real call."""
+        if budget is None:
+            return None
+        stored = self._stored(messages, params, budget)
+        if stored is None:
+            self._reserve(budget)
+        return stored
+
     @staticmethod
-    def _spent(budget: CallBudget, completion: Completion) -> None:
+    def _spent(budget: CallBudget | None, completion: Completion) -> Completion:
         # One attempt was reserved; retries are counted now. A reply that came
         # from a store after all (another worker recorded it) costs nothing more.
-        if not completion.cached:
+        if budget is not None and not completion.cached:
             budget.add(max(completion.attempts, 1) - 1)
+        return completion
 
     def _failed(self, budget: CallBudget | None, exc: Exception) -> None:
         from tnsai_eval.errors import LLMError, ReplayMissError
