@@ -270,7 +270,8 @@ def test_scoring_plan_follows_the_sidecar_unless_told_otherwise(tmp_path: Path) 
         (),
     )
     constrained = datasets.scoring_plan("sentiment", constrain=True, params={"max_tokens": 3})
-    assert constrained.params is not None and constrained.params["max_tokens"] == 3
+    assert constrained.params is not None
+    assert constrained.params["max_tokens"] == 3
     enum = constrained.params["response_format"]["json_schema"]["schema"]["properties"]
     assert enum["label"]["enum"] == ["positive", "negative"]
     # Cases given in code: no sidecar, the engine's defaults, threshold 0.5.
@@ -279,5 +280,5 @@ def test_scoring_plan_follows_the_sidecar_unless_told_otherwise(tmp_path: Path) 
     for bad in (float("nan"), 1.5, True, "0.5"):
         with pytest.raises(ConfigError, match="case threshold must be a number in"):
             datasets.scoring_plan("capitals", threshold=bad)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="constrain needs labels.*'capitals' declares none"):
+    with pytest.raises(ConfigError, match=r"constrain needs labels.*'capitals' declares none"):
         datasets.scoring_plan("capitals", constrain=True)
