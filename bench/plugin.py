@@ -376,7 +376,7 @@ def _run_suite(cwd: Path, *args: str, env: dict[str, str]) -> tuple[float, float
             *_UNRELATED,
             f"--junitxml={junit}",
             *args,
-        ],  # fmt: skip
+        ],
         cwd=cwd,
         capture_output=True,
         text=True,
