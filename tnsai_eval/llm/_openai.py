@@ -197,6 +197,7 @@ class OpenAIClient:
         self._slots = [max_concurrency] if transport is not None else split_slots(max_concurrency)
         self._rng = random.Random()
         self._lock = threading.Lock()
+        self._threads_lock = threading.Lock()
         self._closed = False
         self._ssl: ssl.SSLContext | None = None
         self._sync: SyncPools | None = None
@@ -319,7 +320,7 @@ class OpenAIClient:
 
     def close(self) -> None:
         """Close the connections and worker threads. Later calls raise ``RuntimeError``."""
-        with self._lock:
+        with self._lock, self._threads_lock:
             self._closed = True
             pools, self._sync = self._sync, None
             threads, self._threads = self._threads, None
@@ -370,7 +371,9 @@ class OpenAIClient:
 
     def _worker_threads(self) -> ThreadPoolExecutor:
         self._check_open()
-        with self._lock:
+        # Not self._lock: the first call holds that while it opens the pools
+        # (tens of ms), and the event loop must not wait for it here.
+        with self._threads_lock:
             self._check_open()
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(
@@ -384,7 +387,12 @@ class OpenAIClient:
         # loads the CA bundle (tens of ms), which httpx would otherwise repeat
         # per pool.
         if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()
+            # A plain-http server (a local llama.cpp) never uses TLS, and requests
+            # go only to the base URL (redirects are not followed): no CA bundle.
+            https = self._base_url.startswith("https://")
+            self._ssl = (
+                httpx.create_ssl_context() if https else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            )
         headers = httpx.Headers(self._headers)
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
