@@ -278,25 +278,38 @@ class MiproResult:
     notes: tuple[str, ...]
 
 
-def make_lm(base_url: str, max_tokens: int) -> Any:
-    """A ``dspy.LM`` for the embedded model behind llama.cpp's OpenAI-compatible server.
+def make_lm(base_url: str, max_tokens: int, field: str) -> Any:
+    """A ``dspy.LM`` for the embedded model behind llama.cpp's server, replying ``{field: str}``.
 
     litellm routes ``openai/<name>`` with ``api_base`` to any OpenAI-compatible
     server; it insists on an API key (any string does). It sends the token cap
     as ``max_completion_tokens``, which llama.cpp's server ignores (replies ran
     to 100+ tokens under a cap of 32), so the cap also goes as ``max_tokens``
-    in ``extra_body``. Temperature 0 is what the optimizer's methods use; DSPy's
-    bootstrap rounds after the first and its proposer raise it themselves.
+    in ``extra_body``. litellm does not know that this server supports JSON
+    schemas, so DSPy's JSONAdapter sends no ``response_format``; the model then
+    never writes the JSON (or ChatAdapter's ``[[ ## field ## ]]`` markers)
+    DSPy parses. The schema DSPy would have sent goes in ``extra_body``, in
+    llama.cpp's form (``{"type": "json_object", "schema": ...}``), which the
+    server enforces with a grammar. Temperature 0 is what the optimizer's
+    methods use; DSPy raises it itself for bootstrap rounds and proposals.
     """
     import dspy
 
+    schema = {
+        "type": "object",
+        "properties": {field: {"type": "string"}},
+        "required": [field],
+    }
     return dspy.LM(
         f"openai/{MODEL_ALIAS}",
         api_base=base_url,
         api_key="unused",
         temperature=0.0,
         max_tokens=max_tokens,
-        extra_body={"max_tokens": max_tokens},
+        extra_body={
+            "max_tokens": max_tokens,
+            "response_format": {"type": "json_object", "schema": schema},
+        },
         cache=False,
     )
 
@@ -347,11 +360,13 @@ def run_mipro(
         )
         initial_scores: dict[int, float | None] = {i: c.score for i, c in enumerate(initial.cases)}
 
-        task_lm = make_lm(proxy.base_url, dspy_tokens)
-        prompt_lm = make_lm(proxy.base_url, proposer_tokens)
-        # The model never writes DSPy's field markers unprompted; the JSON fallback
-        # would send a second request for nearly every call, and its JSON was junk too.
-        dspy.configure(lm=task_lm, adapter=dspy.ChatAdapter(use_json_adapter_fallback=False))
+        task_lm = make_lm(proxy.base_url, dspy_tokens, "answer")
+        # The proposer's one call MIPROv2 cannot survive failing is the instruction
+        # proposal (an unparsed reply aborts compile; its other calls, the data
+        # and program summaries, are caught and skipped): its replies are held
+        # to that field.
+        prompt_lm = make_lm(proxy.base_url, proposer_tokens, "proposed_instruction")
+        dspy.configure(lm=task_lm, adapter=dspy.JSONAdapter())
 
         def metric(example: Any, prediction: Any, trace: Any = None) -> float | bool:
             score = evaluator.evaluate(str(getattr(prediction, "answer", "") or ""), example.answer)
