@@ -18,7 +18,7 @@ import argparse
 import sys
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from tnsai_eval.cli._common import (
     add_model_options,
@@ -41,6 +41,7 @@ from tnsai_eval.optimizer import (
     PromptEvaluator,
     PromptOptimizer,
     PromptStrategy,
+    RacingBound,
     TokenF1Evaluator,
     labels_response_format,
 )
@@ -132,9 +133,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--racing-bound",
-        choices=("hoeffding", "t"),
-        default="hoeffding",
-        help="the paired bound racing drops a variant on (default: hoeffding)",
+        choices=get_args(RacingBound),
+        default="auto",
+        help="the paired test racing drops a variant on: the exact sign test on flipped "
+        "cases, Student's t, Hoeffding, or auto (sign for 0/1 scores, else t; the default)",
     )
     parser.add_argument(
         "--reply-tokens", type=positive_int, default=32, help="max reply tokens (default: 32)"

@@ -36,7 +36,7 @@ from tnsai_eval.optimizer._engine import (
     check_template,
 )
 from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
-from tnsai_eval.optimizer._racing import RacingBound
+from tnsai_eval.optimizer._racing import RACING_BOUNDS, RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy
 
@@ -72,7 +72,7 @@ class OptimizerConfig:
     clock: Clock = time.monotonic
     split: float | None = 0.3
     rewrite_llm: LLMClient | None = None
-    racing_bound: RacingBound = "hoeffding"
+    racing_bound: RacingBound = "auto"
     demo_sets: int = 0
     rewrite_max_tokens: int = 256
 
@@ -97,8 +97,10 @@ class OptimizerConfig:
             raise ConfigError(
                 f"split must be the held-out share, a number in (0, 1), or None, got {split!r}"
             )
-        if self.racing_bound not in ("hoeffding", "t"):
-            raise ConfigError(f"racing_bound must be 'hoeffding' or 't', got {self.racing_bound!r}")
+        if self.racing_bound not in RACING_BOUNDS:
+            raise ConfigError(
+                f"racing_bound must be one of {', '.join(RACING_BOUNDS)}, got {self.racing_bound!r}"
+            )
         for name in ("demo_sets", "rewrite_max_tokens"):
             value = getattr(self, name)
             least = 0 if name == "demo_sets" else 1
