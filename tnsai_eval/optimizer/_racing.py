@@ -228,7 +228,7 @@ async def race(
     done = 0
     by_test = hopeless = 0
     declined: set[int] = set()
-    used: set[str] = set()
+    used: set[RacingBound] = set()
     sizes = rung_sizes(len(order), min_cases=min_cases)
     looks = max(1, len(sizes) - 1)
     for size in sizes:
