@@ -19,7 +19,9 @@ import sys
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
+from urllib.parse import urlsplit
 
+from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.cli._common import (
     add_model_options,
     check_output_dir,
@@ -29,6 +31,7 @@ from tnsai_eval.cli._common import (
     positive_int,
 )
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.llm import LLMClient, default_llm
 from tnsai_eval.optimizer import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
@@ -45,6 +48,7 @@ from tnsai_eval.optimizer import (
     TokenF1Evaluator,
     labels_response_format,
 )
+from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL, resolve_model
 
 if TYPE_CHECKING:
     from tnsai_eval.datasets import DatasetMeta
@@ -115,6 +119,17 @@ def add_parser(subparsers: Any) -> None:
         "--no-rewrite", action="store_true", help="do not ask the model to rewrite the prompt"
     )
     parser.add_argument(
+        "--rewrite-llm",
+        metavar="URL_OR_MODEL",
+        help="another (stronger) model writes the rewrite proposals: an OpenAI-compatible "
+        "base URL (its model: --rewrite-model, else the task's --model / $TNSAI_LLM_MODEL) "
+        "or a model name on the task model's server (--base-url / $TNSAI_LLM_BASE_URL); "
+        "the API key comes from $TNSAI_LLM_API_KEY (default: the task model rewrites)",
+    )
+    parser.add_argument(
+        "--rewrite-model", metavar="NAME", help="the model name at the --rewrite-llm URL"
+    )
+    parser.add_argument(
         "--validation",
         help="a dataset held out to report the best prompt on (instead of --split)",
     )
@@ -181,6 +196,49 @@ def _share(text: str) -> float:
     return value
 
 
+def _rewrite_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
+    """The client ``--rewrite-llm`` names and how to show it (URLs redacted), or ``(None, "")``.
+
+    Configured like the task model (``default_llm``: an OpenAI-compatible
+    server and a model name, the key from the environment only): a URL is
+    the rewrite server's base URL, anything else a model name on the task
+    model's server.
+    """
+    value = (args.rewrite_llm or "").strip()
+    if not value:
+        if args.rewrite_model:
+            raise ConfigError("--rewrite-model needs --rewrite-llm URL")
+        return None, ""
+    if args.no_rewrite:
+        raise ConfigError("--rewrite-llm has no use with --no-rewrite")
+    task = resolve_model(base_url=args.base_url, model=args.model)
+    if "://" in value:
+        if urlsplit(value).scheme not in ("http", "https"):
+            raise ConfigError(
+                f"--rewrite-llm {redact_url(value)!r} is not an http:// or https:// URL"
+            )
+        model = args.rewrite_model or task.model
+        if not model:
+            raise ConfigError(
+                f"--rewrite-llm {redact_url(value)!r} needs a model name: "
+                f"give --rewrite-model NAME (or --model / ${ENV_MODEL})"
+            )
+        return default_llm(base_url=value, model=model), f"{model!r} at {redact_url(value)}"
+    if args.rewrite_model:
+        raise ConfigError(
+            f"--rewrite-model goes with a --rewrite-llm URL; --rewrite-llm {value!r} is "
+            "already a model name"
+        )
+    if not task.base_url:
+        raise ConfigError(
+            f"--rewrite-llm {value!r} names a model, but the task model has no server "
+            f"(--base-url / ${ENV_BASE_URL}): give the rewrite model's base URL instead"
+        )
+    return default_llm(base_url=task.base_url, model=value), (
+        f"{value!r} at {redact_url(task.base_url)}"
+    )
+
+
 def _evaluator(name: str, args: argparse.Namespace, meta: DatasetMeta) -> PromptEvaluator:
     if name == "label":
         if not meta.labels:
@@ -222,6 +280,7 @@ def _run(args: argparse.Namespace) -> int:
     if not strategies:
         raise ConfigError(f"--strategies names no strategy: {args.strategies!r}")
     prompt = args.prompt or DEFAULT_PROMPTS.get(Path(args.dataset).stem, _GENERIC_PROMPT)
+    rewrite_llm, rewriter = _rewrite_client(args)
     bar = None if args.no_progress else _ProgressBar()
     optimizer = PromptOptimizer(
         client_from_args(args),
@@ -236,6 +295,7 @@ def _run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         rewrite=not args.no_rewrite,
+        rewrite_llm=rewrite_llm,
         call_params=call_params,
         progress=bar.update if bar is not None else None,
         split=args.split or None,
@@ -252,6 +312,8 @@ def _run(args: argparse.Namespace) -> int:
         flush=True,
     )
     print(f"evaluator: {how}", flush=True)
+    if rewriter:
+        print(f"rewrites by {rewriter}", flush=True)
     if constrain:
         print(f"replies constrained to the labels: {', '.join(meta.labels)}", flush=True)
     if bar is not None:
