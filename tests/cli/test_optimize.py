@@ -194,7 +194,8 @@ def test_rewrite_llm_url_sends_the_rewrite_to_that_server(
 ) -> None:
     # The rewrite server fails once (503), then proposes a prompt.
     fake_server.script(
-        Step.error(503, retry_after="0"), Step.ok("Give only the capital city for this geography question.")
+        Step.error(503, retry_after="0"),
+        Step.ok("Give only the capital city for this geography question."),
     )
     url = fake_server.base_url
     out = tmp_path / "out"

@@ -2,8 +2,10 @@
 
 Runs ``PromptOptimizer`` with the configured model (the embedded SmolLM2 by
 default), shows a progress bar, prints a leaderboard of the variants and
-writes ``results.csv`` (one row per round, variant and case), ``rounds.csv``
-and ``score_progression.png`` to ``--out``.
+writes ``results.csv`` (one row per round, variant and case), ``rounds.csv``,
+``variants.json`` (every variant in full: instruction, system message, demo
+turns, response format, status and scores) and ``score_progression.png`` to
+``--out``.
 
 The cases are split (seeded, stratified by label) into selection cases, on
 which the prompt is chosen, and held-out cases (``--split``, default 0.3, or
@@ -15,12 +17,14 @@ the selection cases are labelled "training".
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import urlsplit
 
+from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.cli._common import (
     add_model_options,
@@ -413,6 +417,12 @@ def _write_outputs(result: OptimizationResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     result.to_dataframe().to_csv(out / "results.csv", index=False)
     result.rounds_dataframe().to_csv(out / "rounds.csv", index=False)
+    variants = {
+        "best_variant": result.best_variant,
+        "variants": [v.to_dict() for v in result.variants],
+    }
+    atomic_write_text(out / "variants.json", json.dumps(variants, indent=2) + "\n")
     figure = plot_optimizer_rounds(result, title="Score progression")
     figure.savefig(out / "score_progression.png", dpi=100)
-    print(f"wrote {out / 'results.csv'}, {out / 'rounds.csv'}, {out / 'score_progression.png'}")
+    written = ("results.csv", "rounds.csv", "variants.json", "score_progression.png")
+    print(f"wrote {', '.join(str(out / name) for name in written)}")
