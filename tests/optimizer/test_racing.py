@@ -112,9 +112,19 @@ def test_each_look_gets_only_its_share_of_alpha() -> None:
     assert not surely_worse(six, alpha=0.05 / 4)
 
 
-def test_a_challenger_that_ties_on_every_case_is_never_dropped() -> None:
-    # Both prompts right on the same half of 100 cases.
-    result = race(lambda who, number: number % 2 == 0, 100)
+@pytest.mark.parametrize(
+    "right",
+    [
+        lambda number: number % 2 == 0,  # both right on the same half of the cases
+        # Both right on all but the same one, the first in the racing order:
+        # from the first rung on, the challenger can at best tie (0.99), which
+        # no rule may drop either.
+        lambda number: number != example_order(100, seed=0)[0] + 1,
+    ],
+    ids=["half", "all-but-one"],
+)
+def test_a_challenger_that_ties_on_every_case_is_never_dropped(right: Any) -> None:
+    result = race(lambda who, number: right(number), 100)
     assert concise(result).status is VariantStatus.SCORED
     assert concise(result).cases_scored == 100
     assert result.history[1].racing_note is None
