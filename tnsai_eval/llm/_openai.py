@@ -14,7 +14,7 @@ import random
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -103,7 +103,10 @@ class OpenAIClient:
       ``usage`` gets ``Usage()``.
     * ``api_key=""`` sends no key even when the variables are set; ``headers``
       adds request headers (for gateways that want their own).
-    * ``transport=`` replaces the network (for example ``httpx.MockTransport``).
+    * ``transport=`` replaces the network (for example ``httpx.MockTransport``);
+      ``sleep=`` and ``async_sleep=`` replace the backoff waits of ``chat`` and
+      ``achat`` (default ``time.sleep``, ``asyncio.sleep``), for example to
+      record them in a test (``sleep=waits.append``).
     * ``close()`` / ``aclose()`` or ``with`` / ``async with`` release the
       connections. Async ones are made per event loop on first use, since httpx
       async connections cannot move between loops; ``aclose()`` closes the
@@ -128,6 +131,8 @@ class OpenAIClient:
         headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
         response_format_style: ResponseFormatStyle = "openai",
+        sleep: Callable[[float], object] = time.sleep,
+        async_sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"model must be a non-empty str, got {model!r}")
@@ -157,6 +162,9 @@ class OpenAIClient:
                 f"got {response_format_style!r}"
             )
         self._format_style: ResponseFormatStyle = response_format_style
+        # Injection points for the backoff waits (a test records them instead of waiting).
+        self._sleep = sleep
+        self._async_sleep = async_sleep
         self._model = model
         self._base_url = _check_base_url(base_url)
         self._url = self._base_url + "/chat/completions"
@@ -240,7 +248,7 @@ class OpenAIClient:
             if isinstance(outcome, Completion):
                 return outcome
             outcome = self._format_rejected(outcome, params)
-            time.sleep(self._wait_or_raise(outcome, deadline))
+            self._sleep(self._wait_or_raise(outcome, deadline))
 
     async def achat(
         self,
@@ -284,7 +292,7 @@ class OpenAIClient:
                 return outcome
             outcome = self._format_rejected(outcome, params)
             last.append(outcome)
-            await asyncio.sleep(self._wait_or_raise(outcome, None))
+            await self._async_sleep(self._wait_or_raise(outcome, None))
 
     def _post(
         self,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
@@ -9,6 +12,7 @@ from matplotlib.figure import Figure
 
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.frames import ProgressionRun
 from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
@@ -17,6 +21,10 @@ from tnsai_eval.plots._base import (
     score_axis,
     short,
 )
+
+if TYPE_CHECKING:
+    from tnsai_eval.optimizer import OptimizationResult
+    from tnsai_eval.refinement import RefinementResult
 
 __all__ = [
     "plot_check_matrix",
@@ -34,7 +42,10 @@ _SKIPPED = 0.5
 
 
 def plot_score_progression(
-    runs: object, *, title: str = "Score progression", xlabel: str = "iteration"
+    runs: ProgressionRun | Mapping[str, ProgressionRun] | pd.DataFrame,
+    *,
+    title: str = "Score progression",
+    xlabel: str = "iteration",
 ) -> Figure:
     """One line per run: score (y) by step (x).
 
@@ -68,7 +79,9 @@ def plot_score_progression(
     return fig
 
 
-def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") -> Figure:
+def plot_optimizer_rounds(
+    result: OptimizationResult | pd.DataFrame, *, title: str = "Optimizer rounds"
+) -> Figure:
     """Each variant's mean score per round (points, coloured by strategy) and the best so far.
 
     The legend names each strategy with what its variants carry beyond the
@@ -123,7 +136,10 @@ def _variant_label(round_: object, variant: object, strategy: object, details: o
 
 
 def plot_variant_case_heatmap(
-    result: object, *, rounds: list[int] | None = None, title: str = "Score by variant and case"
+    result: OptimizationResult | pd.DataFrame,
+    *,
+    rounds: list[int] | None = None,
+    title: str = "Score by variant and case",
 ) -> Figure:
     """A variant (rows) x case (columns) heatmap of scores, values written in cells.
 
@@ -173,7 +189,9 @@ def plot_variant_case_heatmap(
     return fig
 
 
-def plot_check_matrix(result: object, *, title: str = "Checks by iteration") -> Figure:
+def plot_check_matrix(
+    result: RefinementResult | pd.DataFrame, *, title: str = "Checks by iteration"
+) -> Figure:
     """Checks (rows) x iterations (columns): green passed, red failed, grey skipped.
 
     ``result`` is a ``RefinementResult`` or its ``checks_dataframe()`` frame. A
@@ -250,7 +268,9 @@ def plot_norm_checks(checks: pd.DataFrame, *, title: str = "Norm checks") -> Fig
     return fig
 
 
-def plot_cost_per_round(result: object, *, title: str = "Cost per round") -> Figure:
+def plot_cost_per_round(
+    result: OptimizationResult | pd.DataFrame, *, title: str = "Cost per round"
+) -> Figure:
     """Model calls (left) and tokens (right) per round.
 
     ``result`` is an ``OptimizationResult`` (its ``rounds_dataframe()``: the
