@@ -117,7 +117,7 @@ def run(
     }
     if method == "demos":
         options.update(candidate_strategies=[], rewrite=False, demo_sets=args.demo_sets)
-    return PromptOptimizer(llm, **options).optimize(_PROMPTS[name], cases)
+    return PromptOptimizer(llm, **options).optimize(args.prompt or _PROMPTS[name], cases)
 
 
 def _requests(result: OptimizationResult) -> int:
@@ -140,6 +140,9 @@ def main() -> None:
     parser.add_argument("--split", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, help="use only the first N cases of each dataset")
+    parser.add_argument(
+        "--prompt", help="start from this prompt instead of the CLI's default for each dataset"
+    )
     parser.add_argument("--store", help="keep replies in this directory across runs")
     parser.add_argument("--verbose", action="store_true", help="print every variant")
     args = parser.parse_args()

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.optimizer.conftest import REWRITE_MARK, split_message
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
 from tnsai_eval.optimizer import (
     ContainsEvaluator,
     Demo,
+    LabelEvaluator,
     PromptOptimizer,
     PromptStrategy,
     PromptVariant,
@@ -169,3 +173,48 @@ def test_the_rewrite_uses_its_own_model_and_sees_failures_first() -> None:
     assert "Input: q1\n" not in text
     assert result.best_prompt == "Say only the answer."
     assert result.calls == 6 + 1 + 6  # the rewrite model's call counts too
+
+
+# -- the LABELS strategy: the answer format from the task's labels ---------------------------
+
+
+def test_labels_states_the_declared_labels_or_the_cases_closed_set() -> None:
+    cases = [
+        TestCase("great", "positive"),
+        TestCase("awful", "negative"),
+        TestCase("ok", "positive"),
+    ]
+    assert S.LABELS.apply("Classify.", labels=["yes", "no"]).endswith(
+        "Answer with one word: yes or no."
+    )
+    assert S.LABELS.apply("Classify.", cases).endswith(
+        "Answer with one word: positive or negative."
+    )
+    many = ["very good", "bad", "neutral"]
+    assert S.LABELS.apply("Rate.", labels=many).endswith(
+        "Answer with only one of these labels: very good, bad or neutral."
+    )
+    # Open answers (arithmetic) are no labels: unchanged, so never scored as a variant.
+    assert S.LABELS.apply("Add.", [TestCase("1 + 1", "2"), TestCase("2 + 2", "4")]) == "Add."
+    once = S.LABELS.apply("Classify.", labels=["yes", "no"])
+    assert S.LABELS.apply(once, labels=["yes", "no"]) == once  # idempotent
+
+
+def test_the_optimizer_takes_the_label_evaluators_labels() -> None:
+    llm = ScriptedLLM(rules=[(r"one word: yes or no", "yes")], default="Well, maybe yes or no.")
+    optimizer = PromptOptimizer(
+        llm,
+        candidate_strategies=[S.LABELS],
+        evaluator=LabelEvaluator(["yes", "no"]),
+        rewrite=False,
+        split=None,
+        max_iterations=1,
+    )
+    assert optimizer.config.labels == ("yes", "no")
+    result = optimizer.optimize("Answer.", [TestCase("q1", "yes"), TestCase("q2", "yes")])
+    assert result.best_prompt == "Answer.\n\nAnswer with one word: yes or no."
+    assert (result.initial_score, result.score) == (0.0, 1.0)
+    explicit = PromptOptimizer(llm, labels=["no", "yes"], evaluator=LabelEvaluator(["yes", "no"]))
+    assert explicit.config.labels == ("no", "yes")
+    with pytest.raises(ConfigError, match="labels must be a sequence of non-empty strings"):
+        PromptOptimizer(llm, labels="yes,no")

@@ -75,6 +75,7 @@ class OptimizerConfig:
     racing_bound: RacingBound = "auto"
     demo_sets: int = 0
     rewrite_max_tokens: int = 256
+    labels: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -121,7 +122,15 @@ class OptimizerConfig:
                 "nothing to try: candidate_strategies is empty, rewrite=False and "
                 "demo_sets=0; give at least one strategy, demo sets or allow the model's rewrite"
             )
+        labels = self.labels
+        if labels is None:
+            # A label evaluator's labels are the task's declared labels.
+            found = getattr(self.evaluator, "labels", None)
+            labels = tuple(found) if isinstance(found, tuple | list) else None
+        elif isinstance(labels, str) or not all(isinstance(x, str) and x.strip() for x in labels):
+            raise ConfigError(f"labels must be a sequence of non-empty strings, got {labels!r}")
         # Frozen: normalized values are set once, here.
+        object.__setattr__(self, "labels", None if labels is None else tuple(labels))
         object.__setattr__(self, "candidate_strategies", strategies)
         object.__setattr__(self, "split", None if split is None else float(split))
         object.__setattr__(self, "call_params", MappingProxyType(dict(self.call_params)))
