@@ -51,7 +51,7 @@ from tnsai_eval.optimizer import (
     RacingBound,
     TokenF1Evaluator,
 )
-from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL, resolve_model
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, resolve_model
 
 __all__ = ["CLI_STRATEGIES", "DEFAULT_PROMPTS", "add_parser"]
 
@@ -122,9 +122,9 @@ def add_parser(subparsers: Any) -> None:
         "--rewrite-llm",
         metavar="URL_OR_MODEL",
         help="another (stronger) model writes the rewrite proposals: an OpenAI-compatible "
-        "base URL (its model: --rewrite-model, else the task's --model / $TNSAI_LLM_MODEL) "
-        "or a model name on the task model's server (--base-url / $TNSAI_LLM_BASE_URL); "
-        "the API key comes from $TNSAI_LLM_API_KEY (default: the task model rewrites)",
+        f"base URL (its model: --rewrite-model, else the task's --model / ${ENV_MODEL}) "
+        f"or a model name on the task model's server (--base-url / ${ENV_BASE_URL}); "
+        f"the API key comes from ${ENV_API_KEY} (default: the task model rewrites)",
     )
     parser.add_argument(
         "--rewrite-model", metavar="NAME", help="the model name at the --rewrite-llm URL"
