@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import random
+import threading
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -364,29 +365,68 @@ def test_async_path_retries_and_parses_like_the_sync_one() -> None:
     mock = Mock(httpx.Response(429, headers={"retry-after-ms": "1"}), reply("async hi"))
     waits: list[float] = []
 
-    async def record(delay: float) -> None:
-        waits.append(delay)
-
     async def main() -> Any:
-        async with mock.client(async_sleep=record) as llm:
+        async with mock.client(sleep=waits.append) as llm:
             return await llm.achat("x", temperature=0)
 
     completion = asyncio.run(main())
     assert completion.text == "async hi"
     assert len(mock.requests) == 2
-    assert waits == [pytest.approx(0.001)]  # the server's retry-after-ms, through async_sleep
+    assert waits == [pytest.approx(0.001)]  # the server's retry-after-ms: one retry loop
     assert mock.body()["temperature"] == 0
 
 
-def test_transport_of_the_wrong_kind_is_a_config_error() -> None:
+def test_achat_uses_the_sync_transport_and_an_async_only_one_is_refused() -> None:
     class SyncOnly(httpx.BaseTransport):
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             return httpx.Response(200, json=reply())
 
     llm = OpenAIClient("m", base_url="http://h/v1", transport=SyncOnly())
+    # achat runs chat on a worker thread: one transport serves both.
     assert llm.chat("x").text == "hi"
-    with pytest.raises(ConfigError, match="sync only"):
-        asyncio.run(llm.achat("x"))
+    assert asyncio.run(llm.achat("x")).text == "hi"
+    llm.close()
+
+    class AsyncOnly(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, json=reply())
+
+    wrong = OpenAIClient("m", base_url="http://h/v1", transport=AsyncOnly())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="AsyncOnly is async only"):
+        wrong.chat("x")
+    with pytest.raises(ConfigError, match="AsyncOnly is async only"):
+        asyncio.run(wrong.achat("x"))
+    wrong.close()
+
+
+def test_achat_keeps_the_callers_context_and_never_blocks_the_loop() -> None:
+    import contextvars
+
+    seen = contextvars.ContextVar("seen", default="unset")
+    entered = threading.Event()
+    release = threading.Event()
+    values: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        values.append(seen.get())
+        entered.set()
+        release.wait(10)
+        return httpx.Response(200, json=reply())
+
+    llm = OpenAIClient("m", base_url="http://h/v1", transport=httpx.MockTransport(handler))
+
+    async def main() -> str:
+        seen.set("caller's")
+        call = asyncio.ensure_future(llm.achat("x"))
+        # The loop keeps running while the request waits in the transport.
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        assert not call.done()
+        release.set()
+        return (await call).text
+
+    assert asyncio.run(main()) == "hi"
+    assert values == ["caller's"]
     llm.close()
 
 

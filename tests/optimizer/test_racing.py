@@ -58,8 +58,8 @@ def race(
         scripted(reply),
         candidate_strategies=[S.CONCISE],
         evaluator=ExactMatchEvaluator(),
-        search=search,  # type: ignore[arg-type]
-        racing_bound=bound,  # type: ignore[arg-type]
+        search=search,
+        racing_bound=bound,
         split=None,
         seed=seed,
         concurrency=1,
@@ -204,4 +204,4 @@ def test_a_challenger_that_ties_early_and_wins_later_is_kept() -> None:
 
 def test_racing_bound_names_are_checked() -> None:
     with pytest.raises(ConfigError, match="racing_bound must be one of auto, sign, t, hoeffding"):
-        PromptOptimizer(scripted(None), racing_bound="bonferroni")  # type: ignore[arg-type]
+        PromptOptimizer(scripted(None), racing_bound="bonferroni")

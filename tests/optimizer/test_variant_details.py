@@ -98,7 +98,9 @@ def test_the_frames_show_system_demos_and_response_format(result: OptimizationRe
 
 def test_the_plots_name_the_details(result: OptimizationResult) -> None:
     figure = plots.plot_optimizer_rounds(result)
-    legend = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+    box = figure.axes[0].get_legend()
+    assert box is not None
+    legend = [t.get_text() for t in box.get_texts()]
     assert "demos [system message; 2 demo(s) as chat; response_format json_object]" in legend
     assert "initial [system message; response_format json_object]" in legend
     heatmap = plots.plot_variant_case_heatmap(result)

@@ -300,10 +300,10 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     with the core's ``score_prompt``, as ``tnsai_eval.datasets.scoring_plan``
     resolves them: a dataset's ``NAME.meta.json`` chooses the evaluator, the case
     threshold and ``constrain`` unless given, and what it chose is printed.
-    Records the mean as a metric (``score``, or ``name``) and every case in the
-    report. Fails the test below ``min_score`` (listing the worst cases), when a
-    case's call failed (after every case is scored), or once for unrecorded
-    cases, with the command that records them.
+    Records the mean (metric ``score``, or ``name``) and every case in the report.
+    Fails the test below ``min_score`` (listing the worst cases), when a call
+    failed (after every case is scored), or for unrecorded cases (naming the
+    command that records them).
     """
     session = _session(request)
     client = session.meter(llm)
@@ -321,24 +321,28 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     ) -> PromptEvaluation:
         from tnsai_eval.datasets import scoring_plan
         from tnsai_eval.optimizer import score_prompt
-        from tnsai_eval.pytest import _evaluate
+        from tnsai_eval.pytest._evaluate import (
+            check_min_score,
+            load_prompt,
+            prompt_record,
+            record,
+            verdict,
+        )
 
-        _evaluate.check_min_score(min_score)  # before any call: NaN would pass every score
+        check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
         params = options.pop("params", None)
         plan = scoring_plan(cases, evaluator=evaluator, constrain=constrain,
                             threshold=case_threshold, params=params)  # fmt: skip
         for note in plan.notes:
             print(f"evaluate_prompt: {note}")
-        text, file = _evaluate.load_prompt(prompt)
+        text, file = load_prompt(prompt)
         if plan.params is not None:
             options["params"] = plan.params
         result = score_prompt(client, text, plan.cases, evaluator=plan.evaluator, **options)
         metric = name or _free_name(session, "score")
-        _evaluate.record(
-            session, metric, result, plan, _evaluate.prompt_record(text, file, options)
-        )
-        problem = _evaluate.verdict(result, min_score, request.node.nodeid, session)
+        record(session, metric, result, plan, prompt_record(text, file, options))
+        problem = verdict(result, min_score, request.node.nodeid, session)
         if problem is not None:
             pytest.fail(problem, pytrace=False)
         return result
