@@ -48,6 +48,7 @@ def test_optimizer_case_columns(optimization: OptimizationResult) -> None:
         "cached",
         "error",
         "split",
+        "details",
     )
     assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
     assert tuple(optimization.to_dataframe().columns) == frames.OPTIMIZER_CASE_COLUMNS
