@@ -214,7 +214,7 @@ def main() -> None:
             mipro = _dspy.run_mipro(
                 name,
                 cases,
-                _PROMPTS[name],
+                args.prompt or _PROMPTS[name],
                 evaluator_for(name),
                 threshold=0.8 if threshold is None else threshold,
                 split=args.split,
