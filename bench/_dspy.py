@@ -57,6 +57,7 @@ __all__ = [
     "MiproRow",
     "available",
     "format_lines",
+    "format_row",
     "llama_server",
     "make_lm",
     "run_mipro",
@@ -409,6 +410,8 @@ def run_mipro(
         start = proxy.counts
         began = time.perf_counter()
         baseline = held(student, "dspy-base", "-", began, start)
+        # Printed now: MIPROv2 takes the better part of an hour here.
+        print(format_row(name, baseline), flush=True)
         optimizer = dspy.MIPROv2(
             metric=metric,
             prompt_model=prompt_lm,
@@ -453,18 +456,21 @@ def run_mipro(
         )
 
 
+def format_row(name: str, r: MiproRow) -> str:
+    """One row as bench/optimizer.py prints its rows (``model s``: the server's seconds)."""
+    low, high = r.interval or (float("nan"), float("nan"))
+    held = f"{_fmt(r.initial)} -> {_fmt(r.score)} [{low:.2f}, {high:.2f}]"
+    p = "-" if r.p_value is None else f"{r.p_value:.3g}"
+    return (
+        f"{name:<17} {r.selection:>3}/{r.held_out:<3} {r.method:<10} {held:<36} "
+        f"{f'+{r.better}/-{r.worse}':>7} {p:>7} {r.train:>13} {r.counts.requests:>5} "
+        f"{r.counts.tokens:>7} {r.counts.seconds:>7.1f} {r.wall_s:>6.1f}"
+    )
+
+
 def format_lines(name: str, result: MiproResult) -> list[str]:
-    """``result`` as bench/optimizer.py prints its rows (``model s``: the server's seconds)."""
-    lines = []
-    for r in result.rows:
-        low, high = r.interval or (float("nan"), float("nan"))
-        held = f"{_fmt(r.initial)} -> {_fmt(r.score)} [{low:.2f}, {high:.2f}]"
-        p = "-" if r.p_value is None else f"{r.p_value:.3g}"
-        lines.append(
-            f"{name:<17} {r.selection:>3}/{r.held_out:<3} {r.method:<10} {held:<36} "
-            f"{f'+{r.better}/-{r.worse}':>7} {p:>7} {r.train:>13} {r.counts.requests:>5} "
-            f"{r.counts.tokens:>7} {r.counts.seconds:>7.1f} {r.wall_s:>6.1f}"
-        )
+    """MIPROv2's row (the baseline's is printed as soon as it is measured) and notes."""
+    lines = [format_row(name, result.rows[-1])]
     lines.append(f"{'':<17} mipro chose {result.demos} demos, instruction: {result.instruction!r}")
     lines.extend(f"{'':<17} {note}" for note in result.notes)
     return lines
