@@ -44,6 +44,7 @@ def _case_rows() -> list[dict[str, object]]:
                     "cached": cached,
                     "error": None,
                     "split": "train",
+                    "reason": None,
                 }
             )
     # A validation row: it reports on the winner and must never count in a round.

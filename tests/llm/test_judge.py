@@ -179,3 +179,29 @@ def test_judge_evaluator_calibrated_scores_are_accuracy() -> None:
     explained = judge.explain("Nice", "Paris")
     assert explained is not None
     assert explained.score == pytest.approx(0.45)
+
+
+def test_the_judges_reason_reaches_the_check_and_every_case_record() -> None:
+    from tnsai_eval.optimizer import PromptOptimizer, TestCase, score_prompt
+
+    judge_llm = ScriptedLLM(default="Warm and thankful.\nSCORE: 90")
+    criteria = CompletionCriteria.builder().with_llm(judge_llm).llm_check("Polite?", 0.5).build()
+    [outcome] = criteria.evaluate("Thanks!")
+    assert outcome.reason == "Warm and thankful."
+    assert outcome.message.endswith("[score_line]: Warm and thankful.")
+
+    # The optimizer's and score_prompt's case records keep it too.
+    model = ScriptedLLM(default="Lyon")
+    evaluator = LLMJudgeEvaluator(judge_llm)
+    evaluation = score_prompt(model, "Capital?", [TestCase("France", "Paris")], evaluator=evaluator)
+    assert evaluation.cases[0].reason == "Warm and thankful."
+    result = PromptOptimizer(model, evaluator=evaluator, max_iterations=1, split=None).optimize(
+        "Capital?", [TestCase("France", "Paris")]
+    )
+    assert {row.reason for row in result.case_results} == {"Warm and thankful."}
+    assert set(result.to_dataframe()["reason"]) == {"Warm and thankful."}
+    # An exact match needs no judge and has no reason.
+    exact = score_prompt(
+        ScriptedLLM(default="Paris"), "Capital?", [TestCase("France", "Paris")], evaluator=evaluator
+    )
+    assert exact.cases[0].reason is None

@@ -34,10 +34,11 @@ __all__ = [
 #: ``score`` is the evaluator's score in [0, 1] (NaN when the call failed, and
 #: ``error`` then says why); ``tokens`` the call's total tokens; ``latency``
 #: seconds; ``cached`` whether the reply came from a cache or response store;
-#: ``split`` is ``train`` or ``validation``.
+#: ``split`` is ``train`` or ``validation``; ``reason`` the evaluator's explanation
+#: of the score when it gave one (a judge's reason), else empty.
 OPTIMIZER_CASE_COLUMNS: tuple[str, ...] = CASE_COLUMNS
 # A frame passed in (say, read back from results.csv of an older run) needs only these.
-_CASE_REQUIRED = tuple(c for c in OPTIMIZER_CASE_COLUMNS if c not in ("error", "split"))
+_CASE_REQUIRED = tuple(c for c in OPTIMIZER_CASE_COLUMNS if c not in ("error", "split", "reason"))
 
 #: ``optimizer_rounds``: one row per round, the fields of ``RoundRecord``:
 #: ``round`` (0 = scoring the initial prompt), ``best_score`` and
@@ -82,7 +83,8 @@ def optimizer_cases(result: object) -> pd.DataFrame:
     """One row per (round, variant, case) of an optimization (``OPTIMIZER_CASE_COLUMNS``).
 
     Accepts an ``OptimizationResult`` (delegates to its ``to_dataframe()``) or a
-    frame that already has those columns (``error`` and ``split`` may be absent).
+    frame that already has those columns (``error``, ``split`` and ``reason``
+    may be absent).
     """
     frame = (
         result
@@ -201,7 +203,8 @@ def refinement_checks(result: object) -> pd.DataFrame:
     """One row per (iteration, check): ``RefinementResult.checks_dataframe()``.
 
     Columns: ``iteration``, ``check`` (its name), ``kind``, ``source``,
-    ``passed``, ``skipped``, ``score``, ``message``, ``duration_s``,
+    ``passed``, ``skipped``, ``score``, ``message``, ``reason`` (the judge's
+    own explanation for ``llm_check``, '' without one), ``duration_s``,
     ``tokens``. A frame passed in needs at least ``iteration``, ``check`` and
     ``passed``.
     """

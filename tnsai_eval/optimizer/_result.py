@@ -34,6 +34,7 @@ CASE_COLUMNS = (
     "cached",
     "error",
     "split",
+    "reason",
 )
 
 
@@ -161,8 +162,9 @@ class OptimizationResult:
         """One row per (round, variant, case) scored, in that order.
 
         Columns: round, variant, strategy, case, input, expected, output,
-        score, tokens, latency, cached, error, split. Failed calls are rows with
-        a ``None`` output and score and the error's text.
+        score, tokens, latency, cached, error, split, reason (the evaluator's
+        explanation of the score, such as a judge's reason, when it gave one).
+        Failed calls are rows with a ``None`` output and score and the error's text.
         """
         import pandas as pd
 
@@ -181,6 +183,7 @@ class OptimizationResult:
                 r.cached,
                 r.error,
                 r.split,
+                r.reason,
             )
             for r in self.case_results
         ]

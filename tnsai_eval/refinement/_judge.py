@@ -93,6 +93,7 @@ def judge_check(
             f"[{result.method.value}]{reason}",
             score=result.score,
             tokens=result.tokens,
+            reason=result.reason,
         )
 
     return Check(f"llm_check({question!r})", CheckKind.LLM, "llm_check", run)
