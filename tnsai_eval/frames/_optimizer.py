@@ -51,8 +51,15 @@ OPTIMIZER_ROUND_COLUMNS = tuple(f.name for f in dataclasses.fields(RoundRecord))
 #: the cases scored; ``cases`` how many were scored; ``cached`` how many of their
 #: replies came from a cache or a response store; ``tokens`` the rows' tokens;
 #: ``best`` whether the variant holds the highest score seen so far (ties go to
-#: the earlier one, as in the optimizer).
-VARIANT_COLUMNS = ("round", "variant", "strategy", "score", "cases", "cached", "tokens", "best")
+#: the earlier one, as in the optimizer); ``status`` the variant's
+#: ``VariantStatus`` value (empty for a bare case frame): a ``dropped`` or
+#: ``incomplete`` variant's score is a partial mean, over the cases racing or
+#: the budget let it reach, and is never ``best``.
+VARIANT_COLUMNS = (
+    "round", "variant", "strategy", "score", "cases", "cached", "tokens", "best", "status",
+)  # fmt: skip
+#: Statuses whose ``score`` is a mean over only some of the cases.
+_PARTIAL_STATUSES = frozenset({"dropped", "incomplete"})
 
 #: ``leaderboard``: one row per variant scored, best first; ``rank`` from 1,
 #: ``variant`` the variant's id (0 = the initial prompt), ``status`` scored,
@@ -111,6 +118,10 @@ def variant_scores(result: object) -> pd.DataFrame:
     """One row per (round, variant) with its mean score and cost (``VARIANT_COLUMNS``).
 
     Built from ``optimizer_cases``; rows are in the order the variants were scored.
+    With an ``OptimizationResult``, ``status`` comes from its variant records
+    and a partial score (dropped by racing, cut by the budget) is never
+    marked ``best``: it may exceed the chosen best's mean only because it
+    never reached the cases where it would have lost.
     """
     cases = optimizer_cases(result)
     if "split" in cases.columns:
@@ -126,14 +137,25 @@ def variant_scores(result: object) -> pd.DataFrame:
         tokens=("tokens", "sum"),
     ).reset_index()
     out["tokens"] = out["tokens"].astype(int)
+    statuses = _variant_statuses(result)
+    out["status"] = [statuses.get(int(v), "") for v in out["variant"]]
     best: list[bool] = []
     top = float("-inf")
-    for score in out["score"]:
-        is_best = bool(pd.notna(score)) and float(score) > top
+    for score, status in zip(out["score"], out["status"], strict=True):
+        full = status not in _PARTIAL_STATUSES
+        is_best = full and bool(pd.notna(score)) and float(score) > top
         top = float(score) if is_best else top
         best.append(is_best)
     out["best"] = best
     return out.loc[:, list(VARIANT_COLUMNS)]
+
+
+def _variant_statuses(result: object) -> dict[int, str]:
+    """Variant id -> status value, from a result's ``variants`` (empty for a frame)."""
+    records = getattr(result, "variants", None)
+    if isinstance(result, pd.DataFrame) or records is None:
+        return {}
+    return {int(v.id): str(getattr(v.status, "value", v.status)) for v in records}
 
 
 def leaderboard(result: object) -> pd.DataFrame:

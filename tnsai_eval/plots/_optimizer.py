@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
@@ -9,6 +10,7 @@ from matplotlib.figure import Figure
 
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.frames._optimizer import _PARTIAL_STATUSES
 from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
@@ -74,13 +76,33 @@ def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") ->
     ``result`` is an ``OptimizationResult`` or its ``to_dataframe()`` frame.
     The best-so-far line is ``frames.best_so_far``: the optimizer's best score
     after each round (with a bare frame, the running maximum of the variants').
+    Variants scored on only some cases (dropped by racing, cut by the budget)
+    are drawn hollow and labelled "(partial)".
     """
     scores = frames.variant_scores(result)
     fig = Figure(figsize=(7.6, 3.8), layout="constrained")
     ax = fig.add_subplot()
-    for strategy, group in scores.groupby("strategy", sort=False, dropna=False):
+    partial = scores["status"].isin(_PARTIAL_STATUSES)
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    groups = scores.groupby("strategy", sort=False, dropna=False)
+    for i, (strategy, group) in enumerate(groups):
         label = "initial" if pd.isna(strategy) else str(strategy)
-        ax.scatter(group["round"], group["score"], label=label, alpha=0.8, zorder=3)
+        full = group[~partial.loc[group.index]]
+        cut = group[partial.loc[group.index]]
+        color = colors[i % len(colors)]
+        if not full.empty:
+            ax.scatter(full["round"], full["score"], label=label, color=color, alpha=0.8, zorder=3)
+        if not cut.empty:
+            # A partial mean (dropped by racing, cut by the budget) is drawn
+            # hollow: it may sit above the best only because it saw fewer cases.
+            ax.scatter(
+                cut["round"],
+                cut["score"],
+                label=f"{label} (partial)",
+                facecolors="none",
+                edgecolors=color,
+                zorder=3,
+            )
     best = frames.best_so_far(result)
     ax.plot(
         best.index.to_numpy(),
