@@ -81,7 +81,10 @@ def test_message_takes_role_then_content() -> None:
 
 def test_messages_may_be_a_str_or_a_mix_of_messages_and_mappings() -> None:
     assert normalize_messages("hello") == [Message("user", "hello")]
-    mixed = [Message("system", "s"), {"role": "user", "content": "u"}]
+    mixed: list[Message | dict[str, str]] = [
+        Message("system", "s"),
+        {"role": "user", "content": "u"},
+    ]
     assert normalize_messages(mixed) == [Message("system", "s"), Message("user", "u")]
 
 

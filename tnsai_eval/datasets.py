@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from tnsai_eval.errors import DatasetError
+from tnsai_eval.errors import ConfigError, DatasetError
 from tnsai_eval.optimizer import (
+    DEFAULT_CALL_PARAMS,
     ContainsEvaluator,
     DefaultPromptEvaluator,
     ExactMatchEvaluator,
@@ -51,12 +52,14 @@ __all__ = [
     "EVALUATORS",
     "CasesInput",
     "DatasetMeta",
+    "ScoringPlan",
     "dataset_dir",
     "load",
     "load_cases",
     "load_meta",
     "meta_path",
     "names",
+    "scoring_plan",
 ]
 
 #: What ``load_cases`` accepts: a dataset name or JSONL path, or cases given in code.
@@ -135,6 +138,80 @@ class DatasetMeta:
     def metric(self) -> str:
         """What a mean score of this dataset is: ``"accuracy"`` for labels, else ``"score"``."""
         return "accuracy" if self.evaluator in ("label", "exact") else "score"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringPlan:
+    """How one run scores a prompt on some cases: what ``scoring_plan`` resolved.
+
+    Attributes:
+        cases: the loaded cases.
+        evaluator: the evaluator to use (``None``: the engine's default).
+        threshold: the score a case must reach to count as passed.
+        params: the call parameters (``None``: the engine's defaults); with
+            ``constrain`` they carry the labels' ``response_format``.
+        meta: the dataset's declaration (``DatasetMeta()`` for cases given in code).
+        notes: what was chosen from the dataset's sidecar, one line each, to show the user.
+    """
+
+    cases: tuple[TestCase, ...]
+    evaluator: PromptEvaluator | None
+    threshold: float
+    params: Mapping[str, Any] | None
+    meta: DatasetMeta
+    notes: tuple[str, ...]
+
+
+def scoring_plan(
+    source: CasesInput,
+    *,
+    evaluator: PromptEvaluator | None = None,
+    constrain: bool | None = None,
+    threshold: float | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> ScoringPlan:
+    """Load ``source`` and resolve how to score it: the one place that reads a
+    dataset's ``NAME.meta.json`` for a run (``evaluate_prompt`` and ``tnsai-eval
+    optimize`` both start here).
+
+    An explicit argument wins over the sidecar: ``evaluator`` (else the declared
+    one), ``constrain`` (else the declared one, else ``False``: the prompt is
+    tested as production runs it), ``threshold`` (else the declared one, else
+    0.5). Raises ``ConfigError`` for a threshold outside [0, 1] or
+    ``constrain=True`` on a dataset without labels.
+
+    >>> plan = scoring_plan("sentiment", constrain=True)
+    >>> plan.evaluator, plan.threshold, plan.params["response_format"]["type"]
+    (LabelEvaluator(labels=('positive', 'negative')), 1.0, 'json_schema')
+    >>> plan.notes[-1]
+    'replies constrained to positive, negative'
+    """
+    meta = load_meta(source) if isinstance(source, str | os.PathLike) else DatasetMeta()
+    cases = tuple(load_cases(source))
+    notes: list[str] = []
+    if evaluator is None and meta.path is not None:
+        evaluator = meta.make_evaluator()
+        notes.append(meta.describe())
+    if threshold is None:
+        threshold = 0.5 if meta.threshold is None else meta.threshold
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise ConfigError(f"case threshold must be a number in [0, 1], got {threshold!r}")
+    if not 0.0 <= threshold <= 1.0:  # also refuses NaN
+        raise ConfigError(f"case threshold must be a number in [0, 1], got {threshold!r}")
+    if constrain is None:
+        constrain = meta.constrain
+    if constrain:
+        if not meta.labels:
+            raise ConfigError(
+                f"constrain needs labels to constrain replies to: {source!r} declares none "
+                "in a NAME.meta.json"
+            )
+        params = {
+            **(DEFAULT_CALL_PARAMS if params is None else params),
+            "response_format": labels_response_format(meta.labels),
+        }
+        notes.append(f"replies constrained to {', '.join(meta.labels)}")
+    return ScoringPlan(cases, evaluator, float(threshold), params, meta, tuple(notes))
 
 
 _KEYS = ("input", "expected")

@@ -172,4 +172,4 @@ def test_label_evaluator_and_constrain_need_labels(
     assert "declares none" in capsys.readouterr().err
     constrain = ["optimize", "capitals", "--constrain", "--out", str(tmp_path)]
     assert main(constrain, llm=scripted_default) == 2
-    assert "--constrain needs labels" in capsys.readouterr().err
+    assert "constrain needs labels" in capsys.readouterr().err

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, TypedDict, Unpack, cast
 
 import matplotlib
 import pandas as pd
 import pytest
 
+from tnsai_eval.optimizer import OptimizationResult
+from tnsai_eval.refinement import RefinementResult
 from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
 
 # No display in tests; Figure objects never need one, but a stray pyplot call would.
@@ -80,8 +83,11 @@ class FakeOptimization:
 
 
 @pytest.fixture
-def optimization(cases_frame: pd.DataFrame) -> FakeOptimization:
-    return FakeOptimization(cases_frame)
+def optimization(cases_frame: pd.DataFrame) -> OptimizationResult:
+    # Cast here, once: a real OptimizationResult derives its frames from a run, and
+    # these tests need exact hand-built frames. The frames and plots read results
+    # by their two frame methods, which is all the stand-in has.
+    return cast("OptimizationResult", FakeOptimization(cases_frame))
 
 
 @pytest.fixture
@@ -96,13 +102,37 @@ def checks_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.fixture
+def bare_refinement(checks_frame: pd.DataFrame) -> RefinementResult:
+    """A stand-in result whose frames are known objects: ``checks_frame`` and an
+    iteration frame with scores but no ``output`` column."""
+    # Cast here, once: the frames and widgets read a result by its two frame
+    # methods, and only a stand-in can return a given object (to check delegation)
+    # or a frame that lacks a column.
+    iterations = pd.DataFrame({"iteration": [1, 2, 3], "score": [0.0, 0.5, 1.0]})
+    return cast(
+        "RefinementResult",
+        SimpleNamespace(to_dataframe=lambda: iterations, checks_dataframe=lambda: checks_frame),
+    )
+
+
+class Counts(TypedDict, total=False):
+    """The integer counts of a ``TrackedTest`` that ``save_report`` sets on every test."""
+
+    samples: int
+    passed_samples: int
+    calls: int
+    tokens: int
+    cache_hits: int
+
+
 def save_report(
     path: Path,
     scores: Mapping[str, float],
     failed: tuple[str, ...] = (),
     *,
     config: Mapping[str, Any] | None = None,
-    **counts: int,
+    **counts: Unpack[Counts],
 ) -> Path:
     """A pytest JSON report at ``path``: one test per score, ``failed`` ones FAILED.
 

@@ -1,33 +1,37 @@
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.feedback import Feedback, FeedbackStore, LearningResult
 from tnsai_eval.norms import CheckResult, NormEngine, NormEntry, NormType
+from tnsai_eval.optimizer import OptimizationResult
+from tnsai_eval.refinement import RefinementMetrics, RefinementResult, RefinementStatus
+from tnsai_eval.reports import ChangeKind, Comparison, MetricChange
 
-from .conftest import FakeOptimization, save_report
+from .conftest import save_report
 
 
-def test_optimizer_cases_delegates_and_checks_columns(optimization: FakeOptimization) -> None:
+def test_optimizer_cases_delegates_and_checks_columns(optimization: OptimizationResult) -> None:
     out = frames.optimizer_cases(optimization)
     assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
     assert len(out) == 9
     with pytest.raises(ConfigError, match="'score'"):
         frames.optimizer_cases(out.drop(columns="score"))
     with pytest.raises(ConfigError, match="OptimizationResult"):
-        frames.optimizer_cases(object())
+        frames.optimizer_cases(object())  # type: ignore[arg-type]
 
 
-def test_optimizer_rounds_delegates(optimization: FakeOptimization) -> None:
+def test_optimizer_rounds_delegates(optimization: OptimizationResult) -> None:
     assert list(frames.optimizer_rounds(optimization)["best_score"]) == [0.25, 0.75, 1.0]
 
 
-def test_variant_scores_means_costs_and_best(optimization: FakeOptimization) -> None:
+def test_variant_scores_means_costs_and_best(optimization: OptimizationResult) -> None:
     out = frames.variant_scores(optimization)
     assert tuple(out.columns) == frames.VARIANT_COLUMNS
     assert list(out["round"]) == [0, 1, 1, 2]
@@ -46,9 +50,15 @@ def test_variant_scores_ignores_failed_cases(cases_frame: pd.DataFrame) -> None:
 
 
 def test_score_progressions_from_sequences_results_and_optimizations(
-    optimization: FakeOptimization,
+    optimization: OptimizationResult,
 ) -> None:
-    refinement = SimpleNamespace(metrics=SimpleNamespace(score_progression=[0.5, 1.0]))
+    refinement = RefinementResult(
+        final_output="b",
+        iteration_count=2,
+        status=RefinementStatus.SUCCESS,
+        total_duration=timedelta(0),
+        metrics=RefinementMetrics(total_duration_ms=0.0, total_tokens=0, scores=(0.5, 1.0)),
+    )
     out = frames.score_progressions({"opt": optimization, "ref": refinement, "raw": (0.1,)})
     assert tuple(out.columns) == frames.PROGRESSION_COLUMNS
     assert out[out["run"] == "opt"]["score"].tolist() == [0.25, 0.75, 1.0]
@@ -58,22 +68,20 @@ def test_score_progressions_from_sequences_results_and_optimizations(
     single = frames.score_progressions([0.3, 0.6])
     assert single["run"].unique().tolist() == ["run"]
     with pytest.raises(ConfigError, match="int"):
-        frames.score_progressions(3)
+        frames.score_progressions(3)  # type: ignore[arg-type]
 
 
-def test_refinement_frames_delegate_and_validate(checks_frame: pd.DataFrame) -> None:
-    result = SimpleNamespace(
-        to_dataframe=lambda: pd.DataFrame({"iteration": [1, 2], "score": [0.0, 1.0]}),
-        checks_dataframe=lambda: checks_frame,
-    )
-    assert frames.refinement_iterations(result)["score"].tolist() == [0.0, 1.0]
-    assert frames.refinement_checks(result) is checks_frame
+def test_refinement_frames_delegate_and_validate(
+    bare_refinement: RefinementResult, checks_frame: pd.DataFrame
+) -> None:
+    assert frames.refinement_iterations(bare_refinement)["score"].tolist() == [0.0, 0.5, 1.0]
+    assert frames.refinement_checks(bare_refinement) is checks_frame
     with pytest.raises(ConfigError, match="'passed'"):
         frames.refinement_checks(checks_frame.drop(columns="passed"))
 
 
 def test_learning_frame_lists_every_item_by_kind() -> None:
-    result = SimpleNamespace(
+    result = LearningResult(
         prompt_adjustments=["Be brief."],
         preferences=["Use metric units.", "Answer in English."],
         good_examples=[],
@@ -88,17 +96,18 @@ def test_learning_frame_lists_every_item_by_kind() -> None:
     ]
     assert out.attrs["feedback_analyzed"] == 5
     with pytest.raises(ConfigError, match="LearningResult"):
-        frames.learning_frame(object())
+        frames.learning_frame(object())  # type: ignore[arg-type]
 
 
 def test_feedback_frame_reads_a_store_or_items() -> None:
-    kind = SimpleNamespace(name="CORRECTION")
-    item = SimpleNamespace(id="x1", type=kind, content="Say kg", session_id=None, timestamp=None)
-    store = SimpleNamespace(get_all=lambda: [item])
-    for source in (store, [item]):
+    item = Feedback.correction("Say kg", id="x1")
+    store = FeedbackStore.in_memory()
+    store.save(item)
+    sources: tuple[FeedbackStore | list[Feedback], ...] = (store, [item])
+    for source in sources:
         out = frames.feedback_frame(source)
         assert tuple(out.columns) == frames.FEEDBACK_COLUMNS
-        assert out.loc[0, ["id", "type", "content"]].tolist() == ["x1", "correction", "Say kg"]
+        assert out[["id", "type", "content"]].iloc[0].tolist() == ["x1", "correction", "Say kg"]
 
 
 def test_norm_checks_one_row_per_violation_and_per_clean_check() -> None:
@@ -120,8 +129,8 @@ def test_norm_checks_one_row_per_violation_and_per_clean_check() -> None:
     assert out["allowed"].tolist() == [False, True, False]
     assert out["norm_type"].tolist()[::2] == ["prohibition", "obligation"]
     assert out.loc[0, "priority"] == 5
-    assert "No deletion" in out.loc[0, "reason"]
-    assert pd.isna(out.loc[1, "norm_type"])
+    assert "No deletion" in str(out.loc[0, "reason"])
+    assert out["norm_type"].isna()[1]
     pairs = frames.norm_checks([("a", CheckResult()), ("a", CheckResult())])
     assert pairs["allowed"].tolist() == [True, True]
 
@@ -157,23 +166,21 @@ def test_compare_reports_runs_the_gate_comparison(tmp_path: Path) -> None:
     assert out.loc[0, "delta"] == pytest.approx(-0.6)
 
 
-class FakeComparison:
-    """Duck-typed reports.Comparison: changes as a frame, new and vanished as names."""
-
-    new = ("t.py::test_new", "t.py::test_ok :: latency")
-    vanished = ("t.py::test_gone",)
-
-    def to_dataframe(self) -> pd.DataFrame:
-        rows = [
-            ("t.py::test_ok", "score", 0.8, 0.8, 0.8, 0.8, 0.0, "unchanged"),
-            ("t.py::test_small", "score", 0.9, 0.7, 0.7, 0.7, -0.2, "regressed"),
-            ("t.py::test_big", "score", 0.9, 0.1, 0.0, 0.2, -0.8, "regressed"),
-        ]
-        return pd.DataFrame(rows, columns=list(frames.COMPARISON_COLUMNS))
-
-
 def test_comparison_frame_lists_changes_then_new_and_vanished() -> None:
-    out = frames.comparison_frame(FakeComparison())
+    regressed, unchanged = ChangeKind.REGRESSED, ChangeKind.UNCHANGED
+    comparison = Comparison(
+        # Regressions listed best first: the frame must put the worst first.
+        regressions=(
+            MetricChange("t.py::test_small", "score", 0.9, 0.7, 0.7, 0.7, regressed),
+            MetricChange("t.py::test_big", "score", 0.9, 0.1, 0.0, 0.2, regressed),
+        ),
+        improved=(),
+        unchanged=(MetricChange("t.py::test_ok", "score", 0.8, 0.8, 0.8, 0.8, unchanged),),
+        new=("t.py::test_new", "t.py::test_ok :: latency"),
+        vanished=("t.py::test_gone",),
+        tolerance=0.05,
+    )
+    out = frames.comparison_frame(comparison)
     assert tuple(out.columns) == frames.COMPARISON_COLUMNS
     assert out["nodeid"].tolist() == [
         "t.py::test_big",
@@ -193,8 +200,8 @@ def test_comparison_frame_lists_changes_then_new_and_vanished() -> None:
     ]
     # "nodeid :: metric" names a metric new to a test that is in both runs.
     assert out.loc[3, "metric"] == "latency"
-    assert pd.isna(out.loc[2, "metric"])
-    assert pd.isna(out.loc[2, "baseline"])
+    assert out["metric"].isna()[2]
+    assert out["baseline"].isna()[2]
     assert frames.comparison_frame(out) is out
     with pytest.raises(ConfigError, match="Comparison"):
-        frames.comparison_frame(object())
+        frames.comparison_frame(object())  # type: ignore[arg-type]

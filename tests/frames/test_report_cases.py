@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.plots._axes import bars
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
@@ -57,7 +58,7 @@ def test_case_deltas_worst_first_and_the_plot(tmp_path: Path) -> None:
     assert deltas["delta"].round(2).tolist() == [-1.0, -0.2, 1.0]
     fig = plots.plot_case_deltas(compare(new, old))
     ax = fig.axes[0]
-    assert [round(bar.get_width(), 2) for bar in ax.patches] == [-1.0, -0.2, 1.0]
+    assert [round(bar.get_width(), 2) for bar in bars(ax)] == [-1.0, -0.2, 1.0]
     assert "1 broken, 1 fixed" in ax.get_title()
     with pytest.raises(ConfigError, match="needs a baseline"):
         frames.case_deltas(new)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval.errors import ReplayMissError, ServerError
 from tnsai_eval.llm import CachedLLM, OpenAIClient, ResponseStore, attempt_gate
 
-FAST = {"backoff_base": 0.0, "backoff_max": 0.0, "timeout": 2.0}
+FAST: dict[str, Any] = {"backoff_base": 0.0, "backoff_max": 0.0, "timeout": 2.0}
 
 
 class Refuse:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import random
+import threading
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -75,11 +76,9 @@ class Mock:
 
 
 @pytest.fixture
-def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Record the sync client's backoff waits instead of sleeping them."""
-    slept: list[float] = []
-    monkeypatch.setattr("tnsai_eval.llm._openai.time.sleep", slept.append)
-    return slept
+def no_sleep() -> list[float]:
+    """Where a client made with ``sleep=no_sleep.append`` records its backoff waits."""
+    return []
 
 
 # -- request shape ---------------------------------------------------------------------
@@ -275,7 +274,10 @@ def test_credentials_in_base_url_are_refused_without_echoing_them() -> None:
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
 def test_other_4xx_are_not_retried(status: int, no_sleep: list[float]) -> None:
     mock = Mock(httpx.Response(status, json={"error": {"message": "you did wrong"}}))
-    with mock.client() as llm, pytest.raises(ClientRequestError, match="you did wrong") as caught:
+    with (
+        mock.client(sleep=no_sleep.append) as llm,
+        pytest.raises(ClientRequestError, match="you did wrong") as caught,
+    ):
         llm.chat("x")
     assert (caught.value.status, caught.value.attempts, caught.value.model) == (status, 1, "m")
     assert len(mock.requests) == 1
@@ -290,7 +292,7 @@ def test_retryable_statuses_are_retried_then_raise_typed_errors(
     status: int, error: type[LLMError], no_sleep: list[float]
 ) -> None:
     mock = Mock(httpx.Response(status, json={"error": {"message": "busy"}}))
-    with mock.client(max_retries=2) as llm, pytest.raises(error) as caught:
+    with mock.client(sleep=no_sleep.append, max_retries=2) as llm, pytest.raises(error) as caught:
         llm.chat("x")
     assert caught.value.status == status
     assert caught.value.attempts == 3
@@ -301,7 +303,7 @@ def test_retryable_statuses_are_retried_then_raise_typed_errors(
 
 def test_a_retry_that_succeeds_returns_the_reply(no_sleep: list[float]) -> None:
     mock = Mock(httpx.Response(503), httpx.Response(502), reply("finally"))
-    with mock.client() as llm:
+    with mock.client(sleep=no_sleep.append) as llm:
         assert llm.chat("x").text == "finally"
     assert len(mock.requests) == 3
     assert all(0 < wait <= FAST["backoff_max"] for wait in no_sleep)
@@ -319,14 +321,17 @@ def test_retry_after_headers_set_the_wait(
     headers: dict[str, str], expected: float, no_sleep: list[float]
 ) -> None:
     mock = Mock(httpx.Response(429, headers=headers), reply())
-    with mock.client() as llm:
+    with mock.client(sleep=no_sleep.append) as llm:
         llm.chat("x")
     assert no_sleep == [pytest.approx(expected)]
 
 
 def test_max_retries_zero_means_one_attempt(no_sleep: list[float]) -> None:
     mock = Mock(httpx.Response(500))
-    with mock.client(max_retries=0) as llm, pytest.raises(ServerError) as caught:
+    with (
+        mock.client(sleep=no_sleep.append, max_retries=0) as llm,
+        pytest.raises(ServerError) as caught,
+    ):
         llm.chat("x")
     assert caught.value.attempts == 1
     assert no_sleep == []
@@ -347,7 +352,7 @@ def test_transport_failures_are_retried_then_typed(
     exc: Exception, error: type[LLMError], no_sleep: list[float]
 ) -> None:
     mock = Mock(exc)
-    with mock.client(max_retries=1) as llm, pytest.raises(error) as caught:
+    with mock.client(sleep=no_sleep.append, max_retries=1) as llm, pytest.raises(error) as caught:
         llm.chat("x")
     assert caught.value.status is None
     assert caught.value.attempts == 2
@@ -358,26 +363,70 @@ def test_transport_failures_are_retried_then_typed(
 
 def test_async_path_retries_and_parses_like_the_sync_one() -> None:
     mock = Mock(httpx.Response(429, headers={"retry-after-ms": "1"}), reply("async hi"))
+    waits: list[float] = []
 
     async def main() -> Any:
-        async with mock.client() as llm:
+        async with mock.client(sleep=waits.append) as llm:
             return await llm.achat("x", temperature=0)
 
     completion = asyncio.run(main())
     assert completion.text == "async hi"
     assert len(mock.requests) == 2
+    assert waits == [pytest.approx(0.001)]  # the server's retry-after-ms: one retry loop
     assert mock.body()["temperature"] == 0
 
 
-def test_transport_of_the_wrong_kind_is_a_config_error() -> None:
+def test_achat_uses_the_sync_transport_and_an_async_only_one_is_refused() -> None:
     class SyncOnly(httpx.BaseTransport):
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             return httpx.Response(200, json=reply())
 
     llm = OpenAIClient("m", base_url="http://h/v1", transport=SyncOnly())
+    # achat runs chat on a worker thread: one transport serves both.
     assert llm.chat("x").text == "hi"
-    with pytest.raises(ConfigError, match="sync only"):
-        asyncio.run(llm.achat("x"))
+    assert asyncio.run(llm.achat("x")).text == "hi"
+    llm.close()
+
+    class AsyncOnly(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, json=reply())
+
+    wrong = OpenAIClient("m", base_url="http://h/v1", transport=AsyncOnly())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="AsyncOnly is async only"):
+        wrong.chat("x")
+    with pytest.raises(ConfigError, match="AsyncOnly is async only"):
+        asyncio.run(wrong.achat("x"))
+    wrong.close()
+
+
+def test_achat_keeps_the_callers_context_and_never_blocks_the_loop() -> None:
+    import contextvars
+
+    seen = contextvars.ContextVar("seen", default="unset")
+    entered = threading.Event()
+    release = threading.Event()
+    values: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        values.append(seen.get())
+        entered.set()
+        release.wait(10)
+        return httpx.Response(200, json=reply())
+
+    llm = OpenAIClient("m", base_url="http://h/v1", transport=httpx.MockTransport(handler))
+
+    async def main() -> str:
+        seen.set("caller's")
+        call = asyncio.ensure_future(llm.achat("x"))
+        # The loop keeps running while the request waits in the transport.
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        assert not call.done()
+        release.set()
+        return (await call).text
+
+    assert asyncio.run(main()) == "hi"
+    assert values == ["caller's"]
     llm.close()
 
 

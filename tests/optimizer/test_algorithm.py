@@ -312,7 +312,7 @@ def test_pytest_does_not_collect_test_case(pytester: pytest.Pytester) -> None:
 
 def test_options_after_llm_are_keyword_only() -> None:
     with pytest.raises(TypeError, match="positional"):
-        PromptOptimizer(ScriptedLLM(), 5)  # type: ignore[misc]
+        PromptOptimizer(ScriptedLLM(), 5)  # type: ignore[call-arg, arg-type]
 
 
 def test_suggest_strategies_names_a_non_string() -> None:

@@ -248,3 +248,37 @@ def test_load_cases_names_the_bad_case(cases: list[object], message: str) -> Non
     with pytest.raises(DatasetError) as info:
         datasets.load_cases(cases)  # type: ignore[arg-type]
     assert message in str(info.value)
+
+
+def test_scoring_plan_follows_the_sidecar_unless_told_otherwise(tmp_path: Path) -> None:
+    from tnsai_eval.errors import ConfigError
+    from tnsai_eval.optimizer import ExactMatchEvaluator, LabelEvaluator
+
+    plan = datasets.scoring_plan("sentiment")
+    assert isinstance(plan.evaluator, LabelEvaluator)
+    assert (plan.threshold, plan.params, len(plan.cases)) == (1.0, None, 20)
+    assert plan.notes == (datasets.load_meta("sentiment").describe(),)
+    # Explicit arguments win over the sidecar, and nothing is noted for them.
+    given = ExactMatchEvaluator()
+    plan = datasets.scoring_plan(
+        "sentiment", evaluator=given, threshold=0.25, params={"max_tokens": 3}
+    )
+    assert (plan.evaluator, plan.threshold, plan.params, plan.notes) == (
+        given,
+        0.25,
+        {"max_tokens": 3},
+        (),
+    )
+    constrained = datasets.scoring_plan("sentiment", constrain=True, params={"max_tokens": 3})
+    assert constrained.params is not None
+    assert constrained.params["max_tokens"] == 3
+    enum = constrained.params["response_format"]["json_schema"]["schema"]["properties"]
+    assert enum["label"]["enum"] == ["positive", "negative"]
+    # Cases given in code: no sidecar, the engine's defaults, threshold 0.5.
+    plan = datasets.scoring_plan([("2+2", "4")])
+    assert (plan.evaluator, plan.threshold, plan.params, plan.notes) == (None, 0.5, None, ())
+    for bad in (float("nan"), 1.5, True, "0.5"):
+        with pytest.raises(ConfigError, match="case threshold must be a number in"):
+            datasets.scoring_plan("capitals", threshold=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"constrain needs labels.*'capitals' declares none"):
+        datasets.scoring_plan("capitals", constrain=True)

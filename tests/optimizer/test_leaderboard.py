@@ -103,6 +103,8 @@ def test_the_frames_mark_it_and_never_call_it_best(raced: OptimizationResult) ->
 
 def test_the_rounds_plot_draws_partial_scores_hollow(raced: OptimizationResult) -> None:
     figure = plots.plot_optimizer_rounds(raced)
-    labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    legend = figure.axes[0].get_legend()
+    assert legend is not None
+    labels = [text.get_text() for text in legend.get_texts()]
     assert "concise (partial)" in labels
     assert "initial" in labels

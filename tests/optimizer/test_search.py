@@ -66,7 +66,7 @@ def test_racing_finds_the_same_best_with_fewer_calls_on_many_cases(
             ScriptedLLM(fn=reply),
             split=None,
             candidate_strategies=FIVE,
-            search=search,  # type: ignore[arg-type]
+            search=search,
             racing_bound="t",
             concurrency=1,
             max_iterations=1,
@@ -261,7 +261,7 @@ def test_same_inputs_same_result_whatever_the_reply_order(search: str) -> None:
             llm,
             split=None,
             candidate_strategies=[*FIVE, S.FEW_SHOT],
-            search=search,  # type: ignore[arg-type]
+            search=search,
             concurrency=concurrency,
             seed=7,
         )

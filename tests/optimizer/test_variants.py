@@ -174,7 +174,7 @@ def test_a_challenger_that_ties_early_and_wins_later_is_kept() -> None:
         results[search] = PromptOptimizer(
             ScriptedLLM(fn=reply),
             candidate_strategies=[S.CONCISE, S.ANSWER_ONLY],
-            search=search,  # type: ignore[arg-type]
+            search=search,
             split=None,
             seed=seed,
             max_iterations=1,

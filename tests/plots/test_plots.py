@@ -7,9 +7,10 @@ from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
-from tests.frames.conftest import FakeOptimization
+from tests.plots._axes import bars
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.optimizer import OptimizationResult
 
 
 def test_score_progression_draws_one_line_per_run() -> None:
@@ -18,11 +19,13 @@ def test_score_progression_draws_one_line_per_run() -> None:
     ax = fig.axes[0]
     lines = ax.get_lines()
     assert [line.get_label() for line in lines] == ["a", "b"]
-    assert list(lines[0].get_ydata()) == [0.2, 0.5, 0.9]
-    assert list(lines[1].get_xdata()) == [0, 1]
+    assert np.asarray(lines[0].get_ydata()).tolist() == [0.2, 0.5, 0.9]
+    assert np.asarray(lines[1].get_xdata()).tolist() == [0, 1]
     assert ax.get_title() == "T"
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("iteration", "score")
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b"]
 
 
 def test_coinciding_runs_stay_distinguishable() -> None:
@@ -48,22 +51,22 @@ def test_score_progression_of_one_run_has_no_legend() -> None:
 
 
 def test_optimizer_rounds_points_per_strategy_and_best_line(
-    optimization: FakeOptimization,
+    optimization: OptimizationResult,
 ) -> None:
     fig = plots.plot_optimizer_rounds(optimization)
     ax = fig.axes[0]
-    points = {c.get_label(): c.get_offsets().tolist() for c in ax.collections}
+    points = {c.get_label(): np.asarray(c.get_offsets()).tolist() for c in ax.collections}
     assert points == {
         "initial": [[0.0, 0.25]],
         "chain_of_thought": [[1.0, 0.75]],
         "concise": [[1.0, 0.25], [2.0, 1.0]],
     }
     (best,) = [line for line in ax.get_lines() if line.get_label() == "best so far"]
-    assert list(best.get_ydata()) == [0.25, 0.75, 1.0]
+    assert np.asarray(best.get_ydata()).tolist() == [0.25, 0.75, 1.0]
     assert ax.get_xlabel() == "round"
 
 
-def test_variant_case_heatmap_values_and_labels(optimization: FakeOptimization) -> None:
+def test_variant_case_heatmap_values_and_labels(optimization: OptimizationResult) -> None:
     fig = plots.plot_variant_case_heatmap(optimization)
     ax = fig.axes[0]
     image = ax.get_images()[0].get_array()
@@ -101,7 +104,9 @@ def test_check_matrix_leaves_unrun_checks_blank(checks_frame: pd.DataFrame) -> N
     partial = checks_frame[
         ~((checks_frame["check"] == "valid_json") & (checks_frame["iteration"] == 3))
     ]
-    grid = np.ma.getdata(plots.plot_check_matrix(partial).axes[0].get_images()[0].get_array())
+    drawn = plots.plot_check_matrix(partial).axes[0].get_images()[0].get_array()
+    assert drawn is not None
+    grid = np.ma.getdata(drawn)
     assert np.isnan(grid[0, 2])
     with pytest.raises(ConfigError, match="no checked iterations"):
         plots.plot_check_matrix(checks_frame.iloc[0:0])
@@ -119,11 +124,11 @@ def _comparison() -> pd.DataFrame:
 def test_report_comparison_highlights_regressions() -> None:
     fig = plots.plot_report_comparison(_comparison())
     ax = fig.axes[0]
-    bars = ax.patches
+    drawn = bars(ax)
     # Baseline bars for the three rows, then current bars (missing values drawn as 0).
-    assert [b.get_width() for b in bars] == pytest.approx([0.9, 0.0, 0.8, 0.3, 0.0, 0.85])
+    assert [b.get_width() for b in drawn] == pytest.approx([0.9, 0.0, 0.8, 0.3, 0.0, 0.85])
     red = plots.REGRESSION_COLOR
-    assert [to_hex(b.get_facecolor()) for b in bars[3:]] == [red, "#1f77b4", "#1f77b4"]
+    assert [to_hex(b.get_facecolor()) for b in drawn[3:]] == [red, "#1f77b4", "#1f77b4"]
     labels = ax.get_yticklabels()
     assert [t.get_text() for t in labels] == ["t.py::test_bad", "t.py::test_new", "t.py::test_ok"]
     assert labels[0].get_color() == red
@@ -134,6 +139,7 @@ def test_report_comparison_highlights_regressions() -> None:
     assert ax.texts[0].get_color() == red
     # The current bars carry their 95% intervals as error bars.
     (current_bars,) = [c for c in ax.containers if isinstance(c, BarContainer) and c.errorbar]
+    assert current_bars.errorbar is not None
     (segments,) = current_bars.errorbar.lines[2]
     assert segments.get_segments()[0][:, 0].tolist() == pytest.approx([0.2, 0.4])
     with pytest.raises(ConfigError, match="'kind'"):
@@ -149,25 +155,25 @@ def test_report_trend_one_line_per_test_with_gaps() -> None:
         }
     )
     ax = plots.plot_report_trend(reports).axes[0]
-    lines = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
-    assert list(lines["a"]) == [0.5, 0.6, 0.7]
+    lines = {line.get_label(): np.asarray(line.get_ydata()) for line in ax.get_lines()}
+    assert lines["a"].tolist() == [0.5, 0.6, 0.7]
     assert np.isnan(lines["b"][1])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["c1", "c2", "c3"]
     assert ax.get_ylabel() == "score"
 
 
-def test_cost_per_round_bars(optimization: FakeOptimization) -> None:
+def test_cost_per_round_bars(optimization: OptimizationResult) -> None:
     fig = plots.plot_cost_per_round(optimization)
     calls_ax, tokens_ax = fig.axes
     # From rounds_dataframe(): what the optimizer sent, rewrite requests included.
-    assert [b.get_height() for b in calls_ax.patches] == [2, 5, 0]
-    assert [b.get_height() for b in tokens_ax.patches] == [21, 60, 0]
+    assert [b.get_height() for b in bars(calls_ax)] == [2, 5, 0]
+    assert [b.get_height() for b in bars(tokens_ax)] == [21, 60, 0]
     assert (calls_ax.get_ylabel(), tokens_ax.get_ylabel()) == ("calls", "tokens")
     assert "7 calls, 81 tokens" in fig.get_suptitle()
     direct = plots.plot_cost_per_round(
         pd.DataFrame({"round": [1, 1, 2], "calls": [1, 2, 3], "tokens": [5, 5, 7]})
     )
-    assert [b.get_height() for b in direct.axes[0].patches] == [3, 3]
+    assert [b.get_height() for b in bars(direct.axes[0])] == [3, 3]
     with pytest.raises(ConfigError, match="'calls'"):
         plots.plot_cost_per_round(pd.DataFrame({"round": [1], "tokens": [5]}))
 

@@ -54,4 +54,4 @@ def test_evaluate_prompt_reads_the_sidecar(pytester: pytest.Pytester) -> None:
         "from sentiment.meta.json" in text
     )
     assert "evaluate_prompt: replies constrained to positive, negative" in text
-    assert "needs a dataset with labels" in text
+    assert "constrain needs labels to constrain replies to: 'capitals' declares none" in text

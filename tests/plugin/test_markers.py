@@ -232,4 +232,4 @@ def test_decorators_are_marks() -> None:
     mark = refine_until(task="t", must_contain=["a", "b"], max_iterations=3).mark
     assert mark.kwargs == {"task": "t", "max_iterations": 3, "must_contain": ["a", "b"]}
     with pytest.raises(TypeError):
-        refine_until(task="t", max_iteration=3)  # type: ignore[call-arg]
+        refine_until(task="t", max_iteration=3)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import Completion, Usage
+from tnsai_eval.llm import Completion, Message, Usage
 from tnsai_eval.refinement import CheckKind, CompletionCriteria, parse_score, strip_code_fence
 from tnsai_eval.testing import ScriptedLLM
 
@@ -198,13 +199,21 @@ def test_llm_check_without_score_or_with_failed_call_fails() -> None:
 
 def test_checks_run_cheapest_first_and_report_in_declaration_order() -> None:
     ran: list[str] = []
-    judge = ScriptedLLM(fn=lambda messages, params: (ran.append("llm"), "SCORE: 100")[1])
+
+    def judge_reply(messages: list[Message], params: dict[str, Any]) -> str:
+        ran.append("llm")
+        return "SCORE: 100"
+
+    def custom(output: str) -> bool:
+        ran.append("custom")
+        return True
+
     criteria = (
         CompletionCriteria.builder()
-        .with_llm(judge)
+        .with_llm(ScriptedLLM(fn=judge_reply))
         .llm_check("ok?", 0.5)
         .compiler_check("true")
-        .custom_check("custom", lambda s: (ran.append("custom"), True)[1])
+        .custom_check("custom", custom)
         .must_contain("x")
         .build()
     )

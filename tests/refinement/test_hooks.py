@@ -99,12 +99,12 @@ def test_custom_hook_from_a_function() -> None:
     ("make", "fragment"),
     [
         (lambda: StopHook.on_score_above(80), "must be in [0, 1]"),
-        (lambda: StopHook.on_score_above("high"), "expects a number"),
+        (lambda: StopHook.on_score_above("high"), "expects a number"),  # type: ignore[arg-type]
         (lambda: StopHook.on_no_improvement(0), "an int >= 1, got 0"),
         (lambda: StopHook.on_cost_exceeds(-1), "an int >= 0, got -1"),
         (lambda: StopHook.any(), "at least one hook"),
-        (lambda: StopHook.all(lambda s: True), "expects StopHooks"),
-        (lambda: StopHook("nope"), "expects a callable"),
+        (lambda: StopHook.all(lambda s: True), "expects StopHooks"),  # type: ignore[arg-type]
+        (lambda: StopHook("nope"), "expects a callable"),  # type: ignore[arg-type]
     ],
 )
 def test_hook_errors(make, fragment: str) -> None:  # type: ignore[no-untyped-def]

@@ -215,7 +215,7 @@ def test_chatter_around_a_block_is_kept_unless_the_parser_says_otherwise() -> No
 
 def test_reply_parser_must_be_callable() -> None:
     with pytest.raises(ConfigError, match="reply_parser must be a function"):
-        RefinementLoop(TASK, json_criteria(), reply_parser="strip")  # type: ignore[arg-type]
+        RefinementLoop(TASK, json_criteria(), reply_parser="strip")
 
 
 def test_a_repeated_output_stops_the_loop_at_once() -> None:

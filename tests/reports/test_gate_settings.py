@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tnsai_eval.errors import ConfigError
@@ -52,8 +54,9 @@ def test_tokens_and_calls_are_gated_only_when_asked() -> None:
                                              ("gate_costs", float("nan"))])  # fmt: skip
 def test_bad_gate_settings_name_the_value(name: str, value: float) -> None:
     report = _report(MetricStats("score", (0.8,)))
+    settings: dict[str, Any] = {name: value}
     with pytest.raises(ConfigError, match=name):
-        compare(report, report, **{name: value})
+        compare(report, report, **settings)
 
 
 def test_an_unknown_gate_mode() -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.frames.conftest import save_report
+from tests.plots._axes import bars
 from tnsai_eval import plots
 from tnsai_eval.cli import main
 from tnsai_eval.reports import load_report
@@ -59,7 +60,7 @@ def test_html_without_a_baseline_escapes_test_names(tmp_path: Path) -> None:
 def test_report_scores_plot_bars_and_failures(tmp_path: Path) -> None:
     path = _save(tmp_path / "r.json", {"a": 0.25, "b": 1.0}, failed=("a",))
     ax = plots.plot_report_scores(load_report(path)).axes[0]
-    assert [bar.get_width() for bar in ax.patches] == [0.25, 1.0]
+    assert [bar.get_width() for bar in bars(ax)] == [0.25, 1.0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
     assert ax.get_yticklabels()[0].get_color() == plots.REGRESSION_COLOR
     assert np.allclose(ax.patches[0].get_facecolor()[:3], (214 / 255, 39 / 255, 40 / 255))

@@ -18,7 +18,7 @@ import argparse
 import sys
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tnsai_eval.cli._common import (
     add_model_options,
@@ -42,11 +42,7 @@ from tnsai_eval.optimizer import (
     PromptOptimizer,
     PromptStrategy,
     TokenF1Evaluator,
-    labels_response_format,
 )
-
-if TYPE_CHECKING:
-    from tnsai_eval.datasets import DatasetMeta
 
 __all__ = ["CLI_STRATEGIES", "DEFAULT_PROMPTS", "add_parser"]
 
@@ -179,8 +175,11 @@ def _share(text: str) -> float:
     return value
 
 
-def _evaluator(name: str, args: argparse.Namespace, meta: DatasetMeta) -> PromptEvaluator:
+def _evaluator(name: str, args: argparse.Namespace) -> PromptEvaluator:
     if name == "label":
+        from tnsai_eval import datasets
+
+        meta = datasets.load_meta(args.dataset)
         if not meta.labels:
             raise ConfigError(
                 f"--evaluator label needs labels; {args.dataset!r} declares none "
@@ -203,18 +202,18 @@ def _run(args: argparse.Namespace) -> int:
 
     # Before any work: a run must not be lost because its outputs cannot be written.
     check_output_dir(args.out, "--out")
-    cases = datasets.load(args.dataset)
-    meta = datasets.load_meta(args.dataset)
-    if args.evaluator is None:
-        evaluator, how = meta.make_evaluator(), meta.describe()
-    else:
-        evaluator, how = _evaluator(args.evaluator, args, meta), f"{args.evaluator} (--evaluator)"
-    constrain = meta.constrain if args.constrain is None else args.constrain
-    if constrain and not meta.labels:
-        raise ConfigError(f"--constrain needs labels; {args.dataset!r} declares none")
-    call_params: dict[str, Any] = {"temperature": 0.0, "max_tokens": args.reply_tokens}
-    if constrain:
-        call_params["response_format"] = labels_response_format(meta.labels)
+    # One resolution of the dataset's NAME.meta.json, shared with evaluate_prompt.
+    plan = datasets.scoring_plan(
+        args.dataset,
+        evaluator=None if args.evaluator is None else _evaluator(args.evaluator, args),
+        constrain=args.constrain,
+        params={"temperature": 0.0, "max_tokens": args.reply_tokens},
+    )
+    cases, meta = list(plan.cases), plan.meta
+    evaluator = plan.evaluator or meta.make_evaluator()
+    how = meta.describe() if args.evaluator is None else f"{args.evaluator} (--evaluator)"
+    call_params = dict(plan.params or {})
+    constrain = "response_format" in call_params
     validation = datasets.load(args.validation) if args.validation else None
     strategies = [PromptStrategy.parse(s) for s in args.strategies.split(",") if s.strip()]
     if not strategies:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from tnsai_eval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tnsai_eval.feedback import Feedback, FeedbackStore, LearningResult
+    from tnsai_eval.norms import CheckResult
 
 __all__ = [
     "FEEDBACK_COLUMNS",
@@ -43,7 +47,7 @@ NORM_CHECK_COLUMNS = (
 )
 
 
-def learning_frame(result: object) -> pd.DataFrame:
+def learning_frame(result: LearningResult) -> pd.DataFrame:
     """What a ``LearningResult`` learned, one row per item (``LEARNING_COLUMNS``).
 
     The result's ``feedback_analyzed`` count is kept in ``frame.attrs``.
@@ -67,7 +71,7 @@ def learning_frame(result: object) -> pd.DataFrame:
     return frame
 
 
-def feedback_frame(items: object) -> pd.DataFrame:
+def feedback_frame(items: FeedbackStore | Iterable[Feedback]) -> pd.DataFrame:
     """Feedback items, one row each (``FEEDBACK_COLUMNS``), oldest first.
 
     ``items`` is a ``FeedbackStore`` (its ``get_all()``) or an iterable of ``Feedback``.
@@ -81,7 +85,9 @@ def feedback_frame(items: object) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(FEEDBACK_COLUMNS))
 
 
-def norm_checks(checks: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> pd.DataFrame:
+def norm_checks(
+    checks: Mapping[str, CheckResult] | Iterable[tuple[str, CheckResult]],
+) -> pd.DataFrame:
     """Norm check results as rows (``NORM_CHECK_COLUMNS``).
 
     ``checks`` maps a name for each check (the action checked, ``"obligations"``,

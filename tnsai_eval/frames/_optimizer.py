@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import pandas as pd
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.frames._base import call_frame, require_columns
-from tnsai_eval.optimizer import RoundRecord
+from tnsai_eval.optimizer import OptimizationResult, RoundRecord
 from tnsai_eval.optimizer._result import CASE_COLUMNS
+
+if TYPE_CHECKING:
+    from tnsai_eval.refinement import RefinementMetrics, RefinementResult
+
+#: One run whose scores ``score_progressions`` can lay out.
+ProgressionRun: TypeAlias = (
+    "Sequence[float] | RefinementResult | RefinementMetrics | OptimizationResult"
+)
 
 __all__ = [
     "LEADERBOARD_COLUMNS",
@@ -18,6 +27,7 @@ __all__ = [
     "OPTIMIZER_ROUND_COLUMNS",
     "PROGRESSION_COLUMNS",
     "VARIANT_COLUMNS",
+    "ProgressionRun",
     "best_so_far",
     "leaderboard",
     "optimizer_cases",
@@ -86,7 +96,7 @@ PROGRESSION_COLUMNS = ("run", "step", "score")
 # -- optimizer -------------------------------------------------------------------------
 
 
-def optimizer_cases(result: object) -> pd.DataFrame:
+def optimizer_cases(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
     """One row per (round, variant, case) of an optimization (``OPTIMIZER_CASE_COLUMNS``).
 
     Accepts an ``OptimizationResult`` (delegates to its ``to_dataframe()``) or a
@@ -102,7 +112,7 @@ def optimizer_cases(result: object) -> pd.DataFrame:
     return frame
 
 
-def optimizer_rounds(result: object) -> pd.DataFrame:
+def optimizer_rounds(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
     """One row per optimizer round (``OPTIMIZER_ROUND_COLUMNS``).
 
     Accepts an ``OptimizationResult`` (its ``rounds_dataframe()``) or a frame
@@ -114,7 +124,7 @@ def optimizer_rounds(result: object) -> pd.DataFrame:
     return call_frame(result, "rounds_dataframe", what="an OptimizationResult")
 
 
-def variant_scores(result: object) -> pd.DataFrame:
+def variant_scores(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
     """One row per (round, variant) with its mean score and cost (``VARIANT_COLUMNS``).
 
     Built from ``optimizer_cases``; rows are in the order the variants were scored.
@@ -158,7 +168,7 @@ def _variant_statuses(result: object) -> dict[int, str]:
     return {int(v.id): str(getattr(v.status, "value", v.status)) for v in records}
 
 
-def leaderboard(result: object) -> pd.DataFrame:
+def leaderboard(result: OptimizationResult) -> pd.DataFrame:
     """The variants an optimization scored, best first (``LEADERBOARD_COLUMNS``).
 
     Follows ``OptimizationResult.leaderboard()``: fully scored variants by
@@ -186,7 +196,7 @@ def leaderboard(result: object) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(LEADERBOARD_COLUMNS))
 
 
-def best_so_far(result: object) -> pd.Series:
+def best_so_far(result: OptimizationResult | pd.DataFrame) -> pd.Series:
     """The best score after each round (indexed by round; round 0 = the initial prompt).
 
     Taken from ``rounds_dataframe()["best_score"]`` when the result has it (that
@@ -205,7 +215,7 @@ def best_so_far(result: object) -> pd.Series:
 # -- refinement ------------------------------------------------------------------------
 
 
-def refinement_iterations(result: object) -> pd.DataFrame:
+def refinement_iterations(result: RefinementResult | pd.DataFrame) -> pd.DataFrame:
     """One row per checked iteration: ``RefinementResult.to_dataframe()``.
 
     Columns: ``iteration`` (from 1; 1 checks the draft), ``score`` (the share of
@@ -221,7 +231,7 @@ def refinement_iterations(result: object) -> pd.DataFrame:
     return call_frame(result, "to_dataframe", what="a RefinementResult")
 
 
-def refinement_checks(result: object) -> pd.DataFrame:
+def refinement_checks(result: RefinementResult | pd.DataFrame) -> pd.DataFrame:
     """One row per (iteration, check): ``RefinementResult.checks_dataframe()``.
 
     Columns: ``iteration``, ``check`` (its name), ``kind``, ``source``,
@@ -239,18 +249,18 @@ def refinement_checks(result: object) -> pd.DataFrame:
 # -- progressions ----------------------------------------------------------------------
 
 
-def _progression(run: object) -> tuple[int, list[float]]:
+def _progression(run: ProgressionRun) -> tuple[int, list[float]]:
     """The first step number and the scores of one run."""
-    metrics = getattr(run, "metrics", None)
-    if metrics is not None and hasattr(metrics, "score_progression"):
+    # By shape rather than by class, so that a result rebuilt elsewhere (a
+    # notebook's stand-in, an older pickle) still lays out.
+    metrics = getattr(run, "metrics", run)
+    if hasattr(metrics, "score_progression"):
         # A refinement run: iteration 1 checks the draft.
         return 1, [float(s) for s in metrics.score_progression]
-    if hasattr(run, "score_progression"):
-        return 1, [float(s) for s in run.score_progression]
     if hasattr(run, "to_dataframe") and hasattr(run, "rounds_dataframe"):
-        best = best_so_far(run)
+        best = best_so_far(cast("OptimizationResult", run))
         return (int(best.index[0]) if len(best) else 0), [float(s) for s in best]
-    if isinstance(run, Sequence) and not isinstance(run, str):
+    if isinstance(run, Sequence) and not isinstance(cast(object, run), str):
         return 0, [float(s) for s in run]
     raise ConfigError(
         "expected a score sequence, a RefinementResult or an OptimizationResult, "
@@ -258,7 +268,9 @@ def _progression(run: object) -> tuple[int, list[float]]:
     )
 
 
-def score_progressions(runs: object) -> pd.DataFrame:
+def score_progressions(
+    runs: ProgressionRun | Mapping[str, ProgressionRun] | pd.DataFrame,
+) -> pd.DataFrame:
     """Score progressions in long form (``PROGRESSION_COLUMNS``), for overlaying runs.
 
     ``runs`` is one run or a mapping of run name to run, where a run is a sequence
@@ -270,7 +282,7 @@ def score_progressions(runs: object) -> pd.DataFrame:
     if isinstance(runs, pd.DataFrame):
         require_columns(runs, PROGRESSION_COLUMNS, what="score progression frame")
         return runs
-    named: Mapping[str, object] = runs if isinstance(runs, Mapping) else {"run": runs}
+    named: Mapping[str, ProgressionRun] = runs if isinstance(runs, Mapping) else {"run": runs}
     rows = []
     for name, run in named.items():
         start, scores = _progression(run)

@@ -71,7 +71,7 @@ def load_reports(
     return out.loc[:, ["run", *[c for c in out.columns if c != "run"]]]
 
 
-def comparison_frame(comparison: object) -> pd.DataFrame:
+def comparison_frame(comparison: Comparison | pd.DataFrame) -> pd.DataFrame:
     """A ``reports.Comparison`` as one row per (test, metric) (``COMPARISON_COLUMNS``).
 
     ``baseline`` is the baseline's mean, ``current`` this run's mean with its

@@ -15,16 +15,15 @@ always lands in the first pool, so sequential use keeps one warm connection.
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import httpx
 
-__all__ = ["CONNECTIONS_PER_POOL", "AsyncPools", "SyncPools", "pool_limits", "split_slots"]
+__all__ = ["CONNECTIONS_PER_POOL", "SyncPools", "pool_limits", "split_slots"]
 
 CONNECTIONS_PER_POOL = 4
 # A spare connection per pool above its slots: a request holding a slot must
@@ -32,7 +31,7 @@ CONNECTIONS_PER_POOL = 4
 # httpx hands a connection back before our slot is freed, so one is plenty.
 _HEADROOM = 1
 
-ClientT = TypeVar("ClientT", httpx.Client, httpx.AsyncClient)
+ClientT = TypeVar("ClientT", bound=httpx.Client)
 
 
 def split_slots(limit: int, per_pool: int = CONNECTIONS_PER_POOL) -> list[int]:
@@ -91,30 +90,3 @@ class SyncPools:
     def close(self) -> None:
         for member in self._members:
             member.client.close()
-
-
-class AsyncPools:
-    """At most ``sum(slots)`` requests in flight on the event loop that created it.
-
-    Both the semaphore and httpx's async connections belong to one loop.
-    """
-
-    def __init__(self, slots: list[int], make: Callable[[int], httpx.AsyncClient]) -> None:
-        self._members = [_Member(make(n), n) for n in slots]
-        self._bound = asyncio.Semaphore(sum(slots))
-
-    @asynccontextmanager
-    async def lease(self) -> AsyncIterator[httpx.AsyncClient]:
-        """A client with a free slot, held until the block ends."""
-        async with self._bound:
-            # No lock: between awaits nothing else on this loop runs.
-            member = _most_free(self._members)
-            member.free -= 1
-            try:
-                yield member.client
-            finally:
-                member.free += 1
-
-    async def aclose(self) -> None:
-        for member in self._members:
-            await member.client.aclose()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import textwrap
-from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 __all__ = [
@@ -40,7 +40,7 @@ def short(text: object, width: int) -> str:
     return textwrap.shorten(" ".join(str(text).split()), width=width, placeholder="…")
 
 
-def score_axis(ax: Any) -> None:
+def score_axis(ax: Axes) -> None:
     """A [0, 1] score axis with a light grid."""
     # Scores live in [0, 1]; a fixed axis makes figures of different runs comparable.
     ax.set_ylim(-0.02, 1.02)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -10,6 +13,7 @@ from matplotlib.figure import Figure
 
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.frames import ProgressionRun
 from tnsai_eval.frames._optimizer import _PARTIAL_STATUSES
 from tnsai_eval.plots._base import (
     BASE_COLOR,
@@ -19,6 +23,10 @@ from tnsai_eval.plots._base import (
     score_axis,
     short,
 )
+
+if TYPE_CHECKING:
+    from tnsai_eval.optimizer import OptimizationResult
+    from tnsai_eval.refinement import RefinementResult
 
 __all__ = [
     "plot_check_matrix",
@@ -36,7 +44,10 @@ _SKIPPED = 0.5
 
 
 def plot_score_progression(
-    runs: object, *, title: str = "Score progression", xlabel: str = "iteration"
+    runs: ProgressionRun | Mapping[str, ProgressionRun] | pd.DataFrame,
+    *,
+    title: str = "Score progression",
+    xlabel: str = "iteration",
 ) -> Figure:
     """One line per run: score (y) by step (x).
 
@@ -70,7 +81,9 @@ def plot_score_progression(
     return fig
 
 
-def plot_optimizer_rounds(result: object, *, title: str = "Optimizer rounds") -> Figure:
+def plot_optimizer_rounds(
+    result: OptimizationResult | pd.DataFrame, *, title: str = "Optimizer rounds"
+) -> Figure:
     """Each variant's mean score per round (points, coloured by strategy) and the best so far.
 
     ``result`` is an ``OptimizationResult`` or its ``to_dataframe()`` frame.
@@ -126,7 +139,10 @@ def _variant_label(round_: object, variant: object, strategy: object) -> str:
 
 
 def plot_variant_case_heatmap(
-    result: object, *, rounds: list[int] | None = None, title: str = "Score by variant and case"
+    result: OptimizationResult | pd.DataFrame,
+    *,
+    rounds: list[int] | None = None,
+    title: str = "Score by variant and case",
 ) -> Figure:
     """A variant (rows) x case (columns) heatmap of scores, values written in cells.
 
@@ -171,7 +187,9 @@ def plot_variant_case_heatmap(
     return fig
 
 
-def plot_check_matrix(result: object, *, title: str = "Checks by iteration") -> Figure:
+def plot_check_matrix(
+    result: RefinementResult | pd.DataFrame, *, title: str = "Checks by iteration"
+) -> Figure:
     """Checks (rows) x iterations (columns): green passed, red failed, grey skipped.
 
     ``result`` is a ``RefinementResult`` or its ``checks_dataframe()`` frame. A
@@ -248,7 +266,9 @@ def plot_norm_checks(checks: pd.DataFrame, *, title: str = "Norm checks") -> Fig
     return fig
 
 
-def plot_cost_per_round(result: object, *, title: str = "Cost per round") -> Figure:
+def plot_cost_per_round(
+    result: OptimizationResult | pd.DataFrame, *, title: str = "Cost per round"
+) -> Figure:
     """Model calls (left) and tokens (right) per round.
 
     ``result`` is an ``OptimizationResult`` (its ``rounds_dataframe()``: the

@@ -89,7 +89,10 @@ def plot_case_deltas(
 
 
 def plot_report_comparison(
-    comparison: object, *, title: str = "Baseline vs current", max_tests: int = 40
+    comparison: Comparison | pd.DataFrame,
+    *,
+    title: str = "Baseline vs current",
+    max_tests: int = 40,
 ) -> Figure:
     """Baseline and current mean per (test, metric) as paired bars; regressions in red.
 

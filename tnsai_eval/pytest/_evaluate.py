@@ -27,18 +27,21 @@ from tnsai_eval.reports import (
 )
 
 if TYPE_CHECKING:
-    from tnsai_eval.datasets import CasesInput
+    from tnsai_eval.datasets import ScoringPlan
     from tnsai_eval.optimizer import CaseScore, PromptEvaluation, TestCase
+    from tnsai_eval.pytest._session import PluginSession
 
 __all__ = [
     "case_records",
-    "declared_threshold",
+    "check_min_score",
     "error_message",
     "excerpt",
     "failure_message",
     "load_prompt",
     "prompt_record",
+    "record",
     "unrecorded_message",
+    "verdict",
 ]
 
 
@@ -95,20 +98,6 @@ def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> s
     return "\n".join(lines)
 
 
-def declared_threshold(cases: CasesInput) -> float:
-    """The case threshold a dataset declares (``threshold`` in its ``NAME.meta.json``), else 0.5.
-
-    Only a dataset given by name or path can declare one; cases given in code use 0.5.
-    """
-    if isinstance(cases, str | os.PathLike):
-        from tnsai_eval.datasets import load_meta
-
-        threshold = load_meta(cases).threshold
-        if threshold is not None:
-            return float(threshold)
-    return 0.5
-
-
 def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
     """``(text, file)``: a ``str`` is the prompt itself; a ``pathlib.Path`` is a prompt file."""
     if isinstance(prompt, os.PathLike):
@@ -123,11 +112,54 @@ def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
     return prompt, None
 
 
-def check_threshold(value: object) -> float:
-    """``case_threshold`` checked: a number in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ConfigError(f"case_threshold must be a number in [0, 1], got {value!r}")
-    return float(value)
+def check_min_score(value: object) -> None:
+    """``min_score`` checked before any call: ``None`` or a number in [0, 1]."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0
+    ):
+        raise ConfigError(
+            f"evaluate_prompt: min_score must be a number in [0, 1] or None, got {value!r}"
+        )
+
+
+def record(
+    session: PluginSession,
+    metric: str,
+    result: PromptEvaluation,
+    plan: ScoringPlan,
+    prompt: PromptRecord,
+) -> None:
+    """Keep the mean (unless no case has a reply) and every case in the report."""
+    if any(c.state != "unrecorded" for c in result.cases):
+        session.record_metric(metric, result.mean_score)
+    session.record_cases(metric, case_records(result, plan.cases, plan.threshold), prompt)
+
+
+def verdict(
+    result: PromptEvaluation, min_score: float | None, nodeid: str, session: PluginSession
+) -> str | None:
+    """Why the test fails (unrecorded cases, failed calls, a low score), or ``None``."""
+    problems = []
+    if result.unrecorded:
+        command = f"pytest --llm-record record {nodeid}"
+        problems.append(unrecorded_message(result, command, _unrecorded_reason(session, result)))
+    if result.errors:
+        problems.append(error_message(result))
+    if problems:
+        return "\n".join(problems)
+    if min_score is not None and result.mean_score < min_score:
+        return failure_message(result, min_score)
+    return None
+
+
+def _unrecorded_reason(session: PluginSession, result: PromptEvaluation) -> str:
+    if any("--llm-max-calls" in (c.error or "") for c in result.unrecorded):
+        return f"--llm-max-calls {session.options.max_calls} spent"
+    options = session.options
+    return (
+        f"no reply in the store {options.describe()['store']}; replay mode "
+        f"({options.record_mode_source})"
+    )
 
 
 def case_records(

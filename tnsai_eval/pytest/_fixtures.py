@@ -293,29 +293,21 @@ class EvaluatePrompt(Protocol):
 
 @pytest.fixture
 def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluatePrompt:
-    """``evaluate_prompt(prompt_or_path, cases_or_dataset, evaluator=None, min_score=None,
-    name=None, case_threshold=None)``.
+    """``evaluate_prompt(prompt, cases, *, evaluator=None, min_score=None, name=None,
+    case_threshold=None, constrain=None, **options)`` -> ``PromptEvaluation``.
 
-    Scores ``prompt`` (its text, or a ``pathlib.Path`` to a prompt file) on
-    the cases (TestCases, (input, expected) pairs, a dataset name or a JSONL
-    path) and records the mean as a tracked metric (``score``, or ``name``),
-    and every case in the report: its id, output, score, and whether it
-    passed (score >= ``case_threshold``: by default the dataset's declared
-    threshold, else 0.5). Below ``min_score`` the test fails listing its
-    worst cases; a case whose call failed always fails the test, after every
-    other case has been scored; cases with no recorded reply fail it once,
-    with the command that records them.
-
-    For a dataset (a name or a path) with a ``NAME.meta.json``, its evaluator
-    is used unless ``evaluator=`` is given (``sentiment``: label accuracy),
-    and ``constrain`` (default: the sidecar's, else ``False``) constrains the
-    replies to its labels with ``response_format``; left off, the prompt is
-    tested as production runs it. What was used is printed (shown with the
-    test's output).
+    Scores ``prompt`` (its text, or a ``pathlib.Path`` to a prompt file) on the
+    cases (TestCases, (input, expected) pairs, a dataset name or a JSONL path)
+    with the core's ``score_prompt``, as ``tnsai_eval.datasets.scoring_plan``
+    resolves them: a dataset's ``NAME.meta.json`` chooses the evaluator, the case
+    threshold and ``constrain`` unless given, and what it chose is printed.
+    Records the mean (metric ``score``, or ``name``) and every case in the report.
+    Fails the test below ``min_score`` (listing the worst cases), when a call
+    failed (after every case is scored), or for unrecorded cases (naming the
+    command that records them).
     """
     session = _session(request)
     client = session.meter(llm)
-    nodeid = request.node.nodeid
 
     def run(
         prompt: str | os.PathLike[str],
@@ -328,83 +320,35 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
         constrain: bool | None = None,
         **options: Any,
     ) -> PromptEvaluation:
-        from tnsai_eval.datasets import DatasetMeta, load_cases, load_meta
-        from tnsai_eval.errors import ConfigError
-        from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, labels_response_format, score_prompt
+        from tnsai_eval.datasets import scoring_plan
+        from tnsai_eval.optimizer import score_prompt
         from tnsai_eval.pytest._evaluate import (
-            case_records,
-            check_threshold,
-            declared_threshold,
-            error_message,
-            failure_message,
+            check_min_score,
             load_prompt,
             prompt_record,
-            unrecorded_message,
+            record,
+            verdict,
         )
 
-        # Checked before any call: NaN would pass every score, a str would fail late.
-        if min_score is not None and (
-            isinstance(min_score, bool)
-            or not isinstance(min_score, int | float)
-            or not 0.0 <= min_score <= 1.0
-        ):
-            raise ConfigError(
-                f"evaluate_prompt: min_score must be a number in [0, 1] or None, got {min_score!r}"
-            )
+        check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
-        threshold = check_threshold(
-            declared_threshold(cases) if case_threshold is None else case_threshold
-        )
-        meta = load_meta(cases) if isinstance(cases, str | os.PathLike) else DatasetMeta()
-        if evaluator is None and meta.path is not None:
-            evaluator = meta.make_evaluator()
-            print(f"evaluate_prompt: {meta.describe()}")
-        if constrain is None:
-            constrain = meta.constrain
-        if constrain:
-            if not meta.labels:
-                raise pytest.UsageError(
-                    f"evaluate_prompt(constrain=True) needs a dataset with labels in its "
-                    f"NAME.meta.json; {cases!r} declares none"
-                )
-            params = dict(options.pop("params", None) or DEFAULT_CALL_PARAMS)
-            params["response_format"] = labels_response_format(meta.labels)
-            options["params"] = params
-            print(f"evaluate_prompt: replies constrained to {', '.join(meta.labels)}")
+        params = options.pop("params", None)
+        plan = scoring_plan(cases, evaluator=evaluator, constrain=constrain,
+                            threshold=case_threshold, params=params)  # fmt: skip
+        for note in plan.notes:
+            print(f"evaluate_prompt: {note}")
         text, file = load_prompt(prompt)
-        loaded = load_cases(cases)
-        result = score_prompt(client, text, loaded, evaluator=evaluator, **options)
+        if plan.params is not None:
+            options["params"] = plan.params
+        result = score_prompt(client, text, plan.cases, evaluator=plan.evaluator, **options)
         metric = name or _free_name(session, "score")
-        if any(c.state != "unrecorded" for c in result.cases):
-            session.record_metric(metric, result.mean_score)
-        session.record_cases(
-            metric, case_records(result, loaded, threshold), prompt_record(text, file, options)
-        )
-        problems = []
-        if result.unrecorded:
-            command = f"pytest --llm-record record {nodeid}"
-            problems.append(
-                unrecorded_message(result, command, _unrecorded_reason(session, result))
-            )
-        if result.errors:
-            problems.append(error_message(result))
-        if problems:
-            pytest.fail("\n".join(problems), pytrace=False)
-        if min_score is not None and result.mean_score < min_score:
-            pytest.fail(failure_message(result, min_score), pytrace=False)
+        record(session, metric, result, plan, prompt_record(text, file, options))
+        problem = verdict(result, min_score, request.node.nodeid, session)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
         return result
 
     return run
-
-
-def _unrecorded_reason(session: PluginSession, result: PromptEvaluation) -> str:
-    if any("--llm-max-calls" in (c.error or "") for c in result.unrecorded):
-        return f"--llm-max-calls {session.options.max_calls} spent"
-    options = session.options
-    return (
-        f"no reply in the store {options.describe()['store']}; replay mode "
-        f"({options.record_mode_source})"
-    )
 
 
 @pytest.fixture

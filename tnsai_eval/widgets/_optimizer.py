@@ -5,13 +5,18 @@ from __future__ import annotations
 import html
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import ipywidgets as w
 
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.optimizer import PromptStrategy
+from tnsai_eval.optimizer import (
+    OptimizationResult,
+    ProgressEvent,
+    PromptOptimizer,
+    PromptStrategy,
+    TestCase,
+)
 from tnsai_eval.widgets._common import (
     DisplayMixin,
     figure_png,
@@ -53,17 +58,17 @@ class OptimizerDashboard(DisplayMixin):
 
     def __init__(
         self,
-        optimizer: Any,
+        optimizer: PromptOptimizer,
         prompt: str,
-        cases: Sequence[Any],
+        cases: Sequence[TestCase],
         *,
-        validation_cases: Sequence[Any] | None = None,
+        validation_cases: Sequence[TestCase] | None = None,
     ) -> None:
         self.optimizer = optimizer
         self.prompt = prompt
         self.cases = list(cases)
         self.validation_cases = None if validation_cases is None else list(validation_cases)
-        self.result: Any = None
+        self.result: OptimizationResult | None = None
         self.error: BaseException | None = None
         self.round_best: list[float] = []
         self._thread: threading.Thread | None = None
@@ -137,14 +142,14 @@ class OptimizerDashboard(DisplayMixin):
         """Whether a run started with ``start()`` (the Run button) is still going."""
         return self._thread is not None and self._thread.is_alive()
 
-    def configured(self) -> Any:
+    def configured(self) -> PromptOptimizer:
         """A copy of the optimizer with the controls' settings and the dashboard's progress."""
         strategies = tuple(s for s, box in self.strategies.items() if box.value)
         if not strategies and not self.optimizer.config.rewrite:
             raise ConfigError("choose at least one strategy: this optimizer has rewrite=False")
         chained = self.optimizer.config.progress
 
-        def progress(event: Any) -> None:
+        def progress(event: ProgressEvent) -> None:
             self.handle_event(event)
             if chained is not None:
                 chained(event)
@@ -158,12 +163,14 @@ class OptimizerDashboard(DisplayMixin):
             progress=progress,
         )
 
-    def run(self) -> Any:
+    def run(self) -> OptimizationResult:
         """Run the optimization here, blocking, with live updates; returns the result."""
         if self.running:
             raise ConfigError("a run started with Run is still going: stop() or wait() first")
         runner = self._begin()
-        return self._execute(runner, reraise=True)
+        result = self._execute(runner, reraise=True)
+        assert result is not None  # reraise=True: a failed run raised
+        return result
 
     def start(self) -> threading.Thread | None:
         """Start a run on a worker thread (the Run button); ``wait()`` returns its result.
@@ -190,7 +197,7 @@ class OptimizerDashboard(DisplayMixin):
         if self.running:
             self.status.value = "stopping: waiting for the calls in flight…"
 
-    def wait(self, timeout: float | None = None) -> Any:
+    def wait(self, timeout: float | None = None) -> OptimizationResult | None:
         """Wait for a run started with ``start()``; returns its result (``None`` if not done).
 
         A run that raised re-raises its exception here.
@@ -203,7 +210,7 @@ class OptimizerDashboard(DisplayMixin):
             raise self.error
         return self.result
 
-    def _begin(self) -> Any:
+    def _begin(self) -> PromptOptimizer:
         runner = self.configured()
         self._stop = threading.Event()
         self.round_best = []
@@ -223,7 +230,7 @@ class OptimizerDashboard(DisplayMixin):
         self._set_controls(running=True)
         return runner
 
-    def _execute(self, runner: Any, *, reraise: bool) -> Any:
+    def _execute(self, runner: PromptOptimizer, *, reraise: bool) -> OptimizationResult | None:
         try:
             result = runner.optimize(
                 self.prompt,
@@ -253,7 +260,7 @@ class OptimizerDashboard(DisplayMixin):
         for box in (*self.strategies.values(), self.search, self.max_calls, self.max_seconds):
             box.disabled = running
 
-    def handle_event(self, event: Any) -> None:
+    def handle_event(self, event: ProgressEvent) -> None:
         """Apply one ``ProgressEvent`` to the views (called by the optimizer)."""
         self.bar.value = min(int(event.calls), self.bar.max)
         best = "-" if event.best_score is None else f"{event.best_score:.3f}"
@@ -271,7 +278,7 @@ class OptimizerDashboard(DisplayMixin):
             ),
         )
 
-    def finish(self, result: Any) -> None:
+    def finish(self, result: OptimizationResult) -> None:
         """Show the final state of ``result``: best prompt, plot and leaderboard.
 
         Also the way to show a finished run (one loaded or made elsewhere).

@@ -5,9 +5,11 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
+import pandas as pd
 
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.refinement import RefinementResult
 from tnsai_eval.widgets._common import (
     DisplayMixin,
     diff_html,
@@ -34,7 +36,7 @@ class RefinementExplorer(DisplayMixin):
         explorer.slider.value = 2  # the same as dragging the slider
     """
 
-    def __init__(self, result: object) -> None:
+    def __init__(self, result: RefinementResult | pd.DataFrame) -> None:
         self.iterations = frames.refinement_iterations(result)
         self.checks = frames.refinement_checks(result)
         # The views show these; a bare frame may lack them (the frame functions
