@@ -48,6 +48,7 @@ def test_optimizer_case_columns(optimization: OptimizationResult) -> None:
         "cached",
         "error",
         "split",
+        "details",
         "reason",
     )
     assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS

@@ -214,7 +214,7 @@ class OpenAIClient:
 
     @property
     def max_concurrency(self) -> int:
-        """The most requests in flight at once (per event loop for ``achat``)."""
+        """The most requests in flight at once (``chat`` and ``achat`` together)."""
         return self._max_concurrency
 
     def __repr__(self) -> str:

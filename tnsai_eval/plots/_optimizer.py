@@ -86,6 +86,10 @@ def plot_optimizer_rounds(
 ) -> Figure:
     """Each variant's mean score per round (points, coloured by strategy) and the best so far.
 
+    The legend names each strategy with what its variants carry beyond the
+    instruction (``demos [3 demo(s) as chat, 3 bootstrapped]``,
+    ``initial [system message]``).
+
     ``result`` is an ``OptimizationResult`` or its ``to_dataframe()`` frame.
     The best-so-far line is ``frames.best_so_far``: the optimizer's best score
     after each round (with a bare frame, the running maximum of the variants').
@@ -95,16 +99,23 @@ def plot_optimizer_rounds(
     scores = frames.variant_scores(result)
     fig = Figure(figsize=(7.6, 3.8), layout="constrained")
     ax = fig.add_subplot()
-    partial = scores["status"].isin(_PARTIAL_STATUSES)
+    # One colour per strategy and variant details: two demo sets (one as chat
+    # turns, one with a system message) are told apart in the legend.
+    keyed = scores.assign(
+        _key=[
+            _legend_label(st, d)
+            for st, d in zip(scores["strategy"], scores["details"], strict=True)
+        ],
+        _partial=scores["status"].isin(_PARTIAL_STATUSES),
+    )
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-    groups = scores.groupby("strategy", sort=False, dropna=False)
-    for i, (strategy, group) in enumerate(groups):
-        label = "initial" if pd.isna(strategy) else str(strategy)
-        full = group[~partial.loc[group.index]]
-        cut = group[partial.loc[group.index]]
+    for i, (label, group) in enumerate(keyed.groupby("_key", sort=False)):
         color = colors[i % len(colors)]
+        full, cut = group[~group["_partial"]], group[group["_partial"]]
         if not full.empty:
-            ax.scatter(full["round"], full["score"], label=label, color=color, alpha=0.8, zorder=3)
+            ax.scatter(
+                full["round"], full["score"], label=str(label), color=color, alpha=0.8, zorder=3
+            )
         if not cut.empty:
             # A partial mean (dropped by racing, cut by the budget) is drawn
             # hollow: it may sit above the best only because it saw fewer cases.
@@ -133,9 +144,17 @@ def plot_optimizer_rounds(
     return fig
 
 
-def _variant_label(round_: object, variant: object, strategy: object) -> str:
+def _legend_label(strategy: object, details: object) -> str:
+    """``strategy [details]``, e.g. ``demos [system message; 3 demo(s) as chat]``."""
     name = "initial" if pd.isna(strategy) or not str(strategy) else str(strategy)  # type: ignore[call-overload]
-    return f"r{round_} v{variant} {short(name, 24)}"
+    extra = "" if pd.isna(details) else str(details)  # type: ignore[call-overload]
+    return f"{name} [{short(extra, 64)}]" if extra else name
+
+
+def _variant_label(round_: object, variant: object, strategy: object, details: object = "") -> str:
+    name = "initial" if pd.isna(strategy) or not str(strategy) else str(strategy)  # type: ignore[call-overload]
+    extra = "" if pd.isna(details) or not str(details) else f" [{short(details, 40)}]"  # type: ignore[call-overload]
+    return f"r{round_} v{variant} {short(name, 24)}{extra}"
 
 
 def plot_variant_case_heatmap(
@@ -147,7 +166,9 @@ def plot_variant_case_heatmap(
     """A variant (rows) x case (columns) heatmap of scores, values written in cells.
 
     ``rounds`` keeps only those rounds. Rows are labelled ``r<round> v<variant>
-    <strategy>``, columns by the case's input (shortened). Cells of failed calls
+    <strategy> [<details>]`` (details: what the variant carries beyond its
+    instruction: system message, demos, response format), columns by the
+    case's input (shortened). Cells of failed calls
     are blank. Validation rows, when present, are left out.
     """
     cases = frames.optimizer_cases(result)
@@ -163,9 +184,12 @@ def plot_variant_case_heatmap(
         index=["round", "variant"], columns="case", values="score", aggfunc="mean", sort=False
     ).reindex(index=pd.MultiIndex.from_frame(variants[["round", "variant"]]), columns=inputs.index)
     values = matrix.to_numpy(dtype=float)
+    details = variants["details"] if "details" in variants.columns else [""] * len(variants)
     labels = [
-        _variant_label(r, v, st)
-        for r, v, st in variants[["round", "variant", "strategy"]].itertuples(index=False)
+        _variant_label(r, v, st, d)
+        for (r, v, st), d in zip(
+            variants[["round", "variant", "strategy"]].itertuples(index=False), details, strict=True
+        )
     ]
 
     # Room for the row labels (up to ~32 characters) plus one column per case.
