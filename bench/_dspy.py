@@ -432,9 +432,9 @@ def run_mipro(
         first = logs.get(1, {}).get("full_eval_score") if isinstance(logs, dict) else None
         train = "-"
         if isinstance(best, float):
-            train = (
-                f"{first:5.3f}->{best:5.3f}" if isinstance(first, float) else f"  -  ->{best:5.3f}"
-            )
+            # DSPy reports its validation scores in percent.
+            start_text = f"{first / 100:5.3f}" if isinstance(first, float) else "  -  "
+            train = f"{start_text}->{best / 100:5.3f}"
         after_compile = proxy.counts
         row = held(compiled, "mipro-light", train, compile_began, after_compile)
         # The method's whole cost: its compile, and its held-out runs of the
