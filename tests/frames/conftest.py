@@ -48,6 +48,7 @@ def _case_rows() -> list[dict[str, object]]:
                     "error": None,
                     "split": "train",
                     "details": details,
+                    "reason": None,
                 }
             )
     # A validation row: it reports on the winner and must never count in a round.

@@ -49,6 +49,7 @@ def test_optimizer_case_columns(optimization: OptimizationResult) -> None:
         "error",
         "split",
         "details",
+        "reason",
     )
     assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
     assert tuple(optimization.to_dataframe().columns) == frames.OPTIMIZER_CASE_COLUMNS
@@ -119,6 +120,7 @@ def test_refinement_columns() -> None:
         "skipped",
         "score",
         "message",
+        "reason",
         "duration_s",
         "tokens",
     )

@@ -100,6 +100,9 @@ class CaseResult:
     split: str = "train"
     error_type: str | None = None
     """The class name of the exception behind ``error`` (``None`` without one)."""
+    reason: str | None = None
+    """The evaluator's explanation of ``score`` when it gives one (``LLMJudgeEvaluator``:
+    the judge's reason, from its JSON or ``SCORE:`` reply); ``None`` otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ CASE_COLUMNS = (
     "error",
     "split",
     "details",
+    "reason",
 )
 
 
@@ -168,11 +169,12 @@ class OptimizationResult:
         """One row per (round, variant, case) scored, in that order.
 
         Columns: round, variant, strategy, case, input, expected, output,
-        score, tokens, latency, cached, error, split, details. Failed calls are
-        rows with a ``None`` output and score and the error's text. ``details``
-        says what the variant carries beyond its instruction ("system message;
-        3 demo(s) as chat"; ``''`` for a bare instruction): the full variants
-        are in ``variants_dataframe()``.
+        score, tokens, latency, cached, error, split, details, reason. Failed
+        calls are rows with a ``None`` output and score and the error's text.
+        ``details`` says what the variant carries beyond its instruction
+        ("system message; 3 demo(s) as chat"; ``''`` for a bare instruction):
+        the full variants are in ``variants_dataframe()``. ``reason`` is the
+        evaluator's explanation of the score (a judge's reason) when it gave one.
         """
         import pandas as pd
 
@@ -194,6 +196,7 @@ class OptimizationResult:
                 r.error,
                 r.split,
                 details.get(r.variant, ""),
+                r.reason,
             )
             for r in self.case_results
         ]

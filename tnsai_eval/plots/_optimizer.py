@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
@@ -13,6 +14,7 @@ from matplotlib.figure import Figure
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.frames import ProgressionRun
+from tnsai_eval.frames._optimizer import _PARTIAL_STATUSES
 from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
@@ -91,6 +93,8 @@ def plot_optimizer_rounds(
     ``result`` is an ``OptimizationResult`` or its ``to_dataframe()`` frame.
     The best-so-far line is ``frames.best_so_far``: the optimizer's best score
     after each round (with a bare frame, the running maximum of the variants').
+    Variants scored on only some cases (dropped by racing, cut by the budget)
+    are drawn hollow and labelled "(partial)".
     """
     scores = frames.variant_scores(result)
     fig = Figure(figsize=(7.6, 3.8), layout="constrained")
@@ -101,10 +105,28 @@ def plot_optimizer_rounds(
         _key=[
             _legend_label(st, d)
             for st, d in zip(scores["strategy"], scores["details"], strict=True)
-        ]
+        ],
+        _partial=scores["status"].isin(_PARTIAL_STATUSES),
     )
-    for label, group in keyed.groupby("_key", sort=False):
-        ax.scatter(group["round"], group["score"], label=str(label), alpha=0.8, zorder=3)
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, group) in enumerate(keyed.groupby("_key", sort=False)):
+        color = colors[i % len(colors)]
+        full, cut = group[~group["_partial"]], group[group["_partial"]]
+        if not full.empty:
+            ax.scatter(
+                full["round"], full["score"], label=str(label), color=color, alpha=0.8, zorder=3
+            )
+        if not cut.empty:
+            # A partial mean (dropped by racing, cut by the budget) is drawn
+            # hollow: it may sit above the best only because it saw fewer cases.
+            ax.scatter(
+                cut["round"],
+                cut["score"],
+                label=f"{label} (partial)",
+                facecolors="none",
+                edgecolors=color,
+                zorder=3,
+            )
     best = frames.best_so_far(result)
     ax.plot(
         best.index.to_numpy(),
