@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/optimizer.py                    # embedded SmolLM2 model
     .venv/bin/python bench/optimizer.py --datasets sentiment_large --methods exhaustive,racing
+    .venv-bench/bin/python bench/optimizer.py --dspy   # also DSPy MIPROv2: bench/_dspy.py
 
 For each dataset, every method starts from the CLI's default prompt on the
 same seeded split (30% held out, stratified by label) and the same model:
@@ -145,7 +146,21 @@ def main() -> None:
     )
     parser.add_argument("--store", help="keep replies in this directory across runs")
     parser.add_argument("--verbose", action="store_true", help="print every variant")
+    parser.add_argument(
+        "--dspy",
+        action="store_true",
+        help="also run DSPy MIPROv2 (light) per dataset (needs the bench extra; bench/_dspy.py)",
+    )
+    parser.add_argument("--dspy-tokens", type=int, default=32, help="DSPy's task reply cap")
+    parser.add_argument("--dspy-proposer-tokens", type=int, default=256)
+    parser.add_argument("--dspy-threads", type=int, default=1)
+    parser.add_argument("--dspy-ctx", type=int, default=8192, help="the DSPy server's n_ctx")
     args = parser.parse_args()
+    if args.dspy:
+        import _dspy  # bench/_dspy.py, beside this script; imports dspy only when run
+
+        if not _dspy.available():
+            parser.error("--dspy needs dspy: install the bench extra (bench/README.md, 'DSPy')")
 
     model = default_llm()
     if args.store:
@@ -193,6 +208,24 @@ def main() -> None:
                         f"    v{v.id} r{v.round} {v.strategy:<12} {v.status.value:<10} "
                         f"cases={v.cases_scored:<3} train={shown} {extra}"
                     )
+        if args.dspy:
+            meta = getattr(datasets, "load_meta", None)
+            threshold = meta(name).threshold if meta is not None else None
+            mipro = _dspy.run_mipro(
+                name,
+                cases,
+                args.prompt or _PROMPTS[name],
+                evaluator_for(name),
+                threshold=0.8 if threshold is None else threshold,
+                split=args.split,
+                seed=args.seed,
+                reply_tokens=args.reply_tokens,
+                dspy_tokens=args.dspy_tokens,
+                proposer_tokens=args.dspy_proposer_tokens,
+                threads=args.dspy_threads,
+                n_ctx=args.dspy_ctx,
+            )
+            print("\n".join(_dspy.format_lines(name, mipro)), flush=True)
         exhaustive = results.get("exhaustive")
         for method in _RACING_BOUNDS:
             raced = results.get(method)
