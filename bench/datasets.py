@@ -35,7 +35,7 @@ from tnsai_eval.cli._optimize import CLI_STRATEGIES, DEFAULT_PROMPTS
 from tnsai_eval.llm import CachedLLM, LLMClient, ResponseStore, default_llm, json_schema_format
 from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer
 
-DATASETS = "sentiment,capitals,arithmetic,formal_tone,json_extraction"
+DATASETS = "sentiment,capitals,arithmetic,formal_tone,json_extraction,feedback_examples"
 _PROMPTS = {
     **DEFAULT_PROMPTS,
     "arithmetic_large": DEFAULT_PROMPTS["arithmetic"],

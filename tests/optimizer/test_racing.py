@@ -205,3 +205,27 @@ def test_a_challenger_that_ties_early_and_wins_later_is_kept() -> None:
 def test_racing_bound_names_are_checked() -> None:
     with pytest.raises(ConfigError, match="racing_bound must be one of auto, sign, t, hoeffding"):
         PromptOptimizer(scripted(None), racing_bound="bonferroni")
+
+
+def test_challengers_are_scored_case_by_case_across_each_other() -> None:
+    # So that a budget ending mid-rung leaves every challenger with evidence
+    # on the same cases: CONCISE and ANSWER_ONLY alternate on one case at a time.
+    llm = ScriptedLLM(default="no idea")
+    result = PromptOptimizer(
+        llm,
+        candidate_strategies=[S.CONCISE, S.ANSWER_ONLY],
+        evaluator=ExactMatchEvaluator(),
+        search="racing",
+        rewrite=False,
+        split=None,
+        concurrency=1,
+        max_iterations=1,
+        max_calls=20 + 5,
+    ).optimize("P", numbered(20))
+    order = example_order(20, seed=0)
+    sent = [split_message(text) for text in llm.prompts[20:]]
+    assert [case for _, case in sent] == [f"q{order[0] + 1}"] * 2 + [f"q{order[1] + 1}"] * 2 + [
+        f"q{order[2] + 1}"
+    ]
+    assert ["Be brief" in prompt for prompt, _ in sent] == [True, False, True, False, True]
+    assert result.calls == 25
