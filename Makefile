@@ -20,7 +20,10 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 ## The main job on the embedded model: optimize a prompt on a shipped dataset
-## (one to three minutes on 2 cores; see bench/README.md, "Demo").
+## (one to three minutes on 2 cores; see bench/README.md, "Demo"). It prints the
+## training and held-out accuracy and the paired test on the held-out cases:
+## measured 0.500 -> 0.667 on 6 held-out cases, p = 1 (not a significant gain;
+## bench/README.md lists the variations tried).
 demo: $(VENV)/.local-installed
 	$(BIN)/tnsai-eval optimize sentiment --rounds 1 --search racing --reply-tokens 16 --out demo-out
 

@@ -2,14 +2,16 @@
 
     .venv/bin/python bench/optimizer.py                    # embedded SmolLM2 model
     .venv/bin/python bench/optimizer.py --datasets sentiment_large --methods exhaustive,racing
+    .venv-bench/bin/python bench/optimizer.py --dspy   # also DSPy MIPROv2: bench/_dspy.py
 
 For each dataset, every method starts from the CLI's default prompt on the
 same seeded split (30% held out, stratified by label) and the same model:
 
 - ``exhaustive``: the CLI's strategies (FEW_SHOT, ANSWER_ONLY, CONCISE) and
   the model's rewrite, every variant scored on every selection case;
-- ``racing``: the same variants, raced (Hoeffding bound; ``racing-t`` uses
-  Student's t over the paired differences);
+- ``racing``: the same variants, raced (the default test: the exact sign
+  test on flipped cases for 0/1 scores, else Student's t; ``racing-t`` always
+  t, ``racing-hoeffding`` the distribution-free Hoeffding bound);
 - ``demos``: demo search only (``demo_sets``: bootstrapped and labelled demo
   sets, as chat turns and inline).
 
@@ -58,7 +60,9 @@ from tnsai_eval.optimizer import (
 )
 
 DATASETS = "sentiment_large,arithmetic_large,sentiment,arithmetic"
-METHODS = "exhaustive,racing,racing-t,demos"
+METHODS = "exhaustive,racing,racing-t,racing-hoeffding,demos"
+# The paired test each racing method drops a challenger on.
+_RACING_BOUNDS = {"racing": "auto", "racing-t": "t", "racing-hoeffding": "hoeffding"}
 _PROMPTS = {
     **DEFAULT_PROMPTS,
     "arithmetic_large": DEFAULT_PROMPTS["arithmetic"],
@@ -104,7 +108,7 @@ def run(
         "max_iterations": args.rounds,
         "candidate_strategies": args.strategies.split(","),
         "search": "racing" if method.startswith("racing") else "exhaustive",
-        "racing_bound": "t" if method == "racing-t" else "hoeffding",
+        "racing_bound": _RACING_BOUNDS.get(method, "auto"),
         "concurrency": 1,  # the embedded model serves one call at a time anyway
         "seed": args.seed,
         "split": args.split,
@@ -114,7 +118,7 @@ def run(
     }
     if method == "demos":
         options.update(candidate_strategies=[], rewrite=False, demo_sets=args.demo_sets)
-    return PromptOptimizer(llm, **options).optimize(_PROMPTS[name], cases)
+    return PromptOptimizer(llm, **options).optimize(args.prompt or _PROMPTS[name], cases)
 
 
 def _requests(result: OptimizationResult) -> int:
@@ -137,16 +141,33 @@ def main() -> None:
     parser.add_argument("--split", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, help="use only the first N cases of each dataset")
+    parser.add_argument(
+        "--prompt", help="start from this prompt instead of the CLI's default for each dataset"
+    )
     parser.add_argument("--store", help="keep replies in this directory across runs")
     parser.add_argument("--verbose", action="store_true", help="print every variant")
+    parser.add_argument(
+        "--dspy",
+        action="store_true",
+        help="also run DSPy MIPROv2 (light) per dataset (needs the bench extra; bench/_dspy.py)",
+    )
+    parser.add_argument("--dspy-tokens", type=int, default=32, help="DSPy's task reply cap")
+    parser.add_argument("--dspy-proposer-tokens", type=int, default=256)
+    parser.add_argument("--dspy-threads", type=int, default=1)
+    parser.add_argument("--dspy-ctx", type=int, default=8192, help="the DSPy server's n_ctx")
     args = parser.parse_args()
+    if args.dspy:
+        import _dspy  # bench/_dspy.py, beside this script; imports dspy only when run
+
+        if not _dspy.available():
+            parser.error("--dspy needs dspy: install the bench extra (bench/README.md, 'DSPy')")
 
     model = default_llm()
     if args.store:
         model = CachedLLM(model, ResponseStore(args.store), mode="record")
     memo = Memo(model)
     header = (
-        f"{'dataset':<17} {'sel/out':>7} {'method':<10} {'held-out initial -> best [95% CI]':<36} "
+        f"{'dataset':<17} {'sel/out':>7} {'method':<16} {'held-out initial -> best [95% CI]':<36} "
         f"{'flips':>7} {'p':>7} {'train':>13} {'reqs':>5} {'tokens':>7} {'model s':>7} "
         f"{'wall s':>6}"
     )
@@ -170,7 +191,7 @@ def main() -> None:
             model_s = sum(r.latency_s for r in result.case_results)
             print(
                 f"{name:<17} {result.selection_cases:>3}/{result.validation_cases:<3} "
-                f"{method:<10} {held:<36} "
+                f"{method:<16} {held:<36} "
                 f"{f'+{result.validation_better}/-{result.validation_worse}':>7} {p:>7} "
                 f"{result.initial_score:5.3f}->{result.score:5.3f} {_requests(result):>5} "
                 f"{result.tokens:>7} {model_s:>7.1f} {wall:>6.1f}",
@@ -187,8 +208,26 @@ def main() -> None:
                         f"    v{v.id} r{v.round} {v.strategy:<12} {v.status.value:<10} "
                         f"cases={v.cases_scored:<3} train={shown} {extra}"
                     )
+        if args.dspy:
+            meta = getattr(datasets, "load_meta", None)
+            threshold = meta(name).threshold if meta is not None else None
+            mipro = _dspy.run_mipro(
+                name,
+                cases,
+                args.prompt or _PROMPTS[name],
+                evaluator_for(name),
+                threshold=0.8 if threshold is None else threshold,
+                split=args.split,
+                seed=args.seed,
+                reply_tokens=args.reply_tokens,
+                dspy_tokens=args.dspy_tokens,
+                proposer_tokens=args.dspy_proposer_tokens,
+                threads=args.dspy_threads,
+                n_ctx=args.dspy_ctx,
+            )
+            print("\n".join(_dspy.format_lines(name, mipro)), flush=True)
         exhaustive = results.get("exhaustive")
-        for method in ("racing", "racing-t"):
+        for method in _RACING_BOUNDS:
             raced = results.get(method)
             if exhaustive is None or raced is None:
                 continue

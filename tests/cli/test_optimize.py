@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval.cli import main
 from tnsai_eval.optimizer import PromptStrategy
 from tnsai_eval.testing import ScriptedLLM
@@ -173,3 +174,103 @@ def test_label_evaluator_and_constrain_need_labels(
     constrain = ["optimize", "capitals", "--constrain", "--out", str(tmp_path)]
     assert main(constrain, llm=scripted_default) == 2
     assert "constrain needs labels" in capsys.readouterr().err
+
+
+# -- --rewrite-llm: another model writes the rewrites --------------------------------------
+
+
+@pytest.fixture
+def no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TNSAI_LLM_BASE_URL", "TNSAI_LLM_MODEL", "TNSAI_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_rewrite_llm_url_sends_the_rewrite_to_that_server(
+    fake_server: FakeOpenAIServer,
+    scripted_default: ScriptedLLM,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_model_env: None,
+) -> None:
+    # The rewrite server fails once (503), then proposes a prompt.
+    fake_server.script(
+        Step.error(503, retry_after="0"),
+        Step.ok("Give only the capital city for this geography question."),
+    )
+    url = fake_server.base_url
+    out = tmp_path / "out"
+    code = main(
+        [
+            "optimize", "capitals", "--strategies", "concise", "--rounds", "1", "--no-progress",
+            "--rewrite-llm", url, "--rewrite-model", "strong-rewriter", "--out", str(out),
+        ],
+        llm=scripted_default,
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert f"rewrites by 'strong-rewriter' at {url}" in printed
+    # The request reached the rewrite server (twice: the 503 and its retry), not the task model.
+    assert len(fake_server.requests) == 2
+    sent = fake_server.requests[-1].json
+    assert sent["model"] == "strong-rewriter"
+    assert sent["messages"][-1]["content"].startswith("You improve prompts")
+    assert not any(p.startswith("You improve prompts") for p in scripted_default.prompts)
+    # Its proposal was scored like any variant, and its retry counted as a call.
+    results = pd.read_csv(out / "results.csv")
+    rewrite_rows = results[results["strategy"] == "rewrite"]
+    assert len(rewrite_rows) == 14
+    assert "Give only the capital city for this geography question." in printed
+    task_calls = len(scripted_default.calls)
+    assert f"{task_calls + 2} calls (1 retries" in printed
+
+
+def test_rewrite_llm_model_name_uses_the_task_models_server(
+    fake_server: FakeOpenAIServer,
+    scripted_default: ScriptedLLM,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_model_env: None,
+) -> None:
+    fake_server.script(Step.ok("Give only the capital city for this geography question."))
+    code = main(
+        [
+            "optimize", "capitals", "--strategies", "concise", "--rounds", "1", "--no-progress",
+            "--base-url", fake_server.base_url, "--model", "task-model",
+            "--rewrite-llm", "bigger-model", "--out", str(tmp_path / "out"),
+        ],
+        llm=scripted_default,  # the task model itself is scripted
+    )  # fmt: skip
+    assert code == 0
+    assert f"rewrites by 'bigger-model' at {fake_server.base_url}" in capsys.readouterr().out
+    assert [r.json["model"] for r in fake_server.requests] == ["bigger-model"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--rewrite-llm", "bigger-model"], "names a model, but the task model has no server"),
+        (["--rewrite-llm", "ftp://me:pw@host/v1"], "'ftp://***@host/v1' is not an http"),
+        (["--rewrite-llm", "http://127.0.0.1:9/v1"], "needs a model name: give --rewrite-model"),
+        (["--rewrite-llm", "m", "--no-rewrite"], "--rewrite-llm has no use with --no-rewrite"),
+        (["--rewrite-model", "m"], "--rewrite-model needs --rewrite-llm URL"),
+        # Credentials never go in a URL (the client says so), and are not printed.
+        (
+            ["--rewrite-llm", "http://me:hunter2pass@127.0.0.1:9/v1", "--rewrite-model", "m"],
+            "base_url must not hold credentials",
+        ),
+    ],
+)
+def test_rewrite_llm_bad_settings_exit_2_naming_them(
+    arguments: list[str],
+    message: str,
+    scripted_default: ScriptedLLM,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_model_env: None,
+) -> None:
+    code = main(["optimize", "capitals", "--out", str(tmp_path), *arguments], llm=scripted_default)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "hunter2pass" not in err
+    assert scripted_default.calls == []

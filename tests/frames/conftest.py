@@ -23,14 +23,14 @@ def _case_rows() -> list[dict[str, object]]:
     """Round 0: the initial prompt; round 1: two variants; round 2: one variant (cached)."""
     inputs = [("2+2?", "4"), ("3+3?", "6")]
     plan = [
-        # round, variant id, strategy, scores per case, cached
-        (0, 0, "initial", [0.0, 0.5], False),
-        (1, 1, "chain_of_thought", [1.0, 0.5], False),
-        (1, 2, "concise", [0.25, 0.25], False),
-        (2, 3, "concise", [1.0, 1.0], True),
+        # round, variant id, strategy, scores per case, cached, details
+        (0, 0, "initial", [0.0, 0.5], False, ""),
+        (1, 1, "chain_of_thought", [1.0, 0.5], False, ""),
+        (1, 2, "concise", [0.25, 0.25], False, "system message"),
+        (2, 3, "concise", [1.0, 1.0], True, "system message; 2 demo(s) as chat"),
     ]
     rows: list[dict[str, object]] = []
-    for rnd, variant, strategy, scores, cached in plan:
+    for rnd, variant, strategy, scores, cached, details in plan:
         for case, ((question, expected), score) in enumerate(zip(inputs, scores, strict=True)):
             rows.append(
                 {
@@ -47,6 +47,8 @@ def _case_rows() -> list[dict[str, object]]:
                     "cached": cached,
                     "error": None,
                     "split": "train",
+                    "details": details,
+                    "reason": None,
                 }
             )
     # A validation row: it reports on the winner and must never count in a round.

@@ -48,6 +48,8 @@ def test_optimizer_case_columns(optimization: OptimizationResult) -> None:
         "cached",
         "error",
         "split",
+        "details",
+        "reason",
     )
     assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
     assert tuple(optimization.to_dataframe().columns) == frames.OPTIMIZER_CASE_COLUMNS
@@ -118,6 +120,7 @@ def test_refinement_columns() -> None:
         "skipped",
         "score",
         "message",
+        "reason",
         "duration_s",
         "tokens",
     )

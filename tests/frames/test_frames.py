@@ -205,3 +205,14 @@ def test_comparison_frame_lists_changes_then_new_and_vanished() -> None:
     assert frames.comparison_frame(out) is out
     with pytest.raises(ConfigError, match="Comparison"):
         frames.comparison_frame(object())  # type: ignore[arg-type]
+
+
+def test_variant_scores_carry_details_and_accept_frames_without_them(
+    cases_frame: pd.DataFrame,
+) -> None:
+    out = frames.variant_scores(cases_frame)
+    assert list(out["details"]) == ["", "", "system message", "system message; 2 demo(s) as chat"]
+    # results.csv of a run from before the column existed.
+    older = frames.variant_scores(cases_frame.drop(columns="details"))
+    assert list(older["details"]) == [""] * 4
+    assert list(older["score"]) == list(out["score"])

@@ -39,10 +39,11 @@ def test_the_yes_share_of_the_first_token_is_the_score() -> None:
         "temperature": 0.0,
         "max_tokens": 1,
         "logprobs": True,
-        "top_logprobs": 10,
+        "top_logprobs": 20,
     }
     assert call.messages[0] == Message("system", "You judge texts. Answer only Yes or No.")
-    assert call.messages[1].content == "Is it polite? The text:\n\nThanks!"
+    # The text first, the question last: what the model reads before it answers.
+    assert call.messages[1].content == "Thanks!\n\nIs it polite?"
 
 
 def test_tokens_with_spaces_and_case_count_too() -> None:
@@ -50,6 +51,15 @@ def test_tokens_with_spaces_and_case_count_too() -> None:
     reply = Completion("NO", logprobs=(TokenLogprob("NO", math.log(0.2), top),))
     result = Judge(ScriptedLLM([reply]), method="logprobs").grade("q?", "t")
     assert result.score == pytest.approx(0.2 / 0.8)
+
+
+def test_an_answer_missing_from_the_alternatives_counts_at_the_least_listed() -> None:
+    # "No" is not among the alternatives: its probability is at most 0.05 (the
+    # least likely listed), so the score is 0.6 / 0.65, not a certain 1.0.
+    top = (("Yes", math.log(0.6)), ("Maybe", math.log(0.1)), ("Sure", math.log(0.05)))
+    reply = Completion("Yes", logprobs=(TokenLogprob("Yes", math.log(0.6), top),))
+    result = Judge(ScriptedLLM([reply]), method="logprobs").grade("q?", "t")
+    assert result.score == pytest.approx(0.6 / 0.65)
 
 
 def test_auto_falls_through_logprobs_then_json_then_the_score_line() -> None:
@@ -129,7 +139,7 @@ def test_llm_check_calibrates_once_and_says_how_it_scored() -> None:
     shares |= {"thanks": (0.25, 0.75), "idiot": (0.15, 0.85)}
 
     def reply(messages: list[Message], params: dict[str, Any]) -> Completion:
-        return yes_no(*shares[messages[-1].content.rsplit("\n", 1)[-1]])
+        return yes_no(*shares[messages[-1].content.split("\n\n", 1)[0]])
 
     class Logprobs:  # a client with log-probabilities, seen through .inner like a wrapper
         inner = LocalLLM.__new__(LocalLLM)
@@ -179,3 +189,29 @@ def test_judge_evaluator_calibrated_scores_are_accuracy() -> None:
     explained = judge.explain("Nice", "Paris")
     assert explained is not None
     assert explained.score == pytest.approx(0.45)
+
+
+def test_the_judges_reason_reaches_the_check_and_every_case_record() -> None:
+    from tnsai_eval.optimizer import PromptOptimizer, TestCase, score_prompt
+
+    judge_llm = ScriptedLLM(default="Warm and thankful.\nSCORE: 90")
+    criteria = CompletionCriteria.builder().with_llm(judge_llm).llm_check("Polite?", 0.5).build()
+    [outcome] = criteria.evaluate("Thanks!")
+    assert outcome.reason == "Warm and thankful."
+    assert outcome.message.endswith("[score_line]: Warm and thankful.")
+
+    # The optimizer's and score_prompt's case records keep it too.
+    model = ScriptedLLM(default="Lyon")
+    evaluator = LLMJudgeEvaluator(judge_llm)
+    evaluation = score_prompt(model, "Capital?", [TestCase("France", "Paris")], evaluator=evaluator)
+    assert evaluation.cases[0].reason == "Warm and thankful."
+    result = PromptOptimizer(model, evaluator=evaluator, max_iterations=1, split=None).optimize(
+        "Capital?", [TestCase("France", "Paris")]
+    )
+    assert {row.reason for row in result.case_results} == {"Warm and thankful."}
+    assert set(result.to_dataframe()["reason"]) == {"Warm and thankful."}
+    # An exact match needs no judge and has no reason.
+    exact = score_prompt(
+        ScriptedLLM(default="Paris"), "Capital?", [TestCase("France", "Paris")], evaluator=evaluator
+    )
+    assert exact.cases[0].reason is None

@@ -1,24 +1,25 @@
 """Variants beyond one user message: demo search (bootstrapped, chat and inline),
-system messages and response_format, best_messages; racing on constructed ties;
-the rewrite step (failures shown, its own model)."""
+system messages and response_format, best_messages; the rewrite step (failures shown,
+its own model). Racing's elimination rule is in test_racing.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.optimizer.conftest import REWRITE_MARK, split_message
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
 from tnsai_eval.optimizer import (
     ContainsEvaluator,
     Demo,
+    LabelEvaluator,
     PromptOptimizer,
     PromptStrategy,
     PromptVariant,
     TestCase,
-    VariantStatus,
 )
-from tnsai_eval.optimizer._racing import rung_sizes, surely_worse
-from tnsai_eval.optimizer._run import example_order
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy
@@ -143,73 +144,6 @@ def test_variant_record_spec_round_trips_inline_demos() -> None:
     assert result.best_prompt == spec.prompt_text()
 
 
-# -- racing on constructed ties ------------------------------------------------------------
-
-
-def test_surely_worse_needs_enough_cases_and_a_bound_below_zero() -> None:
-    assert not surely_worse([0.0] * 200)  # a tie, however long
-    assert not surely_worse([-1.0] * 7)  # too few cases
-    assert surely_worse([-1.0] * 8)
-    assert not surely_worse([-0.5] * 10 + [0.5] * 10)  # behind on some, ahead on others
-
-
-def test_a_challenger_that_ties_early_and_wins_later_is_kept() -> None:
-    # The defect: racing dropped any challenger not ahead on the first rung.
-    n, seed = 16, 4
-    order = example_order(n, seed)
-    first = {f"q{i + 1}" for i in order[: rung_sizes(n)[0]]}
-
-    def reply(messages: list[Message], params: dict[str, Any]) -> str:
-        text = messages[-1].content
-        if text.startswith(REWRITE_MARK):
-            return ""
-        prompt, case_input = split_message(text)
-        # CONCISE ties the initial prompt on the first rung, then wins every case.
-        if "Be brief" in prompt and case_input not in first:
-            return f"a{case_input[1:]}"
-        return "no idea"
-
-    results = {}
-    for search in ("exhaustive", "racing"):
-        results[search] = PromptOptimizer(
-            ScriptedLLM(fn=reply),
-            candidate_strategies=[S.CONCISE, S.ANSWER_ONLY],
-            search=search,
-            split=None,
-            seed=seed,
-            max_iterations=1,
-        ).optimize("P", numbered(n))
-    assert results["racing"].best_prompt == results["exhaustive"].best_prompt
-    assert results["racing"].best_prompt == S.CONCISE.apply("P")
-    # Small dataset, ties everywhere: racing drops nothing and costs what exhaustive costs.
-    assert results["racing"].calls == results["exhaustive"].calls
-    assert all(v.status is VariantStatus.SCORED for v in results["racing"].variants)
-
-
-def test_racing_says_when_it_declined_to_eliminate() -> None:
-    def reply(messages: list[Message], params: dict[str, Any]) -> str:
-        text = messages[-1].content
-        if text.startswith(REWRITE_MARK):
-            return ""
-        prompt, case_input = split_message(text)
-        number = int(case_input[1:])
-        # The initial prompt is right on every fourth case; CONCISE on none.
-        return f"a{number}" if prompt == "P" and number % 4 == 0 else "no idea"
-
-    result = PromptOptimizer(
-        ScriptedLLM(fn=reply),
-        candidate_strategies=[S.CONCISE],
-        search="racing",
-        split=None,
-        max_iterations=1,
-    ).optimize("P", numbered(12))
-    note = result.history[1].racing_note
-    assert note is not None
-    assert note.startswith("racing declined to eliminate 1 challenger(s) behind but not surely")
-    assert "(bound +-1.36 at 4 cases)" in note
-    assert result.variants[1].status is VariantStatus.SCORED
-
-
 # -- the rewrite step ----------------------------------------------------------------------
 
 
@@ -239,3 +173,48 @@ def test_the_rewrite_uses_its_own_model_and_sees_failures_first() -> None:
     assert "Input: q1\n" not in text
     assert result.best_prompt == "Say only the answer."
     assert result.calls == 6 + 1 + 6  # the rewrite model's call counts too
+
+
+# -- the LABELS strategy: the answer format from the task's labels ---------------------------
+
+
+def test_labels_states_the_declared_labels_or_the_cases_closed_set() -> None:
+    cases = [
+        TestCase("great", "positive"),
+        TestCase("awful", "negative"),
+        TestCase("ok", "positive"),
+    ]
+    assert S.LABELS.apply("Classify.", labels=["yes", "no"]).endswith(
+        "Answer with one word: yes or no."
+    )
+    assert S.LABELS.apply("Classify.", cases).endswith(
+        "Answer with one word: positive or negative."
+    )
+    many = ["very good", "bad", "neutral"]
+    assert S.LABELS.apply("Rate.", labels=many).endswith(
+        "Answer with only one of these labels: very good, bad or neutral."
+    )
+    # Open answers (arithmetic) are no labels: unchanged, so never scored as a variant.
+    assert S.LABELS.apply("Add.", [TestCase("1 + 1", "2"), TestCase("2 + 2", "4")]) == "Add."
+    once = S.LABELS.apply("Classify.", labels=["yes", "no"])
+    assert S.LABELS.apply(once, labels=["yes", "no"]) == once  # idempotent
+
+
+def test_the_optimizer_takes_the_label_evaluators_labels() -> None:
+    llm = ScriptedLLM(rules=[(r"one word: yes or no", "yes")], default="Well, maybe yes or no.")
+    optimizer = PromptOptimizer(
+        llm,
+        candidate_strategies=[S.LABELS],
+        evaluator=LabelEvaluator(["yes", "no"]),
+        rewrite=False,
+        split=None,
+        max_iterations=1,
+    )
+    assert optimizer.config.labels == ("yes", "no")
+    result = optimizer.optimize("Answer.", [TestCase("q1", "yes"), TestCase("q2", "yes")])
+    assert result.best_prompt == "Answer.\n\nAnswer with one word: yes or no."
+    assert (result.initial_score, result.score) == (0.0, 1.0)
+    explicit = PromptOptimizer(llm, labels=["no", "yes"], evaluator=LabelEvaluator(["yes", "no"]))
+    assert explicit.config.labels == ("no", "yes")
+    with pytest.raises(ConfigError, match="labels must be a sequence of non-empty strings"):
+        PromptOptimizer(llm, labels="yes,no")

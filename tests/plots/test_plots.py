@@ -56,10 +56,12 @@ def test_optimizer_rounds_points_per_strategy_and_best_line(
     fig = plots.plot_optimizer_rounds(optimization)
     ax = fig.axes[0]
     points = {c.get_label(): np.asarray(c.get_offsets()).tolist() for c in ax.collections}
+    # One colour per strategy and what its variants carry beyond the instruction.
     assert points == {
         "initial": [[0.0, 0.25]],
         "chain_of_thought": [[1.0, 0.75]],
-        "concise": [[1.0, 0.25], [2.0, 1.0]],
+        "concise [system message]": [[1.0, 0.25]],
+        "concise [system message; 2 demo(s) as chat]": [[2.0, 1.0]],
     }
     (best,) = [line for line in ax.get_lines() if line.get_label() == "best so far"]
     assert np.asarray(best.get_ydata()).tolist() == [0.25, 0.75, 1.0]
@@ -72,7 +74,12 @@ def test_variant_case_heatmap_values_and_labels(optimization: OptimizationResult
     image = ax.get_images()[0].get_array()
     assert np.asarray(image).tolist() == [[0.0, 0.5], [1.0, 0.5], [0.25, 0.25], [1.0, 1.0]]
     rows = [t.get_text() for t in ax.get_yticklabels()]
-    assert rows == ["r0 v0 initial", "r1 v1 chain_of_thought", "r1 v2 concise", "r2 v3 concise"]
+    assert rows == [
+        "r0 v0 initial",
+        "r1 v1 chain_of_thought",
+        "r1 v2 concise [system message]",
+        "r2 v3 concise [system message; 2 demo(s) as chat]",
+    ]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2+2?", "3+3?"]
     assert "0.50" in [t.get_text() for t in ax.texts]
     # The colour bar is its own axes.

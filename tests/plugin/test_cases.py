@@ -297,7 +297,49 @@ def test_refine_iterations_are_stored(scripted: pytest.Pytester) -> None:
         "output": '{"id": 7}',
         "passed_checks": checks,
         "failed_checks": [],
+        "reasons": {},
     }
+
+
+def test_the_judges_reason_is_kept_in_the_refinement_and_case_records(
+    scripted: pytest.Pytester,
+) -> None:
+    scripted.makepyfile(
+        test_judged="""
+        from tnsai_eval.optimizer import LLMJudgeEvaluator
+        from tnsai_eval.pytest import refine_until
+
+        @refine_until(task="Return JSON", valid_json=True,
+                      llm_check=("Is it a JSON record?", 0.8))
+        def test_refined(refine):
+            refine("id: 7")
+
+        def test_graded(evaluate_prompt, llm):
+            evaluate_prompt("Answer.", [("capital of Spain?", "Madrid")],
+                            evaluator=LLMJudgeEvaluator(llm, method="score_line"),
+                            case_threshold=0.5)
+        """
+    )
+    scripted.runpytest_inprocess("--tnsai-report", "r.json").assert_outcomes(passed=2)
+    tests = {t["nodeid"]: t for t in read_json(scripted.path / "r.json")["tests"]}
+    refined = tests["test_judged.py::test_refined"]["refinements"]
+    # The draft fails valid_json, so the judge is skipped (no reason); the
+    # revision is judged, and its reason is kept beside the check's name.
+    assert refined[0]["reasons"] == {}
+    assert refined[1]["reasons"] == {"llm_check('Is it a JSON record?')": "It is a JSON record."}
+    (case,) = tests["test_judged.py::test_graded"]["cases"]
+    assert (case["output"], case["score"], case["reason"]) == (
+        "Lisbon",
+        0.9,
+        "It is a JSON record.",
+    )
+    # Read back, the report keeps both.
+    from tnsai_eval.reports import read_report
+
+    decoded = {t.nodeid: t for t in read_report(scripted.path / "r.json").tests}
+    assert decoded["test_judged.py::test_graded"].cases[0].reason == "It is a JSON record."
+    iteration = decoded["test_judged.py::test_refined"].refinements[1]
+    assert dict(iteration.reasons) == {"llm_check('Is it a JSON record?')": "It is a JSON record."}
 
 
 def test_tnsai_record_declares_a_relative_tolerance(

@@ -7,8 +7,11 @@ Three questions come up wherever two prompts are compared on the same cases:
 - *Did the pass/fail flips go one way more than chance allows?*
   :func:`sign_test`, the exact binomial (McNemar) test on discordant pairs:
   only the cases that flipped carry information about which prompt is better.
-- *Can a variant be dropped while racing?* :func:`hoeffding_halfwidth`, a
-  distribution-free bound on a mean of paired differences.
+- *Can a variant be dropped while racing?* :func:`sign_test` on the cases
+  that flipped (0/1 scores), :func:`t_critical` for a one-sided t bound at
+  any level (racing spends its error rate over several looks), or
+  :func:`hoeffding_halfwidth`, a distribution-free bound on a mean of paired
+  differences.
 
 Pure functions of numbers, so the core and the reports layer can both import
 this module without importing each other.
@@ -18,12 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Literal
 
 __all__ = [
     "hoeffding_halfwidth",
     "mean_interval",
     "sign_test",
+    "t_critical",
     "t_critical_95",
 ]
 
@@ -44,6 +49,35 @@ def t_critical_95(dof: int) -> float:
     if dof < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {dof!r}")
     return _T95[dof - 1] if dof <= len(_T95) else 1.96
+
+
+def t_critical(alpha: float, dof: int) -> float:
+    """The one-sided critical value of Student's t: ``P(T > t) = alpha`` for ``dof``.
+
+    The table above holds only the 95% two-sided values; racing needs other
+    levels (its error rate divided over its looks). This is the Cornish-Fisher
+    expansion of t around the normal quantile (four terms), within 0.01 of
+    the exact value from 5 degrees of freedom on (racing uses 7 and more).
+
+    >>> round(t_critical(0.025, 7), 3), t_critical_95(7)
+    (2.365, 2.365)
+    >>> all(abs(t_critical(0.025, d) - t_critical_95(d)) < 0.01 for d in range(5, 31))
+    True
+    >>> round(t_critical(0.005, 10), 3)  # the exact value is 3.169
+    3.169
+    """
+    if dof < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {dof!r}")
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    z = NormalDist().inv_cdf(1.0 - alpha)
+    terms = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return z + math.fsum(term / dof ** (k + 1) for k, term in enumerate(terms))
 
 
 def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:

@@ -2,8 +2,10 @@
 
 Runs ``PromptOptimizer`` with the configured model (the embedded SmolLM2 by
 default), shows a progress bar, prints a leaderboard of the variants and
-writes ``results.csv`` (one row per round, variant and case), ``rounds.csv``
-and ``score_progression.png`` to ``--out``.
+writes ``results.csv`` (one row per round, variant and case), ``rounds.csv``,
+``variants.json`` (every variant in full: instruction, system message, demo
+turns, response format, status and scores) and ``score_progression.png`` to
+``--out``.
 
 The cases are split (seeded, stratified by label) into selection cases, on
 which the prompt is chosen, and held-out cases (``--split``, default 0.3, or
@@ -15,11 +17,15 @@ the selection cases are labelled "training".
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+from urllib.parse import urlsplit
 
+from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.cli._common import (
     add_model_options,
     check_output_dir,
@@ -29,6 +35,7 @@ from tnsai_eval.cli._common import (
     positive_int,
 )
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.llm import LLMClient, default_llm
 from tnsai_eval.optimizer import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
@@ -41,8 +48,10 @@ from tnsai_eval.optimizer import (
     PromptEvaluator,
     PromptOptimizer,
     PromptStrategy,
+    RacingBound,
     TokenF1Evaluator,
 )
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, resolve_model
 
 __all__ = ["CLI_STRATEGIES", "DEFAULT_PROMPTS", "add_parser"]
 
@@ -110,6 +119,17 @@ def add_parser(subparsers: Any) -> None:
         "--no-rewrite", action="store_true", help="do not ask the model to rewrite the prompt"
     )
     parser.add_argument(
+        "--rewrite-llm",
+        metavar="URL_OR_MODEL",
+        help="another (stronger) model writes the rewrite proposals: an OpenAI-compatible "
+        f"base URL (its model: --rewrite-model, else the task's --model / ${ENV_MODEL}) "
+        f"or a model name on the task model's server (--base-url / ${ENV_BASE_URL}); "
+        f"the API key comes from ${ENV_API_KEY} (default: the task model rewrites)",
+    )
+    parser.add_argument(
+        "--rewrite-model", metavar="NAME", help="the model name at the --rewrite-llm URL"
+    )
+    parser.add_argument(
         "--validation",
         help="a dataset held out to report the best prompt on (instead of --split)",
     )
@@ -128,9 +148,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--racing-bound",
-        choices=("hoeffding", "t"),
-        default="hoeffding",
-        help="the paired bound racing drops a variant on (default: hoeffding)",
+        choices=get_args(RacingBound),
+        default="auto",
+        help="the paired test racing drops a variant on: the exact sign test on flipped "
+        "cases, Student's t, Hoeffding, or auto (sign for 0/1 scores, else t; the default)",
     )
     parser.add_argument(
         "--reply-tokens", type=positive_int, default=32, help="max reply tokens (default: 32)"
@@ -173,6 +194,49 @@ def _share(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}")
     return value
+
+
+def _rewrite_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
+    """The client ``--rewrite-llm`` names and how to show it (URLs redacted), or ``(None, "")``.
+
+    Configured like the task model (``default_llm``: an OpenAI-compatible
+    server and a model name, the key from the environment only): a URL is
+    the rewrite server's base URL, anything else a model name on the task
+    model's server.
+    """
+    value = (args.rewrite_llm or "").strip()
+    if not value:
+        if args.rewrite_model:
+            raise ConfigError("--rewrite-model needs --rewrite-llm URL")
+        return None, ""
+    if args.no_rewrite:
+        raise ConfigError("--rewrite-llm has no use with --no-rewrite")
+    task = resolve_model(base_url=args.base_url, model=args.model)
+    if "://" in value:
+        if urlsplit(value).scheme not in ("http", "https"):
+            raise ConfigError(
+                f"--rewrite-llm {redact_url(value)!r} is not an http:// or https:// URL"
+            )
+        model = args.rewrite_model or task.model
+        if not model:
+            raise ConfigError(
+                f"--rewrite-llm {redact_url(value)!r} needs a model name: "
+                f"give --rewrite-model NAME (or --model / ${ENV_MODEL})"
+            )
+        return default_llm(base_url=value, model=model), f"{model!r} at {redact_url(value)}"
+    if args.rewrite_model:
+        raise ConfigError(
+            f"--rewrite-model goes with a --rewrite-llm URL; --rewrite-llm {value!r} is "
+            "already a model name"
+        )
+    if not task.base_url:
+        raise ConfigError(
+            f"--rewrite-llm {value!r} names a model, but the task model has no server "
+            f"(--base-url / ${ENV_BASE_URL}): give the rewrite model's base URL instead"
+        )
+    return default_llm(base_url=task.base_url, model=value), (
+        f"{value!r} at {redact_url(task.base_url)}"
+    )
 
 
 def _evaluator(name: str, args: argparse.Namespace) -> PromptEvaluator:
@@ -219,6 +283,7 @@ def _run(args: argparse.Namespace) -> int:
     if not strategies:
         raise ConfigError(f"--strategies names no strategy: {args.strategies!r}")
     prompt = args.prompt or DEFAULT_PROMPTS.get(Path(args.dataset).stem, _GENERIC_PROMPT)
+    rewrite_llm, rewriter = _rewrite_client(args)
     bar = None if args.no_progress else _ProgressBar()
     optimizer = PromptOptimizer(
         client_from_args(args),
@@ -233,6 +298,7 @@ def _run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         rewrite=not args.no_rewrite,
+        rewrite_llm=rewrite_llm,
         call_params=call_params,
         progress=bar.update if bar is not None else None,
         split=args.split or None,
@@ -249,6 +315,8 @@ def _run(args: argparse.Namespace) -> int:
         flush=True,
     )
     print(f"evaluator: {how}", flush=True)
+    if rewriter:
+        print(f"rewrites by {rewriter}", flush=True)
     if constrain:
         print(f"replies constrained to the labels: {', '.join(meta.labels)}", flush=True)
     if bar is not None:
@@ -348,6 +416,12 @@ def _write_outputs(result: OptimizationResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     result.to_dataframe().to_csv(out / "results.csv", index=False)
     result.rounds_dataframe().to_csv(out / "rounds.csv", index=False)
+    variants = {
+        "best_variant": result.best_variant,
+        "variants": [v.to_dict() for v in result.variants],
+    }
+    atomic_write_text(out / "variants.json", json.dumps(variants, indent=2) + "\n")
     figure = plot_optimizer_rounds(result, title="Score progression")
     figure.savefig(out / "score_progression.png", dpi=100)
-    print(f"wrote {out / 'results.csv'}, {out / 'rounds.csv'}, {out / 'score_progression.png'}")
+    written = ("results.csv", "rounds.csv", "variants.json", "score_progression.png")
+    print(f"wrote {', '.join(str(out / name) for name in written)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias, cast
 
@@ -12,6 +13,7 @@ from tnsai_eval.errors import ConfigError
 from tnsai_eval.frames._base import call_frame, require_columns
 from tnsai_eval.optimizer import OptimizationResult, RoundRecord
 from tnsai_eval.optimizer._result import CASE_COLUMNS
+from tnsai_eval.optimizer._variant import demos_text, json_ready
 
 if TYPE_CHECKING:
     from tnsai_eval.refinement import RefinementMetrics, RefinementResult
@@ -44,10 +46,15 @@ __all__ = [
 #: ``score`` is the evaluator's score in [0, 1] (NaN when the call failed, and
 #: ``error`` then says why); ``tokens`` the call's total tokens; ``latency``
 #: seconds; ``cached`` whether the reply came from a cache or response store;
-#: ``split`` is ``train`` or ``validation``.
+#: ``split`` is ``train`` or ``validation``; ``details`` what the variant carries
+#: beyond its instruction (system message, demos, response format; ``''`` for
+#: none); ``reason`` the evaluator's explanation of the score when it gave one
+#: (a judge's reason), else empty.
 OPTIMIZER_CASE_COLUMNS: tuple[str, ...] = CASE_COLUMNS
 # A frame passed in (say, read back from results.csv of an older run) needs only these.
-_CASE_REQUIRED = tuple(c for c in OPTIMIZER_CASE_COLUMNS if c not in ("error", "split"))
+_CASE_REQUIRED = tuple(
+    c for c in OPTIMIZER_CASE_COLUMNS if c not in ("error", "split", "details", "reason")
+)
 
 #: ``optimizer_rounds``: one row per round, the fields of ``RoundRecord``:
 #: ``round`` (0 = scoring the initial prompt), ``best_score`` and
@@ -60,12 +67,32 @@ OPTIMIZER_ROUND_COLUMNS = tuple(f.name for f in dataclasses.fields(RoundRecord))
 #: the cases scored; ``cases`` how many were scored; ``cached`` how many of their
 #: replies came from a cache or a response store; ``tokens`` the rows' tokens;
 #: ``best`` whether the variant holds the highest score seen so far (ties go to
-#: the earlier one, as in the optimizer).
-VARIANT_COLUMNS = ("round", "variant", "strategy", "score", "cases", "cached", "tokens", "best")
+#: the earlier one, as in the optimizer); ``details`` what the variant carries
+#: beyond its instruction (``''`` when the case frame has no ``details``);
+#: ``status`` the variant's ``VariantStatus`` value (empty for a bare case
+#: frame): a ``dropped`` or ``incomplete`` variant's score is a partial mean,
+#: over the cases racing or the budget let it reach, and is never ``best``.
+VARIANT_COLUMNS = (
+    "round",
+    "variant",
+    "strategy",
+    "score",
+    "cases",
+    "cached",
+    "tokens",
+    "best",
+    "details",
+    "status",
+)
+#: Statuses whose ``score`` is a mean over only some of the cases.
+_PARTIAL_STATUSES = frozenset({"dropped", "incomplete"})
 
 #: ``leaderboard``: one row per variant scored, best first; ``rank`` from 1,
 #: ``variant`` the variant's id (0 = the initial prompt), ``status`` scored,
-#: dropped or incomplete.
+#: dropped or incomplete; ``prompt`` the instruction as sent (inline demos
+#: included), ``system`` its system message, ``demos`` its demo turns or
+#: inline demos as ``style: input -> output | ...`` (``''`` for none),
+#: ``response_format`` as JSON text, ``details`` a summary of those three.
 LEADERBOARD_COLUMNS = (
     "rank",
     "variant",
@@ -77,6 +104,10 @@ LEADERBOARD_COLUMNS = (
     "tokens",
     "status",
     "prompt",
+    "system",
+    "demos",
+    "response_format",
+    "details",
 )
 
 #: ``score_progressions``: one row per (run, step); ``step`` is the iteration
@@ -92,7 +123,8 @@ def optimizer_cases(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
     """One row per (round, variant, case) of an optimization (``OPTIMIZER_CASE_COLUMNS``).
 
     Accepts an ``OptimizationResult`` (delegates to its ``to_dataframe()``) or a
-    frame that already has those columns (``error`` and ``split`` may be absent).
+    frame that already has those columns (``error``, ``split`` and ``reason``
+    may be absent).
     """
     frame = (
         result
@@ -119,6 +151,10 @@ def variant_scores(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
     """One row per (round, variant) with its mean score and cost (``VARIANT_COLUMNS``).
 
     Built from ``optimizer_cases``; rows are in the order the variants were scored.
+    With an ``OptimizationResult``, ``status`` comes from its variant records
+    and a partial score (dropped by racing, cut by the budget) is never
+    marked ``best``: it may exceed the chosen best's mean only because it
+    never reached the cases where it would have lost.
     """
     cases = optimizer_cases(result)
     if "split" in cases.columns:
@@ -132,16 +168,31 @@ def variant_scores(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
         cases=("score", "count"),
         cached=("_cached", "sum"),
         tokens=("tokens", "sum"),
+        details=("details", "first") if "details" in work.columns else ("strategy", "size"),
     ).reset_index()
+    if "details" not in work.columns:
+        out["details"] = ""
+    out["details"] = out["details"].fillna("").astype(str)
     out["tokens"] = out["tokens"].astype(int)
+    statuses = _variant_statuses(result)
+    out["status"] = [statuses.get(int(v), "") for v in out["variant"]]
     best: list[bool] = []
     top = float("-inf")
-    for score in out["score"]:
-        is_best = bool(pd.notna(score)) and float(score) > top
+    for score, status in zip(out["score"], out["status"], strict=True):
+        full = status not in _PARTIAL_STATUSES
+        is_best = full and bool(pd.notna(score)) and float(score) > top
         top = float(score) if is_best else top
         best.append(is_best)
     out["best"] = best
     return out.loc[:, list(VARIANT_COLUMNS)]
+
+
+def _variant_statuses(result: object) -> dict[int, str]:
+    """Variant id -> status value, from a result's ``variants`` (empty for a frame)."""
+    records = getattr(result, "variants", None)
+    if isinstance(result, pd.DataFrame) or records is None:
+        return {}
+    return {int(v.id): str(getattr(v.status, "value", v.status)) for v in records}
 
 
 def leaderboard(result: OptimizationResult) -> pd.DataFrame:
@@ -166,6 +217,12 @@ def leaderboard(result: OptimizationResult) -> pd.DataFrame:
             v.tokens,
             getattr(v.status, "value", str(v.status)),
             v.prompt,
+            v.system,
+            demos_text(v.demos, v.demo_style),
+            None
+            if v.response_format is None
+            else json.dumps(json_ready(v.response_format), sort_keys=True),
+            v.spec.describe(),
         )
         for rank, v in enumerate(board(), start=1)
     ]
@@ -211,7 +268,8 @@ def refinement_checks(result: RefinementResult | pd.DataFrame) -> pd.DataFrame:
     """One row per (iteration, check): ``RefinementResult.checks_dataframe()``.
 
     Columns: ``iteration``, ``check`` (its name), ``kind``, ``source``,
-    ``passed``, ``skipped``, ``score``, ``message``, ``duration_s``,
+    ``passed``, ``skipped``, ``score``, ``message``, ``reason`` (the judge's
+    own explanation for ``llm_check``, '' without one), ``duration_s``,
     ``tokens``. A frame passed in needs at least ``iteration``, ``check`` and
     ``passed``.
     """

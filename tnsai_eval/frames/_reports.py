@@ -35,7 +35,7 @@ __all__ = [
 #: The columns of ``report_cases``: one row per case record of every report.
 REPORT_CASE_COLUMNS = (
     "report", "nodeid", "metric", "case_id", "sample", "state", "score", "passed",
-    "input", "expected", "output", "tokens", "cached", "latency_s",
+    "input", "expected", "output", "tokens", "cached", "latency_s", "reason",
 )  # fmt: skip
 
 #: The columns of ``case_deltas``: one row per case both runs recorded.
@@ -162,6 +162,7 @@ def report_cases(
             "tokens": case.tokens,
             "cached": case.cached,
             "latency_s": case.latency_s,
+            "reason": masked(case.reason),
         }
         for name, source in named
         for test in read_report(source).tests

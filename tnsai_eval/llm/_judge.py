@@ -20,9 +20,23 @@ rejects is not tried again by that judge. ``JudgeResult.method`` says which
 was used.
 
 The Yes share of a small model is not a probability that the text is polite:
-its values crowd together (polite 0.25-0.51, rude 0.13-0.32 on the texts
-above), so an absolute threshold such as 0.7 fails everything. ``calibrate``
-sets the threshold from a few known-good and known-bad texts instead.
+its values crowd together (polite 0.26-0.69, rude 0.14-0.53 on
+``bench/judge.py``'s texts), so an absolute threshold such as 0.7 fails
+everything. ``calibrate`` sets the threshold from a few known-good and
+known-bad texts instead.
+
+What the log-probability score is, and why (measured on SmolLM2-135M with
+``bench/judge.py``: AUC over 24 polite and rude texts, held-out accuracy
+after calibrating on 4):
+
+* the text first and the question last (``_request``): 0.93, 17/20; the
+  question first 0.86, 15/20;
+* the mass of every spelling of the answer among the top 20 alternatives
+  (" Yes", "yes", "YES"...); the top 10 alone gave 0.86;
+* tried and left out: contrasting with the Yes share for the negated
+  question ("Is the text rude?", AUC 0.77) or for a neutral question about
+  the same text (0.75), and the calibration examples as few-shot turns
+  (0.75). Each removes some bias of the model and adds more noise.
 """
 
 from __future__ import annotations
@@ -46,7 +60,11 @@ __all__ = ["Judge", "JudgeCalibration", "JudgeMethod", "JudgeResult", "fit_thres
 
 _YES = frozenset({"yes", "y", "true"})
 _NO = frozenset({"no", "n", "false"})
-_TOP_LOGPROBS = 10
+# The most alternatives OpenAI's API and LocalLLM return. More alternatives
+# catch more spellings of the answer (" Yes", "yes", "YES"...): on SmolLM2-135M
+# and bench/judge.py's 24 polite/rude texts, 20 instead of 10 raised the AUC
+# from 0.86 to 0.93 with the text-first layout below.
+_TOP_LOGPROBS = 20
 
 _SCORE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -289,17 +307,19 @@ def _request(method: JudgeMethod, question: str, text: str, params: Mapping[str,
     """The messages and parameters that ask ``question`` about ``text`` by ``method``.
 
     For log-probabilities, a system message asks for Yes or No and the user
-    message is the question, "The text:" and the bare text. Measured on
-    SmolLM2-135M with "Is the text polite?" on 4 polite and 4 rude texts: this
-    layout ranked them all right (AUC 1.0; "Text: ..." after the question
-    0.94); on 6 and 6, the text before the question gave 0.97 and the text in
-    quotes 0.33, so the layout matters as much as the method.
+    message is the bare text, then the question, so that the question is the
+    last thing the model reads before it answers. Measured on SmolLM2-135M with
+    ``bench/judge.py`` (24 polite and rude texts, top 20 alternatives): this
+    layout ranked them with an AUC of 0.93 (17 of 20 held out right after
+    calibrating on 4); the question first, then "The text:" and the text 0.86
+    (15/20); "Text: ... Question: ..." 0.74; the question in the system
+    message and the text alone 0.66. The layout matters as much as the method.
     """
     question = question.strip()
     if method is JudgeMethod.LOGPROBS:
         messages = [
             {"role": "system", "content": _YES_NO_SYSTEM},
-            {"role": "user", "content": f"{question} The text:\n\n{text}"},
+            {"role": "user", "content": f"{text}\n\n{question}"},
         ]
         extra: dict[str, Any] = {"max_tokens": 1, "logprobs": True, "top_logprobs": _TOP_LOGPROBS}
         return messages, {**params, **extra}
@@ -351,7 +371,15 @@ def _yes_share(completion: Completion) -> float | None:
             yes += math.exp(logprob)
         elif word in _NO:
             no += math.exp(logprob)
-    return yes / (yes + no) if yes + no > 0 else None
+    if yes + no <= 0:
+        return None
+    if yes == 0 or no == 0:
+        # One answer is missing from the alternatives: its probability is at
+        # most the least likely one listed, not 0. Counting it at that bound
+        # keeps a truncated list from reading as certainty (a share of 0 or 1).
+        floor = math.exp(min(alternatives.values()))
+        yes, no = max(yes, floor), max(no, floor)
+    return yes / (yes + no)
 
 
 def _json_score(reply: str) -> tuple[float | None, str]:

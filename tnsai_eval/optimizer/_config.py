@@ -36,7 +36,7 @@ from tnsai_eval.optimizer._engine import (
     check_template,
 )
 from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
-from tnsai_eval.optimizer._racing import RacingBound
+from tnsai_eval.optimizer._racing import RACING_BOUNDS, RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy
 
@@ -72,9 +72,10 @@ class OptimizerConfig:
     clock: Clock = time.monotonic
     split: float | None = 0.3
     rewrite_llm: LLMClient | None = None
-    racing_bound: RacingBound = "hoeffding"
+    racing_bound: RacingBound = "auto"
     demo_sets: int = 0
     rewrite_max_tokens: int = 256
+    labels: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -97,8 +98,10 @@ class OptimizerConfig:
             raise ConfigError(
                 f"split must be the held-out share, a number in (0, 1), or None, got {split!r}"
             )
-        if self.racing_bound not in ("hoeffding", "t"):
-            raise ConfigError(f"racing_bound must be 'hoeffding' or 't', got {self.racing_bound!r}")
+        if self.racing_bound not in RACING_BOUNDS:
+            raise ConfigError(
+                f"racing_bound must be one of {', '.join(RACING_BOUNDS)}, got {self.racing_bound!r}"
+            )
         for name in ("demo_sets", "rewrite_max_tokens"):
             value = getattr(self, name)
             least = 0 if name == "demo_sets" else 1
@@ -119,7 +122,15 @@ class OptimizerConfig:
                 "nothing to try: candidate_strategies is empty, rewrite=False and "
                 "demo_sets=0; give at least one strategy, demo sets or allow the model's rewrite"
             )
+        labels = self.labels
+        if labels is None:
+            # A label evaluator's labels are the task's declared labels.
+            found = getattr(self.evaluator, "labels", None)
+            labels = tuple(found) if isinstance(found, tuple | list) else None
+        elif isinstance(labels, str) or not all(isinstance(x, str) and x.strip() for x in labels):
+            raise ConfigError(f"labels must be a sequence of non-empty strings, got {labels!r}")
         # Frozen: normalized values are set once, here.
+        object.__setattr__(self, "labels", None if labels is None else tuple(labels))
         object.__setattr__(self, "candidate_strategies", strategies)
         object.__setattr__(self, "split", None if split is None else float(split))
         object.__setattr__(self, "call_params", MappingProxyType(dict(self.call_params)))

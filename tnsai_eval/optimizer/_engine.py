@@ -360,6 +360,7 @@ class Engine:
         score: float | None = None
         error: str | None = None
         error_type: str | None = None
+        reason: str | None = None
         cached = sent.cached
         if isinstance(sent.reply, Exception):
             error_type = type(sent.reply).__name__
@@ -369,6 +370,7 @@ class Engine:
             cached = cached or sent.reply.cached
             try:
                 score = await self._evaluate(output.strip(), case.expected)
+                reason = self._reason(output.strip(), case.expected)
             except Exception as exc:
                 # A judge model that failed, or an evaluator that raised or
                 # broke its contract on this output: the case is left out and
@@ -390,6 +392,7 @@ class Engine:
             error=error,
             split=split,
             error_type=error_type,
+            reason=reason,
         )
         if split == "train":
             variant.scores[index] = score
@@ -410,6 +413,20 @@ class Engine:
     ) -> None:
         """Score ``variant`` on ``cases[i]`` for each ``i`` in ``indices``, concurrently."""
         await asyncio.gather(*(self.score_case(variant, i, cases[i], split=split) for i in indices))
+
+    def _reason(self, actual: str, expected: str) -> str | None:
+        """The evaluator's explanation of its last score for this pair, when it offers one.
+
+        An evaluator may define ``explain(actual, expected)`` returning a text
+        or a record with a ``reason`` (``LLMJudgeEvaluator`` returns its
+        ``JudgeResult``); the case record keeps a non-blank reason, masked.
+        """
+        explain = getattr(self.evaluator, "explain", None)
+        if not callable(explain):
+            return None
+        note = explain(actual, expected)
+        reason = getattr(note, "reason", note)
+        return mask(reason.strip()) if isinstance(reason, str) and reason.strip() else None
 
     async def _evaluate(self, actual: str, expected: str) -> float:
         aevaluate = getattr(self.evaluator, "aevaluate", None)

@@ -100,6 +100,10 @@ class PromptEvaluator(Protocol):
     An evaluator may also define ``async aevaluate(actual, expected)``; the
     optimizer awaits it instead, so that evaluators which call a model (such as
     ``LLMJudgeEvaluator``) do not block the other cases.
+    It may also define ``explain(actual, expected)``, returning a text or a
+    record with a ``reason`` attribute (``LLMJudgeEvaluator``: the judge's
+    ``JudgeResult``); a non-blank reason is kept in the case's record
+    (``CaseResult.reason``, ``CaseScore.reason``, the report's case records).
 
     >>> class StartsWith:
     ...     def evaluate(self, actual: str, expected: str) -> float:

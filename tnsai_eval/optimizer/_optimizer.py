@@ -67,6 +67,8 @@ class PromptOptimizer:
     as inline demos, and ``demo_sets=N`` tries N demo sets per round, drawn
     from the selection cases and the model's own replies that scored 1.0,
     as chat turns and inline (a case is never scored with itself as a demo).
+    ``labels`` are the task's labels (by default a ``LabelEvaluator``'s):
+    the ``LABELS`` strategy states them as the answer format.
     The rewrite request shows the best instruction, its score, the other
     instructions tried and the cases it fails; ``rewrite_llm`` sends it to
     another (stronger) model, with ``rewrite_max_tokens`` reply tokens.
@@ -216,7 +218,10 @@ class PromptOptimizer:
         first = sum(
             1
             for strategy in self.config.strategies
-            if strategy.apply(text, examples, examples=self.config.few_shot_examples) != text
+            if strategy.apply(
+                text, examples, examples=self.config.few_shot_examples, labels=self.config.labels
+            )
+            != text
         )
         c = self.config
         per_round = (1 + n if c.rewrite else 0) + c.demo_sets * n

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -99,6 +100,9 @@ class CaseResult:
     split: str = "train"
     error_type: str | None = None
     """The class name of the exception behind ``error`` (``None`` without one)."""
+    reason: str | None = None
+    """The evaluator's explanation of ``score`` when it gives one (``LLMJudgeEvaluator``:
+    the judge's reason, from its JSON or ``SCORE:`` reply); ``None`` otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +148,38 @@ class VariantRecord:
     demos: tuple[Demo, ...] = ()
     demo_style: str | None = None
     response_format: Mapping[str, Any] | None = field(default=None, hash=False)
+
+    @property
+    def details(self) -> str:
+        """What the variant carries beyond its instruction, in a few words ('' for nothing).
+
+        ``spec.describe()``: "system message; 3 demo(s) as chat, 3 bootstrapped".
+        """
+        return self.spec.describe()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-able data: its fields, the status's value, the whole variant.
+
+        >>> from tnsai_eval.optimizer import PromptOptimizer, PromptVariant, TestCase
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> start = PromptVariant("Capital?", system="Answer in one word.")
+        >>> result = PromptOptimizer(ScriptedLLM(default="Paris")).optimize(
+        ...     start, [TestCase("France", "Paris")]
+        ... )
+        >>> record = result.variants[0].to_dict()
+        >>> record["status"], record["system"], record["spec"]["system"], record["details"]
+        ('scored', 'Answer in one word.', 'Answer in one word.', 'system message')
+        """
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        spec = self.spec.to_dict()
+        data.update(
+            status=self.status.value,
+            demos=spec["demos"],
+            response_format=spec["response_format"],
+            details=self.details,
+            spec=spec,
+        )
+        return data
 
     @property
     def spec(self) -> PromptVariant:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,12 @@ from tnsai_eval.optimizer._records import (
     StopReason,
     VariantRecord,
 )
-from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
+from tnsai_eval.optimizer._variant import (
+    DEFAULT_TEMPLATE,
+    PromptVariant,
+    demos_text,
+    json_ready,
+)
 
 if TYPE_CHECKING:  # pandas is imported by the views only, when they are used
     import pandas as pd
@@ -34,6 +40,8 @@ CASE_COLUMNS = (
     "cached",
     "error",
     "split",
+    "details",
+    "reason",
 )
 
 
@@ -161,10 +169,16 @@ class OptimizationResult:
         """One row per (round, variant, case) scored, in that order.
 
         Columns: round, variant, strategy, case, input, expected, output,
-        score, tokens, latency, cached, error, split. Failed calls are rows with
-        a ``None`` output and score and the error's text.
+        score, tokens, latency, cached, error, split, details, reason. Failed
+        calls are rows with a ``None`` output and score and the error's text.
+        ``details`` says what the variant carries beyond its instruction
+        ("system message; 3 demo(s) as chat"; ``''`` for a bare instruction):
+        the full variants are in ``variants_dataframe()``. ``reason`` is the
+        evaluator's explanation of the score (a judge's reason) when it gave one.
         """
         import pandas as pd
+
+        details = {v.id: v.details for v in self.variants}
 
         rows = [
             (
@@ -181,6 +195,8 @@ class OptimizationResult:
                 r.cached,
                 r.error,
                 r.split,
+                details.get(r.variant, ""),
+                r.reason,
             )
             for r in self.case_results
         ]
@@ -202,15 +218,29 @@ class OptimizationResult:
 
         Columns, the fields of ``VariantRecord`` (``status`` as its string value):
         id, round, strategy, prompt, parent, status, score, partial_score,
-        cases_scored, cases_failed, calls, tokens, became_best, duplicate_of.
+        cases_scored, cases_failed, calls, tokens, became_best, duplicate_of,
+        system, demos, demo_style, response_format; then details. So that a
+        table (or a CSV file) shows them, ``demos`` is text (``input -> output``
+        pairs, see ``demos_text``) and ``response_format`` JSON text; the
+        records themselves (``variants``, ``VariantRecord.to_dict()``) keep them
+        as data.
         """
         import pandas as pd
 
-        columns = [f.name for f in dataclasses.fields(VariantRecord)]
-        rows = [
-            {name: getattr(v, name) for name in columns} | {"status": v.status.value}
-            for v in self.variants
-        ]
+        columns = [f.name for f in dataclasses.fields(VariantRecord)] + ["details"]
+        rows = []
+        for v in self.variants:
+            row = {name: getattr(v, name) for name in columns}
+            row.update(
+                status=v.status.value,
+                demos=demos_text(v.demos),
+                response_format=(
+                    None
+                    if v.response_format is None
+                    else json.dumps(json_ready(v.response_format), sort_keys=True)
+                ),
+            )
+            rows.append(row)
         return pd.DataFrame(rows, columns=columns)
 
     def leaderboard(self) -> list[VariantRecord]:

@@ -184,7 +184,10 @@ class Run:
                 demos = tuple(Demo(c.input, c.expected) for c in self.examples[:shots])
                 spec = dataclasses.replace(base, demos=demos, demo_style="inline")
             else:
-                spec = dataclasses.replace(base, instruction=strategy.apply(base.instruction))
+                instruction = strategy.apply(
+                    base.instruction, self.cases, labels=self.options.labels
+                )
+                spec = dataclasses.replace(base, instruction=instruction)
             fresh.append(self._new_variant(round_no, strategy.value, spec, parent.id))
         if self.options.demo_sets:
             pool = bootstrap_pool(self.cases, parent.scores, parent.outputs)

@@ -81,6 +81,8 @@ class CaseScore:
     error_type: str | None = None
     latency_s: float = 0.0
     index: int = 0
+    reason: str | None = None
+    """The evaluator's explanation of ``score`` (a judge's reason), when it gave one."""
 
     @property
     def state(self) -> CaseState:
@@ -109,6 +111,7 @@ class CaseScore:
             error_type=row.error_type,
             latency_s=row.latency_s,
             index=row.case,
+            reason=row.reason,
         )
 
 
@@ -175,10 +178,10 @@ class PromptEvaluation:
         return sorted(recorded, key=lambda c: -1.0 if c.score is None else c.score)[:n]
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per case: input, expected, output, score, tokens, cached, error."""
+        """One row per case: input, expected, output, score, reason, tokens, cached, error."""
         import pandas as pd
 
-        columns = ["input", "expected", "output", "score", "tokens", "cached", "error"]
+        columns = ["input", "expected", "output", "score", "reason", "tokens", "cached", "error"]
         rows = [{name: getattr(case, name) for name in columns} for case in self.cases]
         return pd.DataFrame(rows, columns=columns)
 

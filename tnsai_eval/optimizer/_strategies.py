@@ -4,7 +4,9 @@ The four strategies of the original module (chain of thought, chain of
 verification, confidence weighting, structured thinking) suit large models.
 Small models such as the embedded SmolLM2-135M do better with the opposite:
 short, direct prompts, worked examples and a plain "answer with only ..."
-instruction, hence ``FEW_SHOT``, ``CONCISE``, ``ANSWER_ONLY`` and ``ROLE``.
+instruction, hence ``FEW_SHOT``, ``CONCISE``, ``ANSWER_ONLY`` and ``ROLE``;
+for a classification task, ``LABELS`` states the answer format from the
+task's own labels ("Answer with one word: positive or negative.").
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._variant import Demo, examples_block
 
-__all__ = ["DEFAULT_STRATEGIES", "PromptStrategy", "suggest_strategies"]
+__all__ = [
+    "DEFAULT_STRATEGIES",
+    "MAX_LABELS",
+    "PromptStrategy",
+    "answer_labels",
+    "suggest_strategies",
+]
 
 # Instructions appended to the prompt (or, for ROLE, put before it).
 _SUFFIXES: dict[str, str] = {
@@ -63,20 +71,37 @@ class PromptStrategy(enum.Enum):
     CONCISE = "concise"
     ANSWER_ONLY = "answer_only"
     ROLE = "role"
+    LABELS = "labels"
 
     @classmethod
     def parse(cls, name: str | PromptStrategy) -> PromptStrategy:
         """The strategy named ``name`` in any case, with ``-``, ``_`` or spaces."""
         return parse_member(cls, name, what="prompt strategy")
 
-    def apply(self, prompt: str, cases: Sequence[TestCase] = (), *, examples: int = 3) -> str:
+    def apply(
+        self,
+        prompt: str,
+        cases: Sequence[TestCase] = (),
+        *,
+        examples: int = 3,
+        labels: Sequence[str] | None = None,
+    ) -> str:
         """Rewrite ``prompt``.
 
         ``FEW_SHOT`` appends the first ``examples`` of ``cases`` as worked
         examples (``Input: ...`` / ``Output: ...``); with no cases it returns the
-        prompt unchanged. The other strategies ignore ``cases``. (Inside the
-        optimizer, ``FEW_SHOT`` becomes a variant with inline ``Demo``s, so that
-        no case is scored with itself as an example.)
+        prompt unchanged. ``LABELS`` appends the answer format: one of
+        ``labels`` (a dataset's declared labels), else of the expected answers
+        of ``cases`` when they are a closed set (see ``answer_labels``); with
+        neither it returns the prompt unchanged. The other strategies ignore
+        ``cases`` and ``labels``. (Inside the optimizer, ``FEW_SHOT`` becomes a
+        variant with inline ``Demo``s, so that no case is scored with itself as
+        an example.)
+
+        >>> print(PromptStrategy.LABELS.apply("Classify.", labels=["positive", "negative"]))
+        Classify.
+        <BLANKLINE>
+        Answer with one word: positive or negative.
         """
         if not isinstance(prompt, str):
             raise ConfigError(f"prompt must be a str, got {type(prompt).__name__}")
@@ -90,10 +115,45 @@ class PromptStrategy(enum.Enum):
             if not block or block in prompt:
                 return prompt
             return _append(base, block)
-        suffix = _SUFFIXES[self.value]
-        if suffix in prompt:
+        if self is PromptStrategy.LABELS:
+            found = list(labels) if labels else answer_labels(cases)
+            suffix = _labels_instruction(found) if len(found) >= 2 else ""
+        else:
+            suffix = _SUFFIXES[self.value]
+        if not suffix or suffix in prompt:
             return prompt
         return _append(base, suffix)
+
+
+#: ``answer_labels`` treats expected answers as labels when there are at most this many.
+MAX_LABELS = 10
+
+
+def answer_labels(cases: Sequence[TestCase]) -> list[str]:
+    """The distinct expected answers of ``cases`` when they look like labels, else ``[]``.
+
+    Labels: between 2 and ``MAX_LABELS`` distinct answers, each of at most
+    three words, and fewer distinct answers than cases (a label repeats).
+
+    >>> answer_labels([TestCase("a", "positive"), TestCase("b", "negative"),
+    ...                TestCase("c", "positive")])
+    ['positive', 'negative']
+    >>> answer_labels([TestCase("1 + 1", "2"), TestCase("2 + 2", "4")])
+    []
+    """
+    found = list(dict.fromkeys(c.expected.strip() for c in cases))
+    if not 2 <= len(found) <= MAX_LABELS or len(found) >= len(cases):
+        return []
+    if any(not label or len(label.split()) > 3 for label in found):
+        return []
+    return found
+
+
+def _labels_instruction(labels: Sequence[str]) -> str:
+    listed = ", ".join(labels[:-1]) + f" or {labels[-1]}"
+    if all(len(label.split()) == 1 for label in labels):
+        return f"Answer with one word: {listed}."
+    return f"Answer with only one of these labels: {listed}."
 
 
 def _append(base: str, addition: str) -> str:

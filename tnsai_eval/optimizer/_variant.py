@@ -20,7 +20,15 @@ from typing import Any, Literal
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
 
-__all__ = ["DEFAULT_TEMPLATE", "Demo", "DemoStyle", "PromptVariant", "examples_block"]
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "Demo",
+    "DemoStyle",
+    "PromptVariant",
+    "demos_text",
+    "examples_block",
+    "json_ready",
+]
 
 #: How a case call's user message is made from the prompt and the case's input.
 DEFAULT_TEMPLATE = "{prompt}\n\n{input}"
@@ -58,6 +66,38 @@ def examples_block(demos: Sequence[Demo]) -> str:
     for demo in demos:
         lines.append(f"Input: {demo.input.strip()}\nOutput: {demo.output.strip()}")
     return "\n".join(lines)
+
+
+def demos_text(demos: Sequence[Demo], style: str | None = None) -> str:
+    """Demos on one line for a table cell: ``input -> output`` pairs, ``|``-separated.
+
+    >>> demos_text([Demo("1 + 1", "2"), Demo("2 + 2", "4", bootstrapped=True)], "chat")
+    'chat: 1 + 1 -> 2 | 2 + 2 -> 4 (own reply)'
+    >>> demos_text([])
+    ''
+    """
+    if not demos:
+        return ""
+    pairs = " | ".join(
+        f"{' '.join(d.input.split())} -> {' '.join(d.output.split())}"
+        + (" (own reply)" if d.bootstrapped else "")
+        for d in demos
+    )
+    return f"{style}: {pairs}" if style else pairs
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with mappings and sequences made plain dicts and lists (for json.dumps).
+
+    >>> from types import MappingProxyType
+    >>> json_ready(MappingProxyType({"type": "json_object", "keys": ("a", "b")}))
+    {'type': 'json_object', 'keys': ['a', 'b']}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +181,34 @@ class PromptVariant:
             default=repr,
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The whole variant as JSON-able data (what ``--out``'s ``variants.json`` holds).
+
+        >>> PromptVariant("Add.", system="Be terse.", demos=(Demo("1 + 1", "2"),)).to_dict()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'instruction': 'Add.', 'system': 'Be terse.',
+         'demos': [{'input': '1 + 1', 'output': '2', 'bootstrapped': False}],
+         'demo_style': 'chat', 'response_format': None}
+        """
+        return {
+            "instruction": self.instruction,
+            "system": self.system,
+            "demos": [
+                {"input": d.input, "output": d.output, "bootstrapped": d.bootstrapped}
+                for d in self.demos
+            ],
+            "demo_style": self.demo_style if self.demos else None,
+            "response_format": (
+                None if self.response_format is None else json_ready(self.response_format)
+            ),
+        }
+
     def describe(self) -> str:
-        """A short summary of what the variant carries beyond its instruction."""
+        """A short summary of what the variant carries beyond its instruction.
+
+        >>> PromptVariant("Add.", system="Be terse.", demos=(Demo("1 + 1", "2"),)).describe()
+        'system message; 1 demo(s) as chat'
+        """
         parts = []
         if self.system:
             parts.append("system message")

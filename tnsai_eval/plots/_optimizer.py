@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
@@ -13,6 +14,7 @@ from matplotlib.figure import Figure
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.frames import ProgressionRun
+from tnsai_eval.frames._optimizer import _PARTIAL_STATUSES
 from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
@@ -84,16 +86,47 @@ def plot_optimizer_rounds(
 ) -> Figure:
     """Each variant's mean score per round (points, coloured by strategy) and the best so far.
 
+    The legend names each strategy with what its variants carry beyond the
+    instruction (``demos [3 demo(s) as chat, 3 bootstrapped]``,
+    ``initial [system message]``).
+
     ``result`` is an ``OptimizationResult`` or its ``to_dataframe()`` frame.
     The best-so-far line is ``frames.best_so_far``: the optimizer's best score
     after each round (with a bare frame, the running maximum of the variants').
+    Variants scored on only some cases (dropped by racing, cut by the budget)
+    are drawn hollow and labelled "(partial)".
     """
     scores = frames.variant_scores(result)
     fig = Figure(figsize=(7.6, 3.8), layout="constrained")
     ax = fig.add_subplot()
-    for strategy, group in scores.groupby("strategy", sort=False, dropna=False):
-        label = "initial" if pd.isna(strategy) else str(strategy)
-        ax.scatter(group["round"], group["score"], label=label, alpha=0.8, zorder=3)
+    # One colour per strategy and variant details: two demo sets (one as chat
+    # turns, one with a system message) are told apart in the legend.
+    keyed = scores.assign(
+        _key=[
+            _legend_label(st, d)
+            for st, d in zip(scores["strategy"], scores["details"], strict=True)
+        ],
+        _partial=scores["status"].isin(_PARTIAL_STATUSES),
+    )
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, group) in enumerate(keyed.groupby("_key", sort=False)):
+        color = colors[i % len(colors)]
+        full, cut = group[~group["_partial"]], group[group["_partial"]]
+        if not full.empty:
+            ax.scatter(
+                full["round"], full["score"], label=str(label), color=color, alpha=0.8, zorder=3
+            )
+        if not cut.empty:
+            # A partial mean (dropped by racing, cut by the budget) is drawn
+            # hollow: it may sit above the best only because it saw fewer cases.
+            ax.scatter(
+                cut["round"],
+                cut["score"],
+                label=f"{label} (partial)",
+                facecolors="none",
+                edgecolors=color,
+                zorder=3,
+            )
     best = frames.best_so_far(result)
     ax.plot(
         best.index.to_numpy(),
@@ -111,9 +144,17 @@ def plot_optimizer_rounds(
     return fig
 
 
-def _variant_label(round_: object, variant: object, strategy: object) -> str:
+def _legend_label(strategy: object, details: object) -> str:
+    """``strategy [details]``, e.g. ``demos [system message; 3 demo(s) as chat]``."""
     name = "initial" if pd.isna(strategy) or not str(strategy) else str(strategy)  # type: ignore[call-overload]
-    return f"r{round_} v{variant} {short(name, 24)}"
+    extra = "" if pd.isna(details) else str(details)  # type: ignore[call-overload]
+    return f"{name} [{short(extra, 64)}]" if extra else name
+
+
+def _variant_label(round_: object, variant: object, strategy: object, details: object = "") -> str:
+    name = "initial" if pd.isna(strategy) or not str(strategy) else str(strategy)  # type: ignore[call-overload]
+    extra = "" if pd.isna(details) or not str(details) else f" [{short(details, 40)}]"  # type: ignore[call-overload]
+    return f"r{round_} v{variant} {short(name, 24)}{extra}"
 
 
 def plot_variant_case_heatmap(
@@ -125,7 +166,9 @@ def plot_variant_case_heatmap(
     """A variant (rows) x case (columns) heatmap of scores, values written in cells.
 
     ``rounds`` keeps only those rounds. Rows are labelled ``r<round> v<variant>
-    <strategy>``, columns by the case's input (shortened). Cells of failed calls
+    <strategy> [<details>]`` (details: what the variant carries beyond its
+    instruction: system message, demos, response format), columns by the
+    case's input (shortened). Cells of failed calls
     are blank. Validation rows, when present, are left out.
     """
     cases = frames.optimizer_cases(result)
@@ -141,9 +184,12 @@ def plot_variant_case_heatmap(
         index=["round", "variant"], columns="case", values="score", aggfunc="mean", sort=False
     ).reindex(index=pd.MultiIndex.from_frame(variants[["round", "variant"]]), columns=inputs.index)
     values = matrix.to_numpy(dtype=float)
+    details = variants["details"] if "details" in variants.columns else [""] * len(variants)
     labels = [
-        _variant_label(r, v, st)
-        for r, v, st in variants[["round", "variant", "strategy"]].itertuples(index=False)
+        _variant_label(r, v, st, d)
+        for (r, v, st), d in zip(
+            variants[["round", "variant", "strategy"]].itertuples(index=False), details, strict=True
+        )
     ]
 
     # Room for the row labels (up to ~32 characters) plus one column per case.

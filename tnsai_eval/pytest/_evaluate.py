@@ -180,6 +180,7 @@ def case_records(
             tokens=case.tokens,
             latency_s=case.latency_s,
             error=case.error,
+            reason=case.reason,
         )
         for case in result.cases
     ]

@@ -219,6 +219,7 @@ def _iteration_records(metric: str, result: RefinementResult) -> list[IterationR
             output=shown_text(record.output, 500),
             passed_checks=tuple(c.name for c in record.passed_checks),
             failed_checks=tuple(c.name for c in record.failed_checks),
+            reasons=tuple((c.name, c.reason) for c in record.checks if c.reason),
         )
         for record in result.iterations
     ]

@@ -62,12 +62,13 @@ _COST_RANK = {
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What a check function returns: pass/fail, why, and for judges a score."""
+    """What a check function returns: pass/fail, why, and for judges a score and reason."""
 
     passed: bool
     message: str = ""
     score: float | None = None
     tokens: int = 0
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,9 @@ class CheckOutcome:
         skipped: an ``llm_check`` that did not run because a cheaper check failed
             (it counts as failed).
         tokens: tokens the check spent (judge calls only).
+        reason: the judge's own explanation for ``llm_check``, when its method
+            gives one (a JSON ``reason``, the text before ``SCORE:``); ''
+            otherwise. ``message`` quotes it too.
     """
 
     name: str
@@ -97,6 +101,7 @@ class CheckOutcome:
     score: float | None = None
     skipped: bool = False
     tokens: int = 0
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,6 +143,7 @@ def _run(check: Check, output: str) -> CheckOutcome:
         duration_s=time.perf_counter() - started,
         score=verdict.score,
         tokens=verdict.tokens,
+        reason=mask(verdict.reason),
     )
 
 

@@ -11,8 +11,8 @@ used, the score, the threshold and the judge's reason when it gave one.
 The threshold is either given (a share in [0, 1]) or calibrated: with
 ``good=`` and ``bad=`` example texts, the judge grades them once (on first
 use) and the threshold is set where it best separates them. A small model's
-Yes share crowds into a narrow band (SmolLM2-135M: polite texts 0.25-0.51,
-rude 0.13-0.32), so an absolute threshold would fail everything; a few
+Yes share crowds into a narrow band (SmolLM2-135M: polite texts 0.26-0.69,
+rude 0.14-0.53), so an absolute threshold would fail everything; a few
 labelled examples place the threshold where that model draws the line.
 
 A reply with no score fails the check; a judge call that raises fails the
@@ -93,6 +93,7 @@ def judge_check(
             f"[{result.method.value}]{reason}",
             score=result.score,
             tokens=result.tokens,
+            reason=result.reason,
         )
 
     return Check(f"llm_check({question!r})", CheckKind.LLM, "llm_check", run)

@@ -207,6 +207,7 @@ class RefinementResult:
                 "skipped": c.skipped,
                 "score": c.score,
                 "message": c.message,
+                "reason": c.reason,
                 "duration_s": c.duration_s,
                 "tokens": c.tokens,
             }
@@ -240,6 +241,7 @@ _CHECK_COLUMNS = [
     "skipped",
     "score",
     "message",
+    "reason",
     "duration_s",
     "tokens",
 ]

@@ -217,6 +217,7 @@ def _case(data: object, path: str) -> CaseRecord:
         _fail(path, "a scored case needs a score and passed")
     output = entry.get("output")
     error = entry.get("error")
+    reason = entry.get("reason")
     return CaseRecord(
         id=_string(_required(entry, "id", path), f"{path}.id", nonblank=True),
         input=_string(_required(entry, "input", path), f"{path}.input"),
@@ -231,6 +232,7 @@ def _case(data: object, path: str) -> CaseRecord:
         error=None if error is None else _string(error, f"{path}.error"),
         metric=_string(entry.get("metric", "score"), f"{path}.metric", nonblank=True),
         sample=_integer(entry.get("sample", 0), f"{path}.sample"),
+        reason=None if reason is None else _string(reason, f"{path}.reason"),
     )
 
 
@@ -254,6 +256,10 @@ def _iteration(data: object, path: str) -> IterationRecord:
         output=_string(entry.get("output", ""), f"{path}.output"),
         passed_checks=_strings(entry.get("passed_checks", []), f"{path}.passed_checks"),
         failed_checks=_strings(entry.get("failed_checks", []), f"{path}.failed_checks"),
+        reasons=tuple(
+            (name, _string(reason, f"{path}.reasons.{name}"))
+            for name, reason in _object(entry.get("reasons", {}), f"{path}.reasons").items()
+        ),
     )
 
 

@@ -185,6 +185,8 @@ class CaseRecord:
     error: str | None = None
     metric: str = "score"
     sample: int = 0
+    reason: str | None = None
+    """The judge's explanation of ``score`` when the evaluator gave one (``LLMJudgeEvaluator``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,6 +203,7 @@ class CaseRecord:
             "tokens": self.tokens,
             "latency_s": self.latency_s,
             "error": masked(self.error),
+            "reason": masked(self.reason),
         }
 
 
@@ -230,7 +233,11 @@ class PromptRecord:
 
 @dataclass(frozen=True, slots=True)
 class IterationRecord:
-    """One iteration of a ``refine()`` / ``@refine_until`` run, as the report keeps it."""
+    """One iteration of a ``refine()`` / ``@refine_until`` run, as the report keeps it.
+
+    ``reasons`` pairs each judged check (``llm_check``) that gave a reason with
+    that reason, so a reader of the report sees why the judge scored as it did.
+    """
 
     metric: str
     iteration: int
@@ -238,6 +245,7 @@ class IterationRecord:
     output: str
     passed_checks: tuple[str, ...] = ()
     failed_checks: tuple[str, ...] = ()
+    reasons: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -247,6 +255,7 @@ class IterationRecord:
             "output": masked(self.output),
             "passed_checks": list(self.passed_checks),
             "failed_checks": list(self.failed_checks),
+            "reasons": {name: mask(reason) for name, reason in self.reasons},
         }
 
 

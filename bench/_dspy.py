@@ -1,0 +1,480 @@
+"""DSPy MIPROv2 (light) beside the optimizer: same split, same evaluator, every request counted.
+
+``bench/optimizer.py --dspy`` calls ``run_mipro`` once per dataset. It needs
+``dspy``, which the ``bench`` extra installs into a venv of its own (dspy's
+litellm pins python-dateutil below the dev venv's; see bench/README.md,
+"DSPy"); nothing else imports this module, and it imports ``dspy`` only
+inside ``run_mipro``.
+
+What it does, per dataset:
+
+1. starts ``python -m llama_cpp.server`` with the embedded SmolLM2 GGUF on
+   127.0.0.1 (as tests/llm/conftest.py does) and a counting proxy in front of
+   it, so every HTTP request DSPy sends (retries and adapter fallbacks
+   included) is counted with the tokens the server reports;
+2. splits the cases with ``tnsai_eval.optimizer.split_cases`` (the optimizer's
+   own seeded, label-stratified split), so DSPy sees exactly the selection
+   cases the other methods chose on and never the held-out ones;
+3. scores the initial prompt on the held-out cases the optimizer's way
+   (``score_prompt``, straight to the server, not counted as DSPy's): the
+   reference for the paired sign test;
+4. compiles ``dspy.Predict("question -> answer")`` whose instructions are the
+   initial prompt with ``MIPROv2(auto="light")`` on the selection cases
+   (MIPROv2 splits them itself: 20% to bootstrap from, 80% to choose on),
+   the metric being the dataset's evaluator on the ``answer`` field;
+5. runs the unoptimized and the compiled program on the held-out cases.
+
+DSPy's caches are off (memory and disk, and ``cache=False`` on the LM), so
+every call reaches the server.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import IO, Any
+
+import httpx
+
+from tnsai_eval.llm import OpenAIClient
+from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.optimizer import PromptEvaluator, TestCase, score_prompt, split_cases
+from tnsai_eval.optimizer._run import held_out_stats
+
+__all__ = [
+    "CountingProxy",
+    "Counts",
+    "MiproResult",
+    "MiproRow",
+    "available",
+    "format_lines",
+    "format_row",
+    "llama_server",
+    "make_lm",
+    "run_mipro",
+]
+
+MODEL_ALIAS = "smollm2"
+_START_TIMEOUT_S = 180.0
+
+
+def available() -> bool:
+    """Whether ``dspy`` can be imported here (the ``bench`` extra is installed)."""
+    try:
+        import dspy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What went through the proxy: requests, tokens, server seconds, statuses."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    statuses: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __sub__(self, other: Counts) -> Counts:
+        mine, theirs = dict(self.statuses), dict(other.statuses)
+        return Counts(
+            self.requests - other.requests,
+            self.prompt_tokens - other.prompt_tokens,
+            self.completion_tokens - other.completion_tokens,
+            self.seconds - other.seconds,
+            tuple(
+                sorted((s, n - theirs.get(s, 0)) for s, n in mine.items() if n - theirs.get(s, 0))
+            ),
+        )
+
+
+class CountingProxy:
+    """An HTTP proxy on 127.0.0.1 that forwards to ``upstream`` and counts each request.
+
+    Every request is counted, whatever its answer (an error reply or a retry
+    costs a request too); tokens come from the ``usage`` of JSON replies.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self._client = httpx.Client(timeout=600.0)
+        self._lock = threading.Lock()
+        self._counts = Counts()
+        self._statuses: dict[int, int] = {}
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self._forward("GET")
+
+            def do_POST(self) -> None:
+                self._forward("POST")
+
+            def _forward(self, method: str) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                began = time.perf_counter()
+                try:
+                    reply = proxy._client.request(
+                        method,
+                        proxy.upstream + self.path,
+                        content=body,
+                        headers={"Content-Type": self.headers.get("Content-Type", "")},
+                    )
+                    status, content = reply.status_code, reply.content
+                    kind = reply.headers.get("Content-Type", "application/json")
+                except httpx.HTTPError as error:
+                    status, kind = 502, "text/plain"
+                    content = f"proxy: {type(error).__name__}: {error}".encode()
+                proxy._count(status, content, time.perf_counter() - began)
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # one line per request would drown the bench's own output
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _count(self, status: int, content: bytes, seconds: float) -> None:
+        usage: dict[str, Any] = {}
+        try:
+            parsed = json.loads(content)
+            if isinstance(parsed, dict) and isinstance(parsed.get("usage"), dict):
+                usage = parsed["usage"]
+        except ValueError:
+            pass
+        with self._lock:
+            c = self._counts
+            self._statuses[status] = self._statuses.get(status, 0) + 1
+            self._counts = Counts(
+                c.requests + 1,
+                c.prompt_tokens + int(usage.get("prompt_tokens") or 0),
+                c.completion_tokens + int(usage.get("completion_tokens") or 0),
+                c.seconds + seconds,
+                tuple(sorted(self._statuses.items())),
+            )
+
+    @property
+    def counts(self) -> Counts:
+        with self._lock:
+            return self._counts
+
+    def __enter__(self) -> CountingProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._client.close()
+
+
+@contextmanager
+def llama_server(n_ctx: int) -> Iterator[str]:
+    """``python -m llama_cpp.server`` with the embedded model on a free port; yields its /v1 URL."""
+    with tempfile.TemporaryFile(mode="w+") as log:
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm2_gguf_path()),
+            "--model_alias",
+            MODEL_ALIAS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(n_ctx),
+        ]
+        # The log goes to a file: a pipe nobody reads would fill up and block the server.
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_ready(process, f"http://127.0.0.1:{port}", log)
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_ready(process: subprocess.Popen[bytes], root: str, log: IO[str]) -> None:
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"llama_cpp.server exited with {process.returncode}:\n{log.read()}")
+        try:
+            if httpx.get(f"{root}/v1/models", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"llama_cpp.server not ready after {_START_TIMEOUT_S} s")
+
+
+@dataclass(frozen=True, slots=True)
+class MiproRow:
+    """One program's held-out figures, shaped like bench/optimizer.py's rows."""
+
+    method: str
+    selection: int
+    held_out: int
+    initial: float | None
+    score: float | None
+    interval: tuple[float, float] | None
+    better: int
+    worse: int
+    p_value: float | None
+    train: str
+    counts: Counts
+    wall_s: float
+    errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class MiproResult:
+    """The rows of one dataset and what MIPROv2 chose."""
+
+    rows: tuple[MiproRow, ...]
+    instruction: str
+    demos: int
+    compile_counts: Counts
+    notes: tuple[str, ...]
+
+
+def make_lm(base_url: str, max_tokens: int, field: str) -> Any:
+    """A ``dspy.LM`` for the embedded model behind llama.cpp's server, replying ``{field: str}``.
+
+    litellm routes ``openai/<name>`` with ``api_base`` to any OpenAI-compatible
+    server; it insists on an API key (any string does). It sends the token cap
+    as ``max_completion_tokens``, which llama.cpp's server ignores (replies ran
+    to 100+ tokens under a cap of 32), so the cap also goes as ``max_tokens``
+    in ``extra_body``. litellm does not know that this server supports JSON
+    schemas, so DSPy's JSONAdapter sends no ``response_format``; the model then
+    never writes the JSON (or ChatAdapter's ``[[ ## field ## ]]`` markers)
+    DSPy parses. The schema DSPy would have sent goes in ``extra_body``, in
+    llama.cpp's form (``{"type": "json_object", "schema": ...}``), which the
+    server enforces with a grammar. Temperature 0 is what the optimizer's
+    methods use; DSPy raises it itself for bootstrap rounds and proposals.
+    """
+    import dspy
+
+    schema = {
+        "type": "object",
+        "properties": {field: {"type": "string"}},
+        "required": [field],
+    }
+    return dspy.LM(
+        f"openai/{MODEL_ALIAS}",
+        api_base=base_url,
+        api_key="unused",
+        temperature=0.0,
+        max_tokens=max_tokens,
+        extra_body={
+            "max_tokens": max_tokens,
+            "response_format": {"type": "json_object", "schema": schema},
+        },
+        cache=False,
+    )
+
+
+def run_mipro(
+    name: str,
+    cases: Sequence[TestCase],
+    prompt: str,
+    evaluator: PromptEvaluator,
+    *,
+    threshold: float,
+    split: float,
+    seed: int,
+    reply_tokens: int,
+    dspy_tokens: int,
+    proposer_tokens: int,
+    threads: int,
+    n_ctx: int,
+) -> MiproResult:
+    """MIPROv2 (light) on ``name``'s selection cases; held-out rows for it and the DSPy baseline.
+
+    ``reply_tokens`` caps the initial prompt's replies as the optimizer's
+    methods are capped; ``dspy_tokens`` caps the task model's replies under
+    DSPy (its field markers need room) and ``proposer_tokens`` the
+    instruction proposer's.
+    """
+    # Before dspy (and so litellm) is imported: litellm would fetch its model
+    # price list from GitHub, and dspy opens a disk cache under the home directory.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    cache_dir = tempfile.mkdtemp(prefix="dspy-cache-")
+    os.environ.setdefault("DSPY_CACHEDIR", cache_dir)
+    import dspy
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+
+    selection, held_out = split_cases(list(cases), split, seed)
+    with llama_server(n_ctx) as server_url, CountingProxy(server_url.removesuffix("/v1")) as proxy:
+        initial = score_prompt(
+            OpenAIClient(MODEL_ALIAS, base_url=server_url),
+            prompt,
+            held_out,
+            evaluator=evaluator,
+            params={"temperature": 0.0, "max_tokens": reply_tokens},
+            concurrency=1,
+        )
+        initial_scores: dict[int, float | None] = {i: c.score for i, c in enumerate(initial.cases)}
+
+        task_lm = make_lm(proxy.base_url, dspy_tokens, "answer")
+        # The proposer's one call MIPROv2 cannot survive failing is the instruction
+        # proposal (an unparsed reply aborts compile; its other calls, the data
+        # and program summaries, are caught and skipped): its replies are held
+        # to that field.
+        prompt_lm = make_lm(proxy.base_url, proposer_tokens, "proposed_instruction")
+        dspy.configure(lm=task_lm, adapter=dspy.JSONAdapter())
+
+        def metric(example: Any, prediction: Any, trace: Any = None) -> float | bool:
+            score = evaluator.evaluate(str(getattr(prediction, "answer", "") or ""), example.answer)
+            # Bootstrapping (trace given) keeps a demo only when the case passed.
+            return score if trace is None else score >= threshold
+
+        student = dspy.Predict(dspy.Signature("question -> answer", prompt))
+        trainset = [
+            dspy.Example(question=c.input, answer=c.expected).with_inputs("question")
+            for c in selection
+        ]
+
+        def held(program: Any, method: str, train: str, began: float, before: Counts) -> MiproRow:
+            scores: dict[int, float | None] = {}
+            errors = 0
+            for i, case in enumerate(held_out):
+                try:
+                    answer = str(program(question=case.input).answer or "")
+                except Exception:  # a reply DSPy cannot parse is a wrong answer here
+                    errors += 1
+                    answer = ""
+                scores[i] = evaluator.evaluate(answer, case.expected)
+            stats = held_out_stats(initial_scores, scores, len(held_out))
+            return MiproRow(
+                method,
+                len(selection),
+                len(held_out),
+                stats.initial_score,
+                stats.score,
+                stats.interval,
+                stats.better,
+                stats.worse,
+                stats.p_value,
+                train,
+                proxy.counts - before,
+                time.perf_counter() - began,
+                errors,
+            )
+
+        start = proxy.counts
+        began = time.perf_counter()
+        baseline = held(student, "dspy-base", "-", began, start)
+        # Printed now: MIPROv2 takes the better part of an hour here.
+        print(format_row(name, baseline), flush=True)
+        optimizer = dspy.MIPROv2(
+            metric=metric,
+            prompt_model=prompt_lm,
+            task_model=task_lm,
+            auto="light",
+            num_threads=threads,
+            seed=seed,
+            # A reply without DSPy's field markers raises; Evaluate and the bootstrap
+            # give up after settings.max_errors (10) of those, which this model
+            # reaches within the first few cases. Such a case scores 0 instead.
+            max_errors=1_000_000,
+        )
+        compile_began = time.perf_counter()
+        compiled = optimizer.compile(student, trainset=trainset)
+        compile_counts = proxy.counts - start - baseline.counts
+        best = getattr(compiled, "score", None)
+        logs = getattr(compiled, "trial_logs", {}) or {}
+        first = logs.get(1, {}).get("full_eval_score") if isinstance(logs, dict) else None
+        train = "-"
+        if isinstance(best, float):
+            # DSPy reports its validation scores in percent.
+            start_text = f"{first / 100:5.3f}" if isinstance(first, float) else "  -  "
+            train = f"{start_text}->{best / 100:5.3f}"
+        after_compile = proxy.counts
+        row = held(compiled, "mipro-light", train, compile_began, after_compile)
+        # The method's whole cost: its compile, and its held-out runs of the
+        # unoptimized and the chosen program (the optimizer's rows count both too).
+        mipro = replace(row, counts=proxy.counts - start, wall_s=time.perf_counter() - began)
+        predictor = compiled.predictors()[0]
+        notes = (
+            f"compile: {compile_counts.requests} requests, {compile_counts.tokens} tokens; "
+            f"held-out runs: {baseline.counts.requests} + {row.counts.requests} requests; "
+            f"HTTP statuses {dict((proxy.counts - start).statuses)}",
+            f"unparsed held-out replies: baseline {baseline.errors}, mipro {row.errors}",
+        )
+        return MiproResult(
+            rows=(baseline, mipro),
+            instruction=str(predictor.signature.instructions),
+            demos=len(predictor.demos),
+            compile_counts=compile_counts,
+            notes=notes,
+        )
+
+
+def format_row(name: str, r: MiproRow) -> str:
+    """One row as bench/optimizer.py prints its rows (``model s``: the server's seconds)."""
+    low, high = r.interval or (float("nan"), float("nan"))
+    held = f"{_fmt(r.initial)} -> {_fmt(r.score)} [{low:.2f}, {high:.2f}]"
+    p = "-" if r.p_value is None else f"{r.p_value:.3g}"
+    return (
+        f"{name:<17} {r.selection:>3}/{r.held_out:<3} {r.method:<10} {held:<36} "
+        f"{f'+{r.better}/-{r.worse}':>7} {p:>7} {r.train:>13} {r.counts.requests:>5} "
+        f"{r.counts.tokens:>7} {r.counts.seconds:>7.1f} {r.wall_s:>6.1f}"
+    )
+
+
+def format_lines(name: str, result: MiproResult) -> list[str]:
+    """MIPROv2's row (the baseline's is printed as soon as it is measured) and notes."""
+    lines = [format_row(name, result.rows[-1])]
+    lines.append(f"{'':<17} mipro chose {result.demos} demos, instruction: {result.instruction!r}")
+    lines.extend(f"{'':<17} {note}" for note in result.notes)
+    return lines
+
+
+def _fmt(value: float | None) -> str:
+    return "   -  " if value is None else f"{value:6.3f}"
