@@ -19,13 +19,16 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -e '.[local,dev,browser]'
 	touch $@
 
-## The main job on the embedded model: optimize a prompt on a shipped dataset
-## (one to three minutes on 2 cores; see bench/README.md, "Demo"). It prints the
-## training and held-out accuracy and the paired test on the held-out cases:
-## measured 0.500 -> 0.667 on 6 held-out cases, p = 1 (not a significant gain;
-## bench/README.md lists the variations tried).
+## The main job on the embedded model: optimize a terse prompt on the 20 reviews
+## of `sentiment` (demo search: the model's own correct replies as chat turns) and
+## hold out the 100 other reviews of `sentiment_large`, which the search never
+## sees. It prints training and held-out accuracy and the paired sign test:
+## measured 0.500 -> 0.670 on 100 held-out reviews, +33/-16, p = 0.021, in about
+## three minutes on 2 cores (see bench/README.md, "Demo").
 demo: $(VENV)/.local-installed
-	$(BIN)/tnsai-eval optimize sentiment --rounds 1 --search racing --reply-tokens 16 --out demo-out
+	$(BIN)/tnsai-eval optimize sentiment --prompt "Classify the sentiment." \
+		--validation sentiment_large --demo-sets 2 --rounds 1 --search racing \
+		--reply-tokens 16 --out demo-out
 
 ## The whole gate: lint, format, types, tests, notebooks.
 test: lint typecheck unit notebooks

@@ -160,7 +160,10 @@ def test_constrain_sends_the_labels_schema(
         llm=llm,
     )
     assert code == 0
-    assert "replies constrained to the labels: positive, negative" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "replies constrained to the labels: positive, negative" in printed
+    # A label dataset's scores are accuracies, and the headline says so.
+    assert "\nheld-out accuracy 0.500 -> 0.500 " in printed
     schema = llm.calls[0].params["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["label"]["enum"] == ["positive", "negative"]
 

@@ -393,7 +393,11 @@ def _print_report(result: OptimizationResult, *, metric: str = "score") -> None:
             for demo in spec.demos:
                 print(f"  demo turn: {demo.input!r} -> {demo.output!r}")
     print()
-    print(result.headline)
+    # "held-out accuracy 0.500 -> ..." when the dataset's scores are accuracies.
+    headline = result.headline
+    if metric != "score" and headline.startswith("held-out "):
+        headline = f"held-out {metric} " + headline.removeprefix("held-out ")
+    print(headline)
     change = "improved" if result.was_improved else "not improved"
     print(
         f"training {metric} {result.initial_score:.3f} -> {result.score:.3f} ({change}) on "
