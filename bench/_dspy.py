@@ -33,20 +33,17 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import Any
 
 import httpx
 
-from tnsai_eval.llm import OpenAIClient
-from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm import OpenAIClient, serve_local_model
 from tnsai_eval.optimizer import PromptEvaluator, TestCase, score_prompt, split_cases
 from tnsai_eval.optimizer._run import held_out_stats
 
@@ -193,60 +190,9 @@ class CountingProxy:
 
 @contextmanager
 def llama_server(n_ctx: int) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the embedded model on a free port; yields its /v1 URL."""
-    with tempfile.TemporaryFile(mode="w+") as log:
-        port = _free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(smollm2_gguf_path()),
-            "--model_alias",
-            MODEL_ALIAS,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            str(n_ctx),
-        ]
-        # The log goes to a file: a pipe nobody reads would fill up and block the server.
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            _wait_ready(process, f"http://127.0.0.1:{port}", log)
-            yield f"http://127.0.0.1:{port}/v1"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _wait_ready(process: subprocess.Popen[bytes], root: str, log: IO[str]) -> None:
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"llama_cpp.server exited with {process.returncode}:\n{log.read()}")
-        try:
-            if httpx.get(f"{root}/v1/models", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"llama_cpp.server not ready after {_START_TIMEOUT_S} s")
+    """The embedded model behind llama.cpp's server on a free port; yields its /v1 URL."""
+    with serve_local_model(n_ctx=n_ctx, alias=MODEL_ALIAS, start_timeout=_START_TIMEOUT_S) as url:
+        yield url
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,26 +8,19 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO
 
-import httpx
 import pytest
 
-from tests.llm.fake_server import FakeOpenAIServer, free_port
-from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tests.llm.fake_server import FakeOpenAIServer
+from tnsai_eval.errors import LocalModelUnavailable
+from tnsai_eval.llm import LOCAL_SERVER_ALIAS, serve_local_model
 
 # Loading the model takes about a second, importing the server's FastAPI stack a
 # few more; the bound is generous because the test machine is shared.
 _LLAMA_START_TIMEOUT_S = 120.0
-_LLAMA_STOP_TIMEOUT_S = 10.0
-LLAMA_MODEL_ALIAS = "smollm2"
+LLAMA_MODEL_ALIAS = LOCAL_SERVER_ALIAS
 
 
 @pytest.fixture(scope="session")
@@ -53,57 +46,8 @@ class LlamaServer:
 @pytest.fixture(scope="session")
 def llama_server() -> Iterator[LlamaServer]:
     """``python -m llama_cpp.server`` on a free port, serving the embedded model."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(smollm2_gguf_path()),
-        "--model_alias",
-        LLAMA_MODEL_ALIAS,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-    ]
-    # The server's log goes to a file, not a pipe: a pipe nobody reads fills up
-    # and blocks the server. The file is shown if the server fails to start.
-    with tempfile.TemporaryFile(mode="w+") as log:
-        process = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        try:
-            _wait_ready(process, f"http://127.0.0.1:{port}", log)
-            yield LlamaServer(base_url=f"http://127.0.0.1:{port}/v1", model=LLAMA_MODEL_ALIAS)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=_LLAMA_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _wait_ready(process: subprocess.Popen[bytes], root: str, log: IO[str]) -> None:
-    deadline = time.monotonic() + _LLAMA_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited with {process.returncode}:\n{_tail(log)}")
-        try:
-            if httpx.get(f"{root}/v1/models", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"llama_cpp.server not ready after {_LLAMA_START_TIMEOUT_S} s:\n{_tail(log)}")
-
-
-def _tail(log: IO[str]) -> str:
-    log.seek(0)
-    return log.read()[-3000:]
+    try:
+        with serve_local_model(start_timeout=_LLAMA_START_TIMEOUT_S) as base_url:
+            yield LlamaServer(base_url=base_url, model=LOCAL_SERVER_ALIAS)
+    except LocalModelUnavailable as exc:
+        pytest.fail(str(exc))

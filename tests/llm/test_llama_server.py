@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,30 @@ def test_async_chats_are_deterministic_at_temperature_zero_and_errors_are_typed(
     assert "paris" in replies[0].text.lower()
     assert all(r.usage.completion_tokens > 0 for r in replies)
     assert (error.status, error.attempts, error.model) == (404, 1, llama_server.model)
+
+
+def test_a_server_that_does_not_come_up_in_time_is_stopped_and_named() -> None:
+    import uuid
+
+    from tnsai_eval.errors import LocalModelUnavailable
+    from tnsai_eval.llm import serve_local_model
+
+    alias = f"stop-test-{uuid.uuid4().hex}"  # names this server's process alone
+    with (
+        pytest.raises(LocalModelUnavailable, match=r"not ready after 0\.01 s"),
+        serve_local_model(alias=alias, start_timeout=0.01),
+    ):
+        pass  # never reached: the server cannot load the model in 10 ms
+    assert _processes_naming(alias) == []  # terminated, not left behind
+
+
+def _processes_naming(text: str) -> list[str]:
+    """The /proc entries whose command line contains ``text`` (Linux)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(cmdline.parent.name)
+        except OSError:  # the process ended while we looked
+            continue
+    return found

@@ -23,6 +23,7 @@ from tnsai_eval.llm._judge import (
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._openai import OpenAIClient
+from tnsai_eval.llm._serve import LOCAL_SERVER_ALIAS, serve_local_model
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import (
     AsyncLLMClient,
@@ -42,6 +43,7 @@ from tnsai_eval.llm._types import (
 from tnsai_eval.settings import RecordMode
 
 __all__ = [
+    "LOCAL_SERVER_ALIAS",
     "AsyncLLMClient",
     "AttemptGate",
     "CachedLLM",
@@ -73,6 +75,7 @@ __all__ = [
     "last_user_message",
     "may_retry",
     "normalize_messages",
+    "serve_local_model",
     "smollm2_gguf_path",
     "unenforced_keywords",
 ]
