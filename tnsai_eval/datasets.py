@@ -46,6 +46,7 @@ from tnsai_eval.optimizer import (
     TestCase,
     TokenF1Evaluator,
     labels_response_format,
+    score_metric,
 )
 
 __all__ = [
@@ -137,7 +138,7 @@ class DatasetMeta:
     @property
     def metric(self) -> str:
         """What a mean score of this dataset is: ``"accuracy"`` for labels, else ``"score"``."""
-        return "accuracy" if self.evaluator in ("label", "exact") else "score"
+        return score_metric(self.make_evaluator())
 
 
 @dataclass(frozen=True, slots=True)

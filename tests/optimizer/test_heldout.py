@@ -152,6 +152,22 @@ def test_split_none_keeps_the_old_behaviour() -> None:
     assert result.headline == "training 0.100 -> 1.000 on 10 cases (nothing held out)"
 
 
+def test_an_accuracy_says_so_in_the_headline() -> None:
+    from tnsai_eval.optimizer import ExactMatchEvaluator
+
+    llm = ScriptedLLM(fn=right_when_brief)
+    exact = PromptOptimizer(llm, candidate_strategies=[S.CONCISE], rewrite=False,
+                            evaluator=ExactMatchEvaluator())  # fmt: skip
+    result = exact.optimize("P", numbered(10))
+    assert result.metric == "accuracy"
+    assert result.headline.startswith("held-out accuracy ")
+    unsplit = exact.with_options(split=None).optimize("P", numbered(10))
+    assert unsplit.headline.startswith("training accuracy ")
+    # The default evaluator's means are scores, not accuracies.
+    default = PromptOptimizer(llm, candidate_strategies=[S.CONCISE], rewrite=False)
+    assert default.optimize("P", numbered(10)).headline.startswith("held-out 0.")
+
+
 def test_explicit_validation_cases_mean_selection_on_every_case() -> None:
     result = PromptOptimizer(
         ScriptedLLM(fn=right_when_brief), candidate_strategies=[S.CONCISE], rewrite=False

@@ -326,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    _print_report(result, metric="accuracy" if isinstance(evaluator, LabelEvaluator) else "score")
+    _print_report(result)
     _write_outputs(result, args.out)
     return 0
 
@@ -362,7 +362,7 @@ class _ProgressBar:
             self._bar.close()
 
 
-def _print_report(result: OptimizationResult, *, metric: str = "score") -> None:
+def _print_report(result: OptimizationResult) -> None:
     print()
     print(f"{'rank':>4}  {'train':>6}  {'calls':>5}  {'round':>5}  {'strategy':<21}  prompt")
     for rank, variant in enumerate(result.leaderboard(), start=1):
@@ -393,14 +393,10 @@ def _print_report(result: OptimizationResult, *, metric: str = "score") -> None:
             for demo in spec.demos:
                 print(f"  demo turn: {demo.input!r} -> {demo.output!r}")
     print()
-    # "held-out accuracy 0.500 -> ..." when the dataset's scores are accuracies.
-    headline = result.headline
-    if metric != "score" and headline.startswith("held-out "):
-        headline = f"held-out {metric} " + headline.removeprefix("held-out ")
-    print(headline)
+    print(result.headline)
     change = "improved" if result.was_improved else "not improved"
     print(
-        f"training {metric} {result.initial_score:.3f} -> {result.score:.3f} ({change}) on "
+        f"training {result.metric} {result.initial_score:.3f} -> {result.score:.3f} ({change}) on "
         f"{result.selection_cases} selection cases; {result.rounds} round(s), "
         f"{result.calls} calls ({result.retries} retries, {result.cache_hits} cache hits), "
         f"{result.tokens} tokens, {result.failed_calls} failed; "

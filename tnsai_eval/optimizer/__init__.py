@@ -21,6 +21,7 @@ from tnsai_eval.optimizer._evaluators import (
     TokenF1Evaluator,
     labels_response_format,
     normalize_answer,
+    score_metric,
 )
 from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
@@ -85,6 +86,7 @@ __all__ = [
     "labels_response_format",
     "normalize_answer",
     "parse_judge_score",
+    "score_metric",
     "score_prompt",
     "split_cases",
     "suggest_strategies",

@@ -21,6 +21,7 @@ __all__ = [
     "TokenF1Evaluator",
     "labels_response_format",
     "normalize_answer",
+    "score_metric",
 ]
 
 _PUNCTUATION = frozenset(string.punctuation)
@@ -340,3 +341,14 @@ def labels_response_format(labels: Iterable[str]) -> dict[str, Any]:
             },
         },
     }
+
+
+def score_metric(evaluator: object) -> str:
+    """What a mean of ``evaluator``'s scores is: ``"accuracy"`` when each case scores
+    1 or 0 against one right answer (``LabelEvaluator``, ``ExactMatchEvaluator``),
+    else ``"score"``. Reports and headlines name it.
+
+    >>> score_metric(LabelEvaluator(["yes", "no"])), score_metric(DefaultPromptEvaluator())
+    ('accuracy', 'score')
+    """
+    return "accuracy" if isinstance(evaluator, LabelEvaluator | ExactMatchEvaluator) else "score"

@@ -112,6 +112,8 @@ class OptimizationResult:
     history: tuple[RoundRecord, ...] = field(default=(), repr=False)
     case_results: tuple[CaseResult, ...] = field(default=(), repr=False)
     rejected_rewrites: tuple[str, ...] = field(default=(), repr=False)
+    #: What the scores are (``score_metric`` of the evaluator): "accuracy" or "score".
+    metric: str = "score"
 
     def best_messages(self, case_input: str) -> list[Message]:
         """The winning variant's messages for ``case_input``, ready to send as is.
@@ -142,20 +144,22 @@ class OptimizationResult:
         >>> optimizer.optimize("Add.", cases).headline
         'held-out 0.200 -> 1.000 [1.000, 1.000] on 3 cases: +3/-0 cases, p=0.25'
         """
+        # "held-out accuracy 0.500 -> ..." when the scores are accuracies.
+        named = "" if self.metric == "score" else f" {self.metric}"
         if self.validation_score is None or self.initial_validation_score is None:
             if self.validation_cases:
                 return (
-                    f"held-out score incomplete (budget); training {self.initial_score:.3f} "
-                    f"-> {self.score:.3f} on {self.selection_cases} cases"
+                    f"held-out {self.metric} incomplete (budget); training "
+                    f"{self.initial_score:.3f} -> {self.score:.3f} on {self.selection_cases} cases"
                 )
             return (
-                f"training {self.initial_score:.3f} -> {self.score:.3f} on "
+                f"training{named} {self.initial_score:.3f} -> {self.score:.3f} on "
                 f"{self.selection_cases} cases (nothing held out)"
             )
         low, high = self.validation_interval or (self.validation_score, self.validation_score)
         p = 1.0 if self.validation_p_value is None else self.validation_p_value
         return (
-            f"held-out {self.initial_validation_score:.3f} -> {self.validation_score:.3f} "
+            f"held-out{named} {self.initial_validation_score:.3f} -> {self.validation_score:.3f} "
             f"[{low:.3f}, {high:.3f}] on {self.validation_cases} cases: "
             f"+{self.validation_better}/-{self.validation_worse} cases, p={p:.3g}"
         )

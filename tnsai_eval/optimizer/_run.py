@@ -16,6 +16,7 @@ from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
+from tnsai_eval.optimizer._evaluators import score_metric
 from tnsai_eval.optimizer._racing import race
 from tnsai_eval.optimizer._records import (
     CaseResult,
@@ -332,6 +333,7 @@ class Run:
             history=tuple(self.history),
             case_results=tuple(train_rows) + tuple(validation_rows),
             rejected_rewrites=tuple(self.rejected_rewrites),
+            metric=score_metric(self.options.evaluator),
         )
 
 
