@@ -195,9 +195,8 @@ def scoring_plan(
         notes.append(meta.describe())
     if threshold is None:
         threshold = 0.5 if meta.threshold is None else meta.threshold
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise ConfigError(f"case threshold must be a number in [0, 1], got {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:  # also refuses NaN
+    number = not isinstance(threshold, bool) and isinstance(threshold, int | float)
+    if not number or not 0.0 <= threshold <= 1.0:  # the comparison also refuses NaN
         raise ConfigError(f"case threshold must be a number in [0, 1], got {threshold!r}")
     if constrain is None:
         constrain = meta.constrain
