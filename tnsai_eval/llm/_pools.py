@@ -19,7 +19,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 import httpx
 
@@ -30,8 +29,6 @@ CONNECTIONS_PER_POOL = 4
 # never queue for a connection (that wait would surface as a PoolTimeout).
 # httpx hands a connection back before our slot is freed, so one is plenty.
 _HEADROOM = 1
-
-ClientT = TypeVar("ClientT", bound=httpx.Client)
 
 
 def split_slots(limit: int, per_pool: int = CONNECTIONS_PER_POOL) -> list[int]:
@@ -52,12 +49,12 @@ def pool_limits(slots: int) -> httpx.Limits:
 
 
 @dataclass(slots=True)
-class _Member(Generic[ClientT]):
-    client: ClientT
+class _Member:
+    client: httpx.Client
     free: int
 
 
-def _most_free(members: list[_Member[ClientT]]) -> _Member[ClientT]:
+def _most_free(members: list[_Member]) -> _Member:
     best = members[0]
     for member in members[1:]:
         if member.free > best.free:
