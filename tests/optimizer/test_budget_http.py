@@ -11,7 +11,13 @@ import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval.llm import CachedLLM, OpenAIClient, ResponseStore
-from tnsai_eval.optimizer import ContainsEvaluator, PromptOptimizer, StopReason, TestCase
+from tnsai_eval.optimizer import (
+    ContainsEvaluator,
+    PromptOptimizer,
+    StopReason,
+    TestCase,
+    VariantStatus,
+)
 
 CASES = [TestCase(f"question {i}", "zebra") for i in range(6)]
 
@@ -94,3 +100,27 @@ def test_replayed_replies_are_cache_hits_not_calls(server: FakeOpenAIServer) -> 
     assert (again.calls, again.retries, again.cache_hits) == (0, 0, 18)
     assert again.stop_reason is not StopReason.MAX_CALLS
     assert again.score == first.score
+
+
+def test_racing_counts_every_request_when_it_drops_the_starting_prompt(
+    server: FakeOpenAIServer,
+) -> None:
+    # The server echoes each request, and the expected text is in CONCISE's
+    # prompt only: CONCISE scores 1.0 on every case, the starting prompt and
+    # ANSWER_ONLY 0.0. Racing scores the starting prompt on the first rung
+    # (8 cases), drops it and ANSWER_ONLY there (behind on 8 of 8 flips), and
+    # scores CONCISE on the other 12: 36 case calls, each third request
+    # answered 503 and retried.
+    cases = [TestCase(f"question {i}", "Be brief") for i in range(20)]
+    with client(server) as llm:
+        result = optimizer(llm, search="racing").optimize("Answer.", cases)
+    sent = len(server.requests)
+    assert [(v.strategy, v.status, v.cases_scored) for v in result.variants] == [
+        ("initial", VariantStatus.DROPPED, 8),
+        ("answer_only", VariantStatus.DROPPED, 8),
+        ("concise", VariantStatus.SCORED, 20),
+    ]
+    assert result.calls == sent > 36
+    assert result.retries == sent - 36
+    assert sum(v.calls for v in result.variants) == sent
+    assert sum(r.calls for r in result.history) == sent

@@ -8,11 +8,15 @@ spread over the rungs where the test is made; never on a tie.
 
 from __future__ import annotations
 
+import io
+import re
+from contextlib import redirect_stdout
 from typing import Any
 
 import pytest
 
 from tests.optimizer.conftest import REWRITE_MARK, split_message
+from tnsai_eval.cli._optimize import _print_report
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
 from tnsai_eval.optimizer import (
@@ -20,6 +24,7 @@ from tnsai_eval.optimizer import (
     OptimizationResult,
     PromptOptimizer,
     PromptStrategy,
+    StopReason,
     TestCase,
     VariantStatus,
 )
@@ -157,7 +162,7 @@ def test_a_clear_loser_is_dropped_at_the_first_rung_not_before() -> None:
     seen = {r.input for r in result.case_results if r.strategy == "concise"}
     assert seen == {f"q{i + 1}" for i in order[:MIN_RACE_CASES]}
     assert result.history[1].racing_note == (
-        "racing dropped 1 challenger(s) (1 surely worse by the paired sign test)"
+        "racing dropped 1 challenger(s) (1 surely worse than the leader by the paired sign test)"
     )
     # Exhaustive search would score it on all 100 cases.
     assert result.calls == 100 + 1 + MIN_RACE_CASES
@@ -181,7 +186,7 @@ def test_a_loser_behind_on_few_flips_is_kept_when_looks_share_alpha() -> None:
     assert concise(result).cases_scored == 40
     note = result.history[1].racing_note
     assert note is not None
-    assert "declined to eliminate 1 challenger(s) behind but not surely worse" in note
+    assert "declined to eliminate 1 challenger(s) behind the leader but not surely worse" in note
     assert "(sign test, alpha 0.05 over 4 look(s) from 8 cases)" in note
 
 
@@ -197,9 +202,16 @@ def test_a_challenger_that_ties_early_and_wins_later_is_kept() -> None:
     racing = race(reply, n, seed=seed)
     exhaustive = race(reply, n, seed=seed, search="exhaustive")
     assert racing.best_prompt == exhaustive.best_prompt == S.CONCISE.apply("P")
-    # Behind on no case, ahead on the rest: never dropped, so it costs what exhaustive costs.
-    assert racing.calls == exhaustive.calls
+    # Behind on no case, ahead on the rest: never dropped, scored on every case.
     assert concise(racing).status is VariantStatus.SCORED
+    assert concise(racing).cases_scored == n
+    # The starting prompt (right on no case) races too: it ties on the first
+    # rung, then is behind on 4 flips of 12 (p = 1/16, kept) and on 10 of 18
+    # (p = 2**-10 < 0.05 / 4 looks): dropped there, so racing costs less.
+    initial = racing.variants[0]
+    assert initial.status is VariantStatus.DROPPED
+    assert initial.cases_scored == 18
+    assert racing.calls == 18 + 1 + n == exhaustive.calls - (n - 18)
 
 
 def test_racing_bound_names_are_checked() -> None:
@@ -220,12 +232,194 @@ def test_challengers_are_scored_case_by_case_across_each_other() -> None:
         split=None,
         concurrency=1,
         max_iterations=1,
-        max_calls=20 + 5,
+        max_calls=8 + 5,
     ).optimize("P", numbered(20))
     order = example_order(20, seed=0)
-    sent = [split_message(text) for text in llm.prompts[20:]]
+    # The starting prompt "P" was scored on the first rung (8 cases) before the round.
+    assert [split_message(text)[1] for text in llm.prompts[:8]] == [f"q{i + 1}" for i in order[:8]]
+    sent = [split_message(text) for text in llm.prompts[8:]]
     assert [case for _, case in sent] == [f"q{order[0] + 1}"] * 2 + [f"q{order[1] + 1}"] * 2 + [
         f"q{order[2] + 1}"
     ]
     assert ["Be brief" in prompt for prompt, _ in sent] == [True, False, True, False, True]
-    assert result.calls == 25
+    assert result.calls == 13
+
+
+# -- the starting prompt races too ----------------------------------------------------
+
+
+def who_of(prompt: str) -> str:
+    if "Be brief" in prompt:
+        return "concise"
+    if "only the answer" in prompt:
+        return "answer_only"
+    return "initial"
+
+
+def race_three(
+    right: Any, n: int, *, search: str = "racing", split: float | None = None, **options: Any
+) -> tuple[OptimizationResult, ScriptedLLM]:
+    """One round of CONCISE and ANSWER_ONLY against "P", right on case n when ``right(who, n)``."""
+
+    def fn(messages: list[Message], params: dict[str, Any]) -> str:
+        prompt, case_input = split_message(messages[-1].content)
+        number = int(case_input[1:])
+        return f"a{number}" if right(who_of(prompt), number) else "no idea"
+
+    llm = ScriptedLLM(fn=fn)
+    settings: dict[str, Any] = {
+        "candidate_strategies": [S.CONCISE, S.ANSWER_ONLY],
+        "evaluator": ExactMatchEvaluator(),
+        "rewrite": False,
+        "search": search,
+        "split": split,
+        "concurrency": 1,
+        "max_iterations": 1,
+        "target_score": 1.0,
+    }
+    settings.update(options)
+    return PromptOptimizer(llm, **settings).optimize("P", numbered(n)), llm
+
+
+def beats_a_bad_start(n: int) -> Any:
+    """The starting prompt is right on no case; CONCISE on all but ten late in the
+    racing order (0.9); ANSWER_ONLY on three cases in four (0.75)."""
+    late = {i + 1 for i in example_order(n, seed=0)[n // 2 : n // 2 + 10]}
+
+    def right(who: str, number: int) -> bool:
+        if who == "concise":
+            return number not in late
+        return who == "answer_only" and number % 4 != 0
+
+    return right
+
+
+def test_a_bad_starting_prompt_is_dropped_when_every_challenger_beats_it() -> None:
+    # The defect: racing compared challengers only with the starting prompt,
+    # scored on every case first, so when every challenger beat it nothing was
+    # dropped and racing cost what exhaustive search costs.
+    racing, llm = race_three(beats_a_bad_start(100), 100)
+    exhaustive, _ = race_three(beats_a_bad_start(100), 100, search="exhaustive")
+    assert racing.best_prompt == exhaustive.best_prompt == S.CONCISE.apply("P")
+    assert racing.score == exhaustive.score == 0.9
+    initial = racing.variants[0]
+    # Behind CONCISE (the leader) on all 8 flips of the first rung: p = 2**-8
+    # < 0.05 / 7 looks. Scored on those 8 cases only, before the round.
+    assert initial.status is VariantStatus.DROPPED
+    assert (initial.cases_scored, initial.score, initial.partial_score) == (8, None, 0.0)
+    assert racing.history[0].racing_note == (
+        "racing scored the starting prompt on the first 8 of 100 selection cases; "
+        "it races with the challengers of round 1"
+    )
+    note = racing.history[1].racing_note
+    assert note is not None
+    assert note.startswith("racing dropped the starting prompt and 1 ")
+    assert racing.variants[2].status is VariantStatus.DROPPED  # ANSWER_ONLY, behind CONCISE
+    assert racing.calls == len(llm.calls) < 0.6 * exhaustive.calls
+    assert exhaustive.calls == 300
+    # The training figures say the starting prompt's mean is over 8 cases only.
+    assert (racing.initial_cases, exhaustive.initial_cases) == (8, 100)
+    assert racing.training_change == "0.000 (on 8 of 100 cases) -> 0.900"
+    assert racing.was_improved
+    assert racing.best_variant == 1
+    out = io.StringIO()
+    with redirect_stdout(out):
+        _print_report(racing)
+    report = out.getvalue()
+    assert "training accuracy 0.000 (on 8 of 100 cases) -> 0.900 (improved)" in report
+    assert re.search(r"\n +\d+ +0\.000~ +8 +0 +initial +P\n", report)
+
+
+def test_a_dropped_starting_prompt_still_gets_its_held_out_score() -> None:
+    result, llm = race_three(beats_a_bad_start(100), 100, split=0.3)
+    assert result.variants[0].status is VariantStatus.DROPPED
+    assert (result.selection_cases, result.validation_cases) == (70, 30)
+    held = [r for r in result.case_results if r.split == "validation"]
+    assert sorted(r.variant for r in held) == [0] * 30 + [result.best_variant] * 30
+    assert result.initial_validation_score == 0.0
+    right = beats_a_bad_start(100)
+    best = [r for r in held if r.variant == result.best_variant]
+    assert result.validation_score == sum(right("concise", int(r.input[1:])) for r in best) / 30
+    assert result.validation_better == sum(r.score == 1.0 for r in best)
+    assert result.calls == len(llm.calls)
+
+
+@pytest.mark.parametrize(
+    "right",
+    [
+        # CONCISE and ANSWER_ONLY right on the same cases: a tie on every case.
+        lambda who, number: who != "initial" and number % 3 != 0,
+        # Right on the same 40; on 60 others each right where the other is wrong.
+        lambda who, number: (
+            who != "initial" and (number <= 40 or (number % 2 == 0) == (who == "concise"))
+        ),
+    ],
+    ids=["every-case", "balanced-flips"],
+)
+def test_a_challenger_that_ties_the_leader_is_never_dropped(right: Any) -> None:
+    racing, _ = race_three(right, 100)
+    exhaustive, _ = race_three(right, 100, search="exhaustive")
+    concise_, answer_only = racing.variants[1:]
+    assert concise_.status is answer_only.status is VariantStatus.SCORED
+    assert concise_.cases_scored == answer_only.cases_scored == 100
+    assert concise_.score == answer_only.score
+    # The starting prompt, right on no case, is dropped; of the tied two the
+    # earlier wins, as in exhaustive search.
+    assert racing.variants[0].status is VariantStatus.DROPPED
+    assert racing.best_prompt == exhaustive.best_prompt == S.CONCISE.apply("P")
+    assert racing.calls < exhaustive.calls
+
+
+def test_a_starting_prompt_that_ties_the_best_challenger_is_never_dropped() -> None:
+    # "P" and CONCISE right on the same 90 cases; ANSWER_ONLY on every other one.
+    def right(who: str, number: int) -> bool:
+        return number % 10 != 7 if who != "answer_only" else number % 2 == 0
+
+    racing, _ = race_three(right, 100)
+    initial, concise_, answer_only = racing.variants
+    assert initial.status is concise_.status is VariantStatus.SCORED
+    assert initial.cases_scored == concise_.cases_scored == 100
+    assert answer_only.status is VariantStatus.DROPPED
+    assert racing.best_variant == 0
+    assert not racing.was_improved
+    assert racing.history[1].racing_note is not None
+    assert "starting prompt" not in racing.history[1].racing_note
+    assert racing.initial_cases == 100
+    assert racing.training_change == "0.900 -> 0.900"
+
+
+def test_a_starting_prompt_right_on_the_first_rung_has_not_reached_the_target() -> None:
+    # Right on the first 8 cases of the racing order only: 1.0 there is no final
+    # score, so the round runs, and CONCISE (right everywhere) wins.
+    first = {i + 1 for i in example_order(40, seed=0)[:8]}
+    result, _ = race_three(lambda who, number: who == "concise" or number in first, 40)
+    assert (result.rounds, len(result.history)) == (1, 2)
+    assert result.stop_reason is StopReason.TARGET_REACHED  # by CONCISE, after the round
+    assert result.best_prompt == S.CONCISE.apply("P")
+    assert result.score == 1.0
+    assert result.variants[0].status is VariantStatus.DROPPED
+
+
+def test_a_starting_prompt_that_leads_alone_is_scored_on_every_case_at_once() -> None:
+    # "P" is right on every case; CONCISE on all but the first of the racing
+    # order, ANSWER_ONLY on none. After the first rung "P" leads alone, so it
+    # is scored on the rest of its cases with the second rung; its complete
+    # 1.0 then shows that CONCISE (at best 0.99) can no longer win.
+    order = example_order(100, seed=0)
+    racing, llm = race_three(
+        lambda who, number: who == "initial" or (who == "concise" and number != order[0] + 1),
+        100,
+    )
+    initial, concise_, answer_only = racing.variants
+    assert (initial.status, initial.cases_scored) == (VariantStatus.SCORED, 100)
+    assert (concise_.status, concise_.cases_scored) == (VariantStatus.DROPPED, 12)
+    assert (answer_only.status, answer_only.cases_scored) == (VariantStatus.DROPPED, 8)
+    assert racing.history[1].racing_note == (
+        "racing dropped 2 challenger(s) (1 surely worse than the leader by the paired sign "
+        "test, 1 that could no longer win)"
+    )
+    # 8 + 2 x 8 (first rung) + 2 x 4 (second rung, case by case) + 88 (the rest of "P").
+    sent = [(who_of(p), c) for p, c in map(split_message, llm.prompts)]
+    assert sent[24:32] == [(w, f"q{i + 1}") for i in order[8:12] for w in ("initial", "concise")]
+    assert sent[32:] == [("initial", f"q{i + 1}") for i in order[12:]]
+    assert racing.calls == 8 + 16 + 8 + 88

@@ -66,20 +66,26 @@ def test_racing_finds_the_same_best_with_fewer_calls_on_many_cases(
     assert racing.score == exhaustive.score == 1.0
     # exhaustive: 64 initial + rewrite + 6 variants x 64
     assert exhaustive.calls == 64 + 1 + 6 * 64
-    # racing: 64 + rewrite + 6 x 18 (three rungs: 8, 12, 18); the five losers
-    # are behind on about half the cases there, ahead on none (the initial
-    # prompt is right on the odd cases; the default evaluator's partial credit
-    # makes the scores continuous, so "auto" takes Student's t), which is
-    # surely worse at its share of alpha (0.05 over 6 looks); the winner goes
-    # on: + 46
-    assert racing.calls == 64 + 1 + 6 * 18 + 46
+    # racing: the initial prompt on the first rung (8 cases), the rewrite
+    # request, the six challengers on the first rung (6 x 8). CONCISE leads
+    # (1.0); the five losers are behind it on every case by the same margin
+    # (the default evaluator's partial credit makes the scores continuous, so
+    # "auto" takes Student's t): surely worse at 8 cases, at their share of
+    # alpha (0.05 over 6 looks). The initial prompt, right on the odd cases,
+    # is behind on about half of them: kept at 8 cases, dropped at 12 (+ 4).
+    # The winner goes on alone: + 4 + 52.
+    assert racing.calls == 8 + 1 + 6 * 8 + 4 + 4 + 52
     assert racing.calls <= 0.6 * exhaustive.calls
     dropped = [v for v in racing.variants if v.status is VariantStatus.DROPPED]
-    assert [v.strategy for v in dropped] == [s.value for s in FIVE[:4]] + ["rewrite"]
-    assert all(v.cases_scored == 18 and v.score is None for v in dropped)
+    assert [v.strategy for v in dropped] == ["initial"] + [s.value for s in FIVE[:4]] + ["rewrite"]
+    assert [v.cases_scored for v in dropped] == [12] + [8] * 5
+    assert all(v.score is None for v in dropped)
+    assert (racing.initial_cases, exhaustive.initial_cases) == (12, 64)
     note = racing.history[1].racing_note
-    assert note is not None
-    assert note.startswith("racing dropped 5 challenger(s) (5 surely worse by the paired t test)")
+    assert note == (
+        "racing dropped the starting prompt and 5 challenger(s) "
+        "(6 surely worse than the leader by the paired t test)"
+    )
 
 
 def test_racing_compares_on_the_same_cases(answers: dict[str, str]) -> None:

@@ -19,7 +19,9 @@ from tnsai_eval.optimizer import (
     PromptStrategy,
     PromptVariant,
     TestCase,
+    VariantStatus,
 )
+from tnsai_eval.optimizer._run import example_order
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy
@@ -73,6 +75,46 @@ def test_demo_search_bootstraps_correct_replies_as_chat_turns() -> None:
     assert [m.role for m in sent] == ["user", "assistant", "user", "assistant", "user"]
     assert sent[-1].content == "P\n\nq4"
     assert result.best_spec == chat.spec
+
+
+@pytest.mark.parametrize("rightly", [8, 1], ids=["enough-right", "too-few-right"])
+def test_racing_bootstraps_demos_from_the_first_rung_it_scored(rightly: int) -> None:
+    # Racing scores the starting prompt on the first rung (8 of 40 cases)
+    # before the round: the bootstrapped demos come from its correct replies
+    # there. With fewer correct replies than a demo set needs, the demo sets
+    # are drawn from the expected answers instead, and the search goes on.
+    order = example_order(40, seed=0)
+    right = {i + 1 for i in order[:rightly]}
+
+    def reply(messages: list[Message], params: dict[str, Any]) -> str:
+        number = int(split_message(messages[-1].content)[1][1:])
+        shown = any(m.role == "assistant" for m in messages) or "Input: " in messages[-1].content
+        return f"answer a{number}" if shown or number in right else "no idea"
+
+    result = PromptOptimizer(
+        ScriptedLLM(fn=reply),
+        candidate_strategies=[],
+        rewrite=False,
+        demo_sets=2,
+        few_shot_examples=2,
+        evaluator=ContainsEvaluator(),
+        search="racing",
+        split=None,
+        concurrency=1,
+        max_iterations=1,
+    ).optimize("P", numbered(40))
+    # Scored on the first rung when the demo sets were drawn; dropped later.
+    assert result.variants[0].status is VariantStatus.DROPPED
+    assert result.initial_cases < 40
+    chat = next(v for v in result.variants if v.strategy == "demos")
+    assert len(chat.demos) == 2
+    if rightly >= 2:
+        assert all(d.bootstrapped and int(d.input[1:]) in right for d in chat.demos)
+    else:
+        assert not any(d.bootstrapped for d in chat.demos)
+    # Every demo set beats the starting prompt: one of them wins.
+    assert result.best_variant != 0
+    assert result.score == 1.0
 
 
 def test_a_case_is_never_scored_with_itself_as_a_demo() -> None:

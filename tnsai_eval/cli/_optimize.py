@@ -396,7 +396,7 @@ def _print_report(result: OptimizationResult) -> None:
     print(result.headline)
     change = "improved" if result.was_improved else "not improved"
     print(
-        f"training {result.metric} {result.initial_score:.3f} -> {result.score:.3f} ({change}) on "
+        f"training {result.metric} {result.training_change} ({change}) on "
         f"{result.selection_cases} selection cases; {result.rounds} round(s), "
         f"{result.calls} calls ({result.retries} retries, {result.cache_hits} cache hits), "
         f"{result.tokens} tokens, {result.failed_calls} failed; "

@@ -1,29 +1,47 @@
-"""Racing: score challengers on growing slices of the cases; drop only the surely worse.
+"""Racing: score every variant on growing slices of the cases; drop only the surely worse.
 
 The rule, exactly. The cases are put in one seeded order, shared by every
-variant and the current best (so comparisons are paired: same cases). Rungs
-start at ``MIN_RACE_CASES`` cases (all of them when there are fewer) and grow
-by half (8, 12, 18, 27, 41, 62, ... cases seen) until they reach ``n``. At
-each rung every surviving challenger is scored on the cases of the rung it
-has not seen yet, case by case across the challengers (so a budget that runs
-out mid-rung leaves every challenger with evidence on the same cases); then,
-before the next rung, a challenger is dropped only when
+racer (so comparisons are paired: same cases). The racers are the round's
+challengers and its incumbent, the best prompt so far, which races like the
+others: in the first round that is the starting prompt, which ``Run`` scores
+only on the first rung's cases before the round (more only while it
+survives); in later rounds the incumbent was already scored on every case, so
+it costs nothing more, but it can be dropped too. Rungs start at
+``MIN_RACE_CASES`` cases (all of them when there are fewer) and grow by half
+(8, 12, 18, 27, 41, 62, ... cases seen) until they reach ``n``. At each rung
+every surviving racer is scored on the cases of the rung it has not seen
+yet, case by case across the racers (so a budget that runs out mid-rung
+leaves every racer with evidence on the same cases); then, before the next
+rung, racers are dropped in two steps, and a third decides what the
+incumbent is scored on next:
 
-1. it cannot win even by scoring 1.0 on every case still to come: its best
-   possible final mean is below the current best's score (a certainty, not
-   an estimate; one that could still tie is kept, although only a strictly
-   higher score replaces the best, so that no rule ever drops a tie); or
-2. a paired one-sided test over the cases seen so far that both scored says
-   it is worse than the best (``surely_worse``). The error rate, ``alpha`` =
-   0.05 per challenger and round, is spent evenly over the rungs where the
-   test is made (every rung but the last: Bonferroni), so looking again
-   after every rung does not make a false drop more likely than 5%. The test
+1. **Cannot win** (a certainty, not an estimate). A racer's *best possible*
+   final mean is its mean with 1.0 on every case it has not been scored on;
+   its *guaranteed* final mean is its mean with 0.0 on those cases (for a
+   racer scored on every case, its mean; for a partial one, its sum over
+   ``n``; failed cases are left out of both, as of every mean). A racer whose
+   best possible final mean is below the highest guaranteed final mean among
+   the survivors is dropped. One that could still tie is kept, and the racer
+   holding that highest guaranteed mean is never dropped by this step.
+2. **Surely worse than the leader.** The *leader* is the surviving racer
+   with the highest mean on the cases seen so far (ties: the incumbent, then
+   the earlier variant). Every other survivor is compared with the leader by
+   a paired one-sided test over the cases of the rung that both scored
+   (``surely_worse``), and dropped when the test says it is worse. The leader
+   is never dropped at that rung. The error rate, ``alpha`` = 0.05 per
+   comparison of a racer with the leader over a round, is spent evenly over
+   the rungs where the test is made (every rung but the last: Bonferroni),
+   so looking again after every rung does not make a false drop against a
+   given leader more likely than 5%. The leader is chosen from the same
+   data, so with ``k`` racers the chance that a round drops the one whose
+   mean over every case is highest is at most ``(k - 1)`` times 5% (a union
+   bound over who leads; most rounds have one clear leader). The test
    (``racing_bound``):
 
    - ``"sign"``: the exact sign test (``_util.stats.sign_test``) on the
      cases where the two differ. For 0/1 scores (label accuracy) this is
      McNemar's test: only the cases that flipped say which prompt is better,
-     so a challenger behind on 8 of 8 flipped cases is dropped however many
+     so a racer behind on 8 of 8 flipped cases is dropped however many
      cases tied;
    - ``"t"``: the upper one-sided Student's t bound on the mean of the
      differences (an approximation for continuous scores);
@@ -34,12 +52,29 @@ before the next rung, a challenger is dropped only when
      flips one way minus the other, which is what the sign test tests),
      else ``"t"``.
 
+3. **A leading incumbent is completed.** The first time the incumbent
+   leads alone (its mean on the cases seen is above every other survivor's),
+   it is scored on every case it has not seen, with the next rung: it is then
+   the likeliest winner, which is scored on every case in the end anyway,
+   and its complete mean is the strongest "cannot win" bound for the others
+   (a partial racer's guaranteed mean, its sum over ``n``, is weak until late).
+   Scoring a racer on more cases changes no bound's validity, only when it
+   bites.
+
 A tie is never a drop (no flips: p = 1; a mean difference of zero is inside
-every bound), nor is anything decided before ``MIN_RACE_CASES`` paired cases,
-nor a challenger that is behind by less than the test can tell: racing then
-says it declined to eliminate (``RoundRecord.racing_note``) and costs what
-exhaustive search costs. Survivors of the last rung have been scored on
-every case and compete for "best" exactly as in exhaustive search.
+every bound), nor is anything decided by the test before ``MIN_RACE_CASES``
+paired cases, nor a racer that is behind by less than the test can tell:
+racing then says it declined to eliminate (``RoundRecord.racing_note``) and
+costs what exhaustive search costs. Survivors of the last rung have been
+scored on every case. Choosing the best (``Run``): a challenger replaces the
+incumbent only with a strictly higher score over every case, as in
+exhaustive search; when the incumbent itself was dropped (shown worse than a
+survivor, or unable to win), the best is the survivor scored on every case
+with the highest mean (ties: the earlier variant), or, when the budget left
+none, still the incumbent. A starting prompt dropped in the first round keeps
+its mean over the cases it was scored on as its training score
+(``OptimizationResult.initial_cases`` says how many, ``training_change``
+shows it); held-out validation still scores it on every held-out case.
 """
 
 from __future__ import annotations
@@ -61,16 +96,17 @@ __all__ = [
     "RACING_BOUNDS",
     "RaceSummary",
     "RacingBound",
+    "final_bounds",
     "paired_differences",
     "race",
     "rung_sizes",
     "surely_worse",
 ]
 
-#: No challenger is dropped on a test over fewer paired cases than this, and
+#: No racer is dropped on a test over fewer paired cases than this, and
 #: the first rung has this many cases.
 MIN_RACE_CASES = 8
-#: The chance racing drops a challenger that is not worse, per challenger and round.
+#: The chance racing drops a racer that is not worse than the leader, per racer and round.
 RACING_ALPHA = 0.05
 RacingBound = Literal["auto", "sign", "t", "hoeffding"]
 RACING_BOUNDS: tuple[RacingBound, ...] = ("auto", "sign", "t", "hoeffding")
@@ -101,6 +137,34 @@ def paired_differences(challenger: Variant, incumbent: Variant, seen: Sequence[i
         if mine is not None and theirs is not None:
             diffs.append(mine - theirs)
     return diffs
+
+
+def final_bounds(variant: Variant, n: int) -> tuple[float, float]:
+    """The lowest and highest mean ``variant`` can end with over ``n`` cases.
+
+    Guaranteed: 0.0 on every case it has not been scored on; best possible:
+    1.0 on each. Failed cases are left out, as of every mean. For a variant
+    scored on every case both are its mean.
+
+    >>> from tnsai_eval.optimizer._variant import PromptVariant
+    >>> v = Variant(1, 1, "concise", PromptVariant("P"), 0, scores={0: 1.0, 1: 0.0, 2: None})
+    >>> final_bounds(v, 5)  # 1.0 from 2 scored cases; 2 cases to come
+    (0.25, 0.75)
+    >>> final_bounds(v, 3)
+    (0.5, 0.5)
+    """
+    values = [s for s in variant.scores.values() if s is not None]
+    remaining = max(0, n - variant.attempted)
+    denominator = len(values) + remaining
+    if denominator == 0:
+        return 0.0, 0.0  # every case failed: a mean of 0.0 (``Variant.mean``)
+    total = math.fsum(values)
+    return total / denominator, (total + remaining) / denominator
+
+
+def _seen_mean(variant: Variant, seen: Sequence[int]) -> float:
+    values = [s for case in seen if (s := variant.scores.get(case)) is not None]
+    return math.fsum(values) / len(values) if values else 0.0
 
 
 def _test_of(diffs: Sequence[float], bound: RacingBound) -> RacingBound:
@@ -147,16 +211,28 @@ def surely_worse(
     return mean + t_critical(alpha, n - 1) * math.sqrt(variance / n) < 0.0
 
 
+def _who(count: int, incumbent: str | None) -> str:
+    """``count`` racers, the incumbent (named ``incumbent``) among them when it is not None."""
+    if incumbent is None:
+        return f"{count} challenger(s)"
+    if count == 1:
+        return incumbent
+    return f"{incumbent} and {count - 1} challenger(s)"
+
+
 @dataclass(frozen=True, slots=True)
 class RaceSummary:
-    """What one race did: challengers dropped (and why), and those it declined to drop.
+    """What one race did: racers dropped (and why), and those it declined to drop.
 
-    ``dropped_by_test`` were surely worse by the paired test;
+    ``dropped_by_test`` were surely worse than the leader by the paired test;
     ``dropped_hopeless`` could no longer win even by scoring 1.0 on every
-    remaining case. ``declined`` counts challengers that were behind the best
-    on the cases seen at some rung but not surely worse, so they were scored
-    further. ``looks`` is the number of rungs the test was made at (each at
-    level ``RACING_ALPHA / looks``), from ``first_rung`` cases on.
+    remaining case. ``declined`` counts racers that were behind the leader
+    on the cases seen at some rung but not surely worse, and were never
+    dropped: racing scored them to the end. Each count includes the
+    incumbent when ``dropped_incumbent`` / ``declined_incumbent`` names it
+    (e.g. "the starting prompt"). ``looks`` is the number of rungs the test
+    was made at (each at level ``RACING_ALPHA / looks``), from
+    ``first_rung`` cases on.
     """
 
     dropped_by_test: int = 0
@@ -165,10 +241,12 @@ class RaceSummary:
     first_rung: int = 0
     looks: int = 0
     bound: RacingBound = "auto"
+    dropped_incumbent: str | None = None
+    declined_incumbent: str | None = None
 
     @property
     def dropped(self) -> int:
-        """All challengers dropped."""
+        """All racers dropped, the incumbent included."""
         return self.dropped_by_test + self.dropped_hopeless
 
     @property
@@ -177,35 +255,33 @@ class RaceSummary:
 
         >>> summary = RaceSummary(2, 1, 1, first_rung=8, looks=6, bound="sign")
         >>> print(summary.note)  # doctest: +NORMALIZE_WHITESPACE
-        racing dropped 3 challenger(s) (2 surely worse by the paired sign test, 1 that could no
-        longer win); declined to eliminate 1 challenger(s) behind but not surely worse (sign
-        test, alpha 0.05 over 6 look(s) from 8 cases)
-        """
+        racing dropped 3 challenger(s) (2 surely worse than the leader by the paired sign
+        test, 1 that could no longer win); declined to eliminate 1 challenger(s) behind
+        the leader but not surely worse (sign test, alpha 0.05 over 6 look(s) from 8 cases)
+        >>> print(RaceSummary(2, 0, first_rung=8, looks=6, bound="t",
+        ...                   dropped_incumbent="the starting prompt").note)
+        racing dropped the starting prompt and 1 challenger(s) (2 surely worse than the leader by the paired t test)
+        """  # noqa: E501
         if self.dropped == 0 and self.declined == 0:
             return None
         parts = []
         if self.dropped:
             why = []
             if self.dropped_by_test:
-                why.append(f"{self.dropped_by_test} surely worse by the paired {self.bound} test")
+                why.append(
+                    f"{self.dropped_by_test} surely worse than the leader by the paired "
+                    f"{self.bound} test"
+                )
             if self.dropped_hopeless:
                 why.append(f"{self.dropped_hopeless} that could no longer win")
-            parts.append(f"dropped {self.dropped} challenger(s) ({', '.join(why)})")
+            parts.append(f"dropped {_who(self.dropped, self.dropped_incumbent)} ({', '.join(why)})")
         if self.declined:
             parts.append(
-                f"declined to eliminate {self.declined} challenger(s) behind but not surely "
-                f"worse ({self.bound} test, alpha {RACING_ALPHA:g} over {self.looks} look(s) "
-                f"from {self.first_rung} cases)"
+                f"declined to eliminate {_who(self.declined, self.declined_incumbent)} behind "
+                f"the leader but not surely worse ({self.bound} test, alpha "
+                f"{RACING_ALPHA:g} over {self.looks} look(s) from {self.first_rung} cases)"
             )
         return "racing " + "; ".join(parts)
-
-
-def _cannot_win(challenger: Variant, best_score: float, remaining: int) -> bool:
-    scored = [s for s in challenger.scores.values() if s is not None]
-    denominator = len(scored) + remaining
-    if denominator == 0:
-        return True
-    return (math.fsum(scored) + remaining) / denominator < best_score
 
 
 async def race(
@@ -217,47 +293,76 @@ async def race(
     *,
     bound: RacingBound = "auto",
     min_cases: int = MIN_RACE_CASES,
+    incumbent_name: str = "the starting prompt",
 ) -> RaceSummary:
-    """Race ``challengers`` against ``incumbent`` (scored on every case) in place.
+    """Race ``challengers`` and ``incumbent`` in place (module docstring: the rule).
 
-    Dropped challengers get ``VariantStatus.DROPPED``; the others end scored on
-    every case the budget allowed.
+    ``incumbent`` may be scored on some or every case already; no case is
+    scored twice. Dropped racers, the incumbent included, get
+    ``VariantStatus.DROPPED``; the others end scored on every case the budget
+    allowed. ``incumbent_name`` names the incumbent in the summary's note.
     """
-    best_score = incumbent.mean() or 0.0
-    alive = list(challengers)
+    n = len(order)
+    alive = [incumbent, *challengers]
     done = 0
     by_test = hopeless = 0
     declined: set[int] = set()
     used: set[RacingBound] = set()
-    sizes = rung_sizes(len(order), min_cases=min_cases)
+    sizes = rung_sizes(n, min_cases=min_cases)
     looks = max(1, len(sizes) - 1)
+    # Set once the incumbent leads alone: it is then scored on every remaining case.
+    finish_incumbent = False
     for size in sizes:
-        if not alive or engine.budget.stop_reason is not None:
+        if engine.budget.stop_reason is not None:
             break
         rung = order[done:size]
-        # Case by case across the challengers: tasks start in the order made.
-        await asyncio.gather(*(engine.score_case(v, i, cases[i]) for i in rung for v in alive))
+        # Variants compare by identity here (their dataclass equality compares scores).
+        racing_incumbent = any(v is incumbent for v in alive)
+        rest = order[size:] if finish_incumbent and racing_incumbent else []
+        # Case by case across the racers (tasks start in the order made), then
+        # the rest of a leading incumbent's cases.
+        await asyncio.gather(
+            *(engine.score_case(v, i, cases[i]) for i in rung for v in alive if i not in v.scores),
+            *(engine.score_case(incumbent, i, cases[i]) for i in rest if i not in incumbent.scores),
+        )
         done = size
-        if size == len(order):
+        if size == n:
             break
-        seen = order[:size]
-        survivors = []
+        # 1. Cannot win: a certainty, so it goes first and needs no test.
+        floor = max(final_bounds(v, n)[0] for v in alive)
+        kept = []
         for variant in alive:
-            diffs = paired_differences(variant, incumbent, seen)
-            if len(diffs) >= min_cases:
-                used.add(_test_of(diffs, bound))
-            if _cannot_win(variant, best_score, len(order) - size):
+            if final_bounds(variant, n)[1] < floor:
                 variant.status = VariantStatus.DROPPED
                 hopeless += 1
+            else:
+                kept.append(variant)
+        # 2. Surely worse than the leader on the cases seen so far.
+        seen = order[:size]
+        leader = max(kept, key=lambda v: (_seen_mean(v, seen), v is incumbent, -v.id))
+        alive = []
+        for variant in kept:
+            if variant is leader:
+                alive.append(variant)
                 continue
+            diffs = paired_differences(variant, leader, seen)
+            if len(diffs) >= min_cases:
+                used.add(_test_of(diffs, bound))
             if surely_worse(diffs, bound=bound, min_cases=min_cases, alpha=RACING_ALPHA / looks):
                 variant.status = VariantStatus.DROPPED
                 by_test += 1
                 continue
             if diffs and math.fsum(diffs) < 0:
                 declined.add(variant.id)
-            survivors.append(variant)
-        alive = survivors
+            alive.append(variant)
+        ahead = _seen_mean(incumbent, seen)
+        finish_incumbent = finish_incumbent or (
+            any(v is incumbent for v in alive)
+            and all(_seen_mean(v, seen) < ahead for v in alive if v is not incumbent)
+        )
+    dropped = incumbent.status is VariantStatus.DROPPED
+    # Declined: behind at some rung, yet never dropped, so scored to the end.
+    declined = {v.id for v in alive if v.id in declined}
     return RaceSummary(
         dropped_by_test=by_test,
         dropped_hopeless=hopeless,
@@ -265,4 +370,6 @@ async def race(
         first_rung=sizes[0] if sizes else 0,
         looks=looks,
         bound=used.pop() if len(used) == 1 else bound,
+        dropped_incumbent=incumbent_name if dropped else None,
+        declined_incumbent=incumbent_name if incumbent.id in declined else None,
     )

@@ -59,7 +59,9 @@ class VariantStatus(enum.Enum):
     SCORED = "scored"
     """Scored on every case (failed calls left out)."""
     DROPPED = "dropped"
-    """Racing stopped scoring it once it could not beat the current best."""
+    """Racing stopped scoring it: it could no longer win, or was surely worse
+    than the leader. The starting prompt races too, so it may be dropped after
+    only some of the cases (its score is then a mean over those)."""
     DUPLICATE = "duplicate"
     """Same text as an earlier variant (or the prompt itself): not scored again."""
     INCOMPLETE = "incomplete"
@@ -202,9 +204,12 @@ class VariantRecord:
 class RoundRecord:
     """The state after one round (round 0 is scoring the initial prompt).
 
-    ``racing_note`` says what racing decided that round: how many challengers
-    it dropped as surely worse and how many it declined to eliminate because
-    the bound was too wide (``None`` in exhaustive search).
+    ``racing_note`` says what racing decided that round: which variants it
+    dropped (challengers, or the round's starting best) and why, and how many
+    it declined to eliminate because the bound was too wide (``None`` in
+    exhaustive search). In racing, round 0 scores the initial prompt on the
+    first rung's cases only (its note says so), so its ``best_score`` is a
+    mean over those cases.
 
     >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
     >>> from tnsai_eval.testing import ScriptedLLM

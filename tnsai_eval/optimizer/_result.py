@@ -13,6 +13,7 @@ from tnsai_eval.optimizer._records import (
     RoundRecord,
     StopReason,
     VariantRecord,
+    VariantStatus,
 )
 from tnsai_eval.optimizer._variant import (
     DEFAULT_TEMPLATE,
@@ -50,7 +51,9 @@ class OptimizationResult:
     """The outcome of one optimizer run.
 
     ``score`` is the best prompt's mean score on the training cases and
-    ``initial_score`` the starting prompt's. ``rounds`` counts rounds run,
+    ``initial_score`` the starting prompt's (over ``initial_cases`` of them:
+    fewer than all when racing dropped it early; ``training_change`` shows
+    both). ``rounds`` counts rounds run,
     ``calls`` the HTTP attempts the optimizer's model calls took (case calls
     and rewrite requests, every retry included: what ``max_calls`` bounds;
     replies reused from the run's cache are not calls), ``retries`` how many
@@ -150,10 +153,10 @@ class OptimizationResult:
             if self.validation_cases:
                 return (
                     f"held-out {self.metric} incomplete (budget); training "
-                    f"{self.initial_score:.3f} -> {self.score:.3f} on {self.selection_cases} cases"
+                    f"{self.training_change} on {self.selection_cases} cases"
                 )
             return (
-                f"training{named} {self.initial_score:.3f} -> {self.score:.3f} on "
+                f"training{named} {self.training_change} on "
                 f"{self.selection_cases} cases (nothing held out)"
             )
         low, high = self.validation_interval or (self.validation_score, self.validation_score)
@@ -165,9 +168,58 @@ class OptimizationResult:
         )
 
     @property
+    def initial_cases(self) -> int:
+        """How many selection cases ``initial_score`` is a mean over.
+
+        Every one (``selection_cases``), unless racing dropped the starting
+        prompt before scoring it on all of them (or the budget ran out first):
+        racing scores it on the first rung's cases, then further only while it
+        survives.
+
+        >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> llm = ScriptedLLM(rules=[(r"only the answer", "4")], default="four")
+        >>> cases = [TestCase(f"{i} + 0", "4") for i in range(40)]
+        >>> optimizer = PromptOptimizer(
+        ...     llm, candidate_strategies=["answer_only"], rewrite=False, search="racing",
+        ...     split=None,
+        ... )
+        >>> result = optimizer.optimize("Add.", cases)
+        >>> result.initial_cases, result.selection_cases, result.variants[0].status.value
+        (8, 40, 'dropped')
+        >>> result.training_change
+        '0.200 (on 8 of 40 cases) -> 1.000'
+        """
+        if not self.variants:
+            return self.selection_cases
+        initial = self.variants[0]
+        return initial.cases_scored + initial.cases_failed
+
+    @property
+    def training_change(self) -> str:
+        """``initial_score -> score`` as text, saying when the first is over fewer cases.
+
+        "0.060 -> 0.270"; "0.125 (on 12 of 70 cases) -> 0.270" when racing
+        dropped the starting prompt after 12 of the 70 selection cases
+        (``initial_cases``).
+        """
+        initial = f"{self.initial_score:.3f}"
+        if self.initial_cases < self.selection_cases:
+            initial += f" (on {self.initial_cases} of {self.selection_cases} cases)"
+        return f"{initial} -> {self.score:.3f}"
+
+    @property
     def was_improved(self) -> bool:
-        """Whether a prompt other than the initial one scored higher than it."""
-        return self.best_variant != 0 and self.score > self.initial_score
+        """Whether a prompt other than the initial one scored higher than it.
+
+        Also when racing dropped the starting prompt as surely worse than (or
+        unable to win against) the prompt that became the best: its mean over
+        the few cases it was scored on is then no fair comparison.
+        """
+        if self.best_variant == 0:
+            return False
+        dropped = bool(self.variants) and self.variants[0].status is VariantStatus.DROPPED
+        return dropped or self.score > self.initial_score
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per (round, variant, case) scored, in that order.

@@ -17,7 +17,7 @@ from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
 from tnsai_eval.optimizer._evaluators import score_metric
-from tnsai_eval.optimizer._racing import race
+from tnsai_eval.optimizer._racing import race, rung_sizes
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -121,11 +121,23 @@ class Run:
         initial = self._new_variant(0, "initial", self.prompt, None)
         self.best = initial
         initial.became_best = True
-        await self.engine.score(initial, range(n), self.cases)
-        self._finish_statuses([initial])
-        self._record_round(0, improved=False, variants=1, spent=(0, 0, 0))
+        racing = self.options.search == "racing"
+        # Racing races the starting prompt too: it is scored here on the first
+        # rung only, and further only while it survives round 1's race.
+        first = rung_sizes(n)[0] if racing and n else n
+        planned = self.order[:first] if first < n else range(n)
+        await self.engine.score(initial, planned, self.cases)
+        note = None
+        if len(planned) < n:
+            note = (
+                f"racing scored the starting prompt on the first {len(planned)} of {n} "
+                f"selection cases; it races with the challengers of round 1"
+            )
+        else:
+            self._finish_statuses([initial])
+        self._record_round(0, improved=False, variants=1, spent=(0, 0, 0), note=note)
         stop = self.budget.stop_reason
-        if stop is None and initial.attempted == n and initial.failed == n:
+        if stop is None and initial.attempted == len(planned) and initial.failed == len(planned):
             # A server that is down or an evaluator that always raises would
             # otherwise spend every round on calls that cannot score.
             stop = StopReason.ALL_CASES_FAILED
@@ -136,34 +148,46 @@ class Run:
                 break
             round_no += 1
             before = (self.budget.calls, self.budget.tokens, self.budget.failed_calls)
+            incumbent = self.best
             fresh = await self._make_variants(round_no)
             scored = [v for v in fresh if v.status is not VariantStatus.DUPLICATE]
-            note: str | None = None
-            if self.options.search == "racing":
+            note = None
+            if racing:
                 summary = await race(
                     self.engine,
                     scored,
-                    self.best,
+                    incumbent,
                     self.order,
                     self.cases,
                     bound=self.options.racing_bound,
+                    incumbent_name=(
+                        "the starting prompt"
+                        if incumbent is initial
+                        else f"the best prompt so far (variant {incumbent.id})"
+                    ),
                 )
                 note = summary.note
             else:
                 await asyncio.gather(*(self.engine.score(v, range(n), self.cases) for v in scored))
-            self._finish_statuses(scored)
-            improved = self._select(scored)
+            self._finish_statuses([incumbent, *scored])
+            improved = self._select(scored, incumbent)
             self._record_round(
                 round_no, improved=improved, variants=len(fresh), spent=before, note=note
             )
             stop = self.budget.stop_reason
+        if initial.status is VariantStatus.SCORED:
+            # Scored on the first rung only, when the run stopped before round 1's race.
+            self._finish_statuses([initial])
         held_out = await self._validate(initial)
         return self._result(stop, round_no, held_out)
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
         if self.budget.stopped():  # a stop_event set between two rounds
             return self.budget.stop_reason
-        if self.best_score >= self.options.target_score:
+        # A starting prompt scored on the first rung only (racing) has not
+        # reached the target: its mean over a few cases is no final score.
+        complete = self.best is not None and self.best.attempted == len(self.cases)
+        if complete and self.best_score >= self.options.target_score:
             return StopReason.TARGET_REACHED
         if rounds_done >= self.options.max_iterations:
             return StopReason.MAX_ITERATIONS
@@ -232,16 +256,31 @@ class Run:
         return rewritten
 
     def _finish_statuses(self, variants: Sequence[Variant]) -> None:
+        # A dropped variant stays DROPPED, whatever it was scored on.
         for variant in variants:
             if variant.status is VariantStatus.SCORED and variant.attempted < len(self.cases):
                 variant.status = VariantStatus.INCOMPLETE
 
-    def _select(self, scored: Sequence[Variant]) -> bool:
+    def _select(self, scored: Sequence[Variant], incumbent: Variant) -> bool:
+        """Make the round's winner the best; whether it changed.
+
+        A challenger replaces the incumbent only with a strictly higher
+        complete score; when racing dropped the incumbent (shown worse than a
+        survivor), the complete survivor with the highest mean replaces it
+        (ties: the earlier variant). With none (the budget ran out), the
+        incumbent stays the best.
+        """
+        complete = [v for v in scored if v.status is VariantStatus.SCORED and v.mean() is not None]
+        if incumbent.status is VariantStatus.DROPPED:
+            if not complete:
+                return False
+            winner = max(complete, key=lambda v: (v.mean() or 0.0, -v.id))
+            self.best = winner
+            winner.became_best = True
+            return True
         improved = False
-        for variant in scored:
-            score = variant.mean()
-            complete = variant.status is VariantStatus.SCORED
-            if complete and score is not None and score > self.best_score:
+        for variant in complete:
+            if (variant.mean() or 0.0) > self.best_score:
                 self.best = variant
                 variant.became_best = True
                 improved = True

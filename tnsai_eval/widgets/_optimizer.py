@@ -290,7 +290,7 @@ class OptimizerDashboard(DisplayMixin):
         self.best_prompt.value = pre_html(str(result.best_prompt))
         self.status.value = (
             f"done: {result.rounds} round(s), {result.calls} call(s), "
-            f"score {result.initial_score:.3f} → {result.score:.3f} "
+            f"score {result.training_change.replace('->', '→')} "
             f"(stop reason: {html.escape(stop)})"
         )
         set_png(self.plot, figure_png(plots.plot_optimizer_rounds(result)))
