@@ -77,14 +77,14 @@ def test_demo_search_bootstraps_correct_replies_as_chat_turns() -> None:
     assert result.best_spec == chat.spec
 
 
-@pytest.mark.parametrize("rightly", [8, 1], ids=["enough-right", "too-few-right"])
-def test_racing_bootstraps_demos_from_the_first_rung_it_scored(rightly: int) -> None:
-    # Racing scores the starting prompt on the first rung (8 of 40 cases)
-    # before the round: the bootstrapped demos come from its correct replies
-    # there. With fewer correct replies than a demo set needs, the demo sets
-    # are drawn from the expected answers instead, and the search goes on.
+def test_racing_with_a_demo_search_bootstraps_from_every_case() -> None:
+    # Racing scores the starting prompt on the first rung only, except when
+    # the demo search needs its correct replies: they are the bootstrapped
+    # demos' pool, so it is scored on every selection case first. Here it is
+    # right on the cases of the racing order's second half only, none of
+    # which is in the first rung.
     order = example_order(40, seed=0)
-    right = {i + 1 for i in order[:rightly]}
+    right = {i + 1 for i in order[20:]}
 
     def reply(messages: list[Message], params: dict[str, Any]) -> str:
         number = int(split_message(messages[-1].content)[1][1:])
@@ -103,18 +103,20 @@ def test_racing_bootstraps_demos_from_the_first_rung_it_scored(rightly: int) -> 
         concurrency=1,
         max_iterations=1,
     ).optimize("P", numbered(40))
-    # Scored on the first rung when the demo sets were drawn; dropped later.
-    assert result.variants[0].status is VariantStatus.DROPPED
-    assert result.initial_cases < 40
+    assert result.history[0].racing_note is None
     chat = next(v for v in result.variants if v.strategy == "demos")
     assert len(chat.demos) == 2
-    if rightly >= 2:
-        assert all(d.bootstrapped and int(d.input[1:]) in right for d in chat.demos)
-    else:
-        assert not any(d.bootstrapped for d in chat.demos)
-    # Every demo set beats the starting prompt: one of them wins.
-    assert result.best_variant != 0
-    assert result.score == 1.0
+    assert all(d.bootstrapped and int(d.input[1:]) in right for d in chat.demos)
+    # Every demo set beats the starting prompt, which racing then drops; it
+    # was scored on every case, so its record keeps a (complete) score.
+    initial = result.variants[0]
+    assert (initial.status, initial.cases_scored, initial.score) == (
+        VariantStatus.DROPPED,
+        40,
+        0.5,
+    )
+    assert result.initial_cases == 40
+    assert (result.best_variant, result.score) == (chat.id, 1.0)
 
 
 def test_a_case_is_never_scored_with_itself_as_a_demo() -> None:

@@ -5,8 +5,9 @@ racer (so comparisons are paired: same cases). The racers are the round's
 challengers and its incumbent, the best prompt so far, which races like the
 others: in the first round that is the starting prompt, which ``Run`` scores
 only on the first rung's cases before the round (more only while it
-survives); in later rounds the incumbent was already scored on every case, so
-it costs nothing more, but it can be dropped too. Rungs start at
+survives; on every case when a demo search needs its correct replies as the
+bootstrapped demos' pool); in later rounds the incumbent was already scored
+on every case, so it costs nothing more, but it can be dropped too. Rungs start at
 ``MIN_RACE_CASES`` cases (all of them when there are fewer) and grow by half
 (8, 12, 18, 27, 41, 62, ... cases seen) until they reach ``n``. At each rung
 every surviving racer is scored on the cases of the rung it has not seen

@@ -115,9 +115,10 @@ class VariantRecord:
     is the id of the prompt it was derived from. ``strategy`` is a
     ``PromptStrategy`` value, ``"rewrite"`` (the model's rewrite) or
     ``"initial"``. ``score`` is the mean over the scored cases, set only for a
-    fully scored variant; ``partial_score`` is that mean over however many cases
-    were scored (also for dropped and incomplete variants), ``None`` when none
-    were. ``duplicate_of`` names the earlier variant with the same text.
+    fully scored variant (also one racing dropped after scoring it on every
+    case: an incumbent that lost the lead); ``partial_score`` is that mean over
+    however many cases were scored (also for dropped and incomplete variants),
+    ``None`` when none were. ``duplicate_of`` names the earlier variant with the same text.
     Beyond its instruction a variant may carry a ``system`` message,
     ``demos`` (shown as ``demo_style`` ``"chat"`` turns or ``"inline"`` text:
     inline demos are part of ``prompt``) and a ``response_format``; ``spec``
