@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 __all__ = ["Drop", "FakeOpenAIServer", "Recorded", "Step", "completion_body", "free_port"]
 
@@ -208,7 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
             peer=int(self.client_address[1]),
         )
         owner = self.server.owner
-        routed = self.path.rstrip("/") == "/v1/chat/completions"
+        # A proxy is asked with the absolute URL ("POST http://host/v1/..."):
+        # the route is its path either way, so this server can stand in for one.
+        routed = urlsplit(self.path).path.rstrip("/") == "/v1/chat/completions"
         # Other paths are recorded too (a test may check where a client posted)
         # but answered 404 without using up a scripted step.
         step, wake = owner._begin(request, take_step=routed)

@@ -148,6 +148,44 @@ def test_trailing_slash_in_base_url_is_ignored_and_no_key_means_no_header(
     assert "authorization" not in mock.requests[0].headers
 
 
+def test_sends_httpx_default_headers_and_ours_on_every_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Requests go straight to the client's transport (no httpx.Client.send):
+    # the headers must still be httpx's defaults merged with ours, every time.
+    monkeypatch.setenv("TNSAI_LLM_API_KEY", "sk-test-headers")
+    mock = Mock(reply())
+    with OpenAIClient("m", base_url="http://h:1/v1", transport=mock.transport) as llm:
+        llm.chat("one")
+        llm.chat("two")
+    for request in mock.requests:
+        assert request.headers["authorization"] == "Bearer sk-test-headers"
+        assert request.headers["content-type"] == "application/json"
+        assert request.headers["host"] == "h:1"
+        assert request.headers["user-agent"] == "tnsai-eval"
+        assert request.headers["accept-encoding"]  # httpx's default, kept
+        assert int(request.headers["content-length"]) == len(request.content)
+    assert [json.loads(r.content)["messages"][0]["content"] for r in mock.requests] == [
+        "one",
+        "two",
+    ]
+
+
+def test_a_proxy_named_in_the_environment_carries_the_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fake server stands in for the proxy: the host below does not
+    # exist, so only a request sent through the proxy can be answered.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeOpenAIServer() as proxy:
+        proxy.script(Step.ok("through the proxy"))
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
+        with OpenAIClient("m", base_url="http://llm.invalid/v1", max_retries=0) as llm:
+            assert llm.chat("hi").text == "through the proxy"
+    assert [r.path for r in proxy.requests] == ["http://llm.invalid/v1/chat/completions"]
+
+
 @pytest.mark.parametrize(
     ("messages", "params", "fragment"),
     [

@@ -177,5 +177,12 @@ def _unenforced(schema: object) -> Iterator[str]:
 
 
 def schema_key(schema: Mapping[str, Any]) -> str:
-    """A canonical text of ``schema`` (sorted keys), used to cache compiled grammars."""
-    return json.dumps(schema, sort_keys=True, ensure_ascii=False)
+    """The text of ``schema`` that a grammar is compiled from and cached by.
+
+    Keys keep their order: llama.cpp's grammar makes the model write an
+    object's properties in the order the schema lists them, and a model
+    fills a form better in the order its author chose (answer before reason,
+    say) than in alphabetical order. So two schemas that differ only in that
+    order are two grammars.
+    """
+    return json.dumps(schema, ensure_ascii=False)

@@ -175,6 +175,8 @@ class OpenAIClient:
         self._model = model
         self._base_url = _check_base_url(base_url)
         self._url = self._base_url + "/chat/completions"
+        self._request_url = httpx.URL(self._url)
+        self._request_headers = httpx.Headers()
         self._policy = RetryPolicy(
             max_retries=max_retries,
             backoff_base=backoff_base,
@@ -245,10 +247,10 @@ class OpenAIClient:
         outcome: Completion | LLMError
         while True:
             attempt += 1
-            with pools.lease() as client:
+            with pools.lease() as route:
                 started = time.perf_counter()
                 try:
-                    outcome = self._post(client, content, model, attempt, started, deadline)
+                    outcome = self._post(route, content, model, attempt, started, deadline)
                 except httpx.RequestError as exc:
                     outcome = self._request_failure(exc, model, attempt)
                     if time.monotonic() >= deadline:
@@ -276,7 +278,7 @@ class OpenAIClient:
 
     def _post(
         self,
-        client: httpx.Client,
+        route: httpx.BaseTransport,
         content: bytes,
         model: str,
         attempt: int,
@@ -287,8 +289,16 @@ class OpenAIClient:
         if left <= 0:
             raise self._expired(model, attempt - 1, None)
         # No read may wait past the deadline; the chunk loop checks it between reads.
-        timeout = _capped(self._timeout, left)
-        with client.stream("POST", self._url, content=content, timeout=timeout) as response:
+        request = httpx.Request(
+            "POST",
+            self._request_url,
+            headers=self._request_headers,
+            content=content,
+            extensions={"timeout": _capped(self._timeout, left)},
+        )
+        response = route.handle_request(request)
+        response.request = request
+        try:
             body = bytearray()
             for chunk in response.iter_bytes():
                 body += chunk
@@ -296,6 +306,8 @@ class OpenAIClient:
                     return self._too_big(response, model, attempt)
                 if time.monotonic() >= deadline:
                     raise self._expired(model, attempt, None)
+        finally:
+            response.close()
         return self._outcome(response, bytes(body), model, attempt, started)
 
     def _too_big(self, response: httpx.Response, model: str, attempt: int) -> LLMError:
@@ -363,10 +375,16 @@ class OpenAIClient:
             self._check_open()
             if self._sync is None:
                 options = self._pool_options()
-                self._sync = SyncPools(
+                pools = SyncPools(
                     self._slots,
                     lambda slots: httpx.Client(limits=pool_limits(slots), **options),
+                    self._request_url,
                 )
+                # Every client has the same headers: httpx's defaults, then ours.
+                # Set before the pools are published: a thread that sees them
+                # (without the lock) must also see the headers.
+                self._request_headers = pools.headers()
+                self._sync = pools
             return self._sync
 
     def _worker_threads(self) -> ThreadPoolExecutor:
@@ -485,18 +503,18 @@ class OpenAIClient:
         return delay
 
 
-def _capped(timeout: httpx.Timeout, left: float) -> httpx.Timeout:
-    """``timeout`` with every phase shortened to at most ``left`` seconds."""
+def _capped(timeout: httpx.Timeout, left: float) -> dict[str, float]:
+    """``timeout`` with every phase cut to at most ``left`` seconds, as a transport takes it."""
 
     def cap(value: float | None) -> float:
         return left if value is None else min(value, left)
 
-    return httpx.Timeout(
-        connect=cap(timeout.connect),
-        read=cap(timeout.read),
-        write=cap(timeout.write),
-        pool=cap(timeout.pool),
-    )
+    return {
+        "connect": cap(timeout.connect),
+        "read": cap(timeout.read),
+        "write": cap(timeout.write),
+        "pool": cap(timeout.pool),
+    }
 
 
 def _check_base_url(base_url: str) -> str:
