@@ -15,7 +15,8 @@ same seeded split (30% held out, stratified by label) and the same model:
   Student's t; ``racing-t`` always t, ``racing-hoeffding`` the
   distribution-free Hoeffding bound);
 - ``demos``: demo search only (``demo_sets``: bootstrapped and labelled demo
-  sets, as chat turns and inline).
+  sets, as chat turns and inline); ``demos-racing`` the same candidates,
+  raced.
 
 Printed per method: the held-out score of the initial and the best prompt,
 the best's 95% interval, the paired flips and exact sign-test p-value, the
@@ -64,9 +65,11 @@ from tnsai_eval.optimizer import (
 )
 
 DATASETS = "sentiment_large,arithmetic_large,sentiment,arithmetic"
-METHODS = "exhaustive,racing,racing-t,racing-hoeffding,demos"
+METHODS = "exhaustive,racing,racing-t,racing-hoeffding,demos,demos-racing"
 # The paired test each racing method drops a challenger on.
 _RACING_BOUNDS = {"racing": "auto", "racing-t": "t", "racing-hoeffding": "hoeffding"}
+# Each raced method and the exhaustive search it is compared with.
+_RACED_PAIRS = (*((m, "exhaustive") for m in _RACING_BOUNDS), ("demos-racing", "demos"))
 _PROMPTS = {
     **DEFAULT_PROMPTS,
     "arithmetic_large": DEFAULT_PROMPTS["arithmetic"],
@@ -111,7 +114,7 @@ def run(
     options: dict[str, Any] = {
         "max_iterations": args.rounds,
         "candidate_strategies": args.strategies.split(","),
-        "search": "racing" if method.startswith("racing") else "exhaustive",
+        "search": "racing" if "racing" in method else "exhaustive",
         "racing_bound": _RACING_BOUNDS.get(method, "auto"),
         "concurrency": 1,  # the embedded model serves one call at a time anyway
         "seed": args.seed,
@@ -120,7 +123,7 @@ def run(
         "target_score": 1.0,
         "call_params": {"temperature": 0.0, "max_tokens": args.reply_tokens},
     }
-    if method == "demos":
+    if method.startswith("demos"):
         options.update(candidate_strategies=[], rewrite=False, demo_sets=args.demo_sets)
     return PromptOptimizer(llm, **options).optimize(args.prompt or _PROMPTS[name], cases)
 
@@ -139,6 +142,25 @@ def _train(result: OptimizationResult) -> str:
     """Training initial -> best; ``~`` marks a starting prompt racing scored on fewer cases."""
     partial = "~" if result.initial_cases < result.selection_cases else ""
     return f"{result.initial_score:5.3f}{partial}->{result.score:5.3f}"
+
+
+def _against_mipro(results: dict[str, OptimizationResult], mipro: Any) -> None:
+    """Each method's held-out best and requests beside MIPROv2's (issue 14's target)."""
+    rows = [row for row in mipro.rows if row.method.startswith("mipro")]
+    if not rows:
+        return
+    row = rows[0]
+    for method, result in results.items():
+        ours = result.validation_score
+        if ours is None or row.score is None:
+            continue
+        share = _requests(result) / max(1, row.counts.requests)
+        verdict = "met" if ours >= row.score - 1e-9 and share <= 0.5 else "not met"
+        print(
+            f"{'':<17} {method} vs {row.method}: held-out {ours:.3f} vs {row.score:.3f}, "
+            f"requests {_requests(result)}/{row.counts.requests} = {share:.2f} "
+            f"(target: >= its score with <= 0.5 of its requests: {verdict})"
+        )
 
 
 def _fmt(value: float | None) -> str:
@@ -241,16 +263,16 @@ def main() -> None:
                 n_ctx=args.dspy_ctx,
             )
             print("\n".join(_dspy.format_lines(name, mipro)), flush=True)
-        exhaustive = results.get("exhaustive")
-        for method in _RACING_BOUNDS:
-            raced = results.get(method)
+            _against_mipro(results, mipro)
+        for method, against in _RACED_PAIRS:
+            raced, exhaustive = results.get(method), results.get(against)
             if exhaustive is None or raced is None:
                 continue
             same = raced.best_spec == exhaustive.best_spec
             selection = _requests(raced) - _held_out_requests(raced)
             selection_exhaustive = _requests(exhaustive) - _held_out_requests(exhaustive)
             print(
-                f"{'':<17} {method}/exhaustive requests = "
+                f"{'':<17} {method}/{against} requests = "
                 f"{_requests(raced) / max(1, _requests(exhaustive)):.2f} with held-out scoring "
                 f"({_requests(raced)}/{_requests(exhaustive)}), "
                 f"{selection / max(1, selection_exhaustive):.2f} selection only "
