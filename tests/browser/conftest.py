@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.llm.fake_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -81,13 +82,6 @@ class Lab:
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab serving a copy of notebooks/, with the project's Python as its kernel."""
@@ -100,7 +94,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
     token = secrets.token_hex(16)
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
