@@ -28,13 +28,13 @@ TestCase(input='What is the capital of France?', expected='Paris')
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError, DatasetError
 from tnsai_eval.optimizer import (
     DEFAULT_CALL_PARAMS,
@@ -307,12 +307,7 @@ def _parse_meta(data: Mapping[str, Any]) -> tuple[DatasetMeta, list[str]]:
     if evaluator == "label" and len(labels) < 2 and not problems:
         problems.append(f"evaluator 'label' needs at least two labels, got {list(labels)!r}")
     threshold = data.get("threshold")
-    if threshold is not None and (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not math.isfinite(threshold)
-        or not 0.0 <= threshold <= 1.0
-    ):
+    if threshold is not None and not is_share(threshold):
         problems.append(f"threshold must be a number in [0, 1], got {threshold!r}")
         threshold = None
     constrain = data.get("constrain", False)

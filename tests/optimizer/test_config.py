@@ -54,7 +54,10 @@ def test_unknown_options_are_a_type_error() -> None:
     ("options", "message"),
     [
         ({"max_iterations": 0}, "max_iterations must be at least 1, got 0"),
-        ({"target_score": 2}, "target_score must be in [0, 1], got 2"),
+        ({"target_score": 2}, "target_score must be a number in [0, 1], got 2"),
+        ({"target_score": True}, "target_score must be a number in [0, 1], got True"),
+        ({"target_score": "0.9"}, "target_score must be a number in [0, 1], got '0.9'"),
+        ({"target_score": float("nan")}, "target_score must be a number in [0, 1], got nan"),
         ({"concurrency": 0}, "concurrency must be an int >= 1, got 0"),
         ({"max_seconds": 0}, "max_seconds must be > 0 or None, got 0"),
         ({"template": "{prompt}"}, "template must contain {prompt} and {input}"),

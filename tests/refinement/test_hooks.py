@@ -98,8 +98,8 @@ def test_custom_hook_from_a_function() -> None:
 @pytest.mark.parametrize(
     ("make", "fragment"),
     [
-        (lambda: StopHook.on_score_above(80), "must be in [0, 1]"),
-        (lambda: StopHook.on_score_above("high"), "expects a number"),  # type: ignore[arg-type]
+        (lambda: StopHook.on_score_above(80), "must be a number in [0, 1]"),
+        (lambda: StopHook.on_score_above("high"), "must be a number in [0, 1]"),  # type: ignore[arg-type]
         (lambda: StopHook.on_no_improvement(0), "an int >= 1, got 0"),
         (lambda: StopHook.on_cost_exceeds(-1), "an int >= 0, got -1"),
         (lambda: StopHook.any(), "at least one hook"),

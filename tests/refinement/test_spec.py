@@ -88,7 +88,7 @@ def test_bad_shapes_are_named(options: dict[str, object], message: str) -> None:
         ({"matches_pattern": "("}, "matches_pattern: '(' is not a valid regex"),
         ({"min_lines": 0}, "min_lines expects an int >= 1, got 0"),
         ({"word_count": (5, 2)}, "word_count"),
-        ({"llm_check": ("Polite?", 70)}, "llm_check threshold must be in [0, 1]"),
+        ({"llm_check": ("Polite?", 70)}, "llm_check threshold must be a number in [0, 1]"),
         ({"compiler_check": "  "}, "compiler_check"),
     ],
 )

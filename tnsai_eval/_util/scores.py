@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_score"]
+__all__ = ["is_share", "parse_score"]
 
 # "score", then any decoration (markdown bold, colon, equals, spaces), then a
 # number, optionally "/ denominator", "out of N" or "%". "score of 8" does not
@@ -30,6 +30,18 @@ _OUT_OF_100 = re.compile(r"(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*100\b", re.IGNOREC
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 # A number not glued to other digits; a sentence's final period may follow it.
 _BARE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?!\.?\d)")
+
+
+def is_share(value: object) -> bool:
+    """Whether ``value`` is a number in [0, 1]: a score, a threshold, a target.
+
+    The one check behind every such option, so that each rejects the same
+    values: a bool (``True`` is not a score), NaN, a percentage, a string.
+
+    >>> [is_share(v) for v in (0.5, 1, 0, True, float("nan"), 80, "0.5")]
+    [True, True, True, False, False, False, False]
+    """
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
 
 
 def parse_score(reply: str, *, require_label: bool = True) -> float | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
+from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._engine import (
@@ -80,8 +81,8 @@ class OptimizerConfig:
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
             raise ConfigError(f"max_iterations must be at least 1, got {self.max_iterations!r}")
-        if not 0.0 <= self.target_score <= 1.0:
-            raise ConfigError(f"target_score must be in [0, 1], got {self.target_score!r}")
+        if not is_share(self.target_score):
+            raise ConfigError(f"target_score must be a number in [0, 1], got {self.target_score!r}")
         if self.search not in ("exhaustive", "racing"):
             raise ConfigError(f"search must be 'exhaustive' or 'racing', got {self.search!r}")
         check_concurrency(self.concurrency)

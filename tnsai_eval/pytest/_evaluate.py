@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
     CaseRecord,
@@ -114,9 +115,7 @@ def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
 
 def check_min_score(value: object) -> None:
     """``min_score`` checked before any call: ``None`` or a number in [0, 1]."""
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0
-    ):
+    if value is not None and not is_share(value):
         raise ConfigError(
             f"evaluate_prompt: min_score must be a number in [0, 1] or None, got {value!r}"
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import estimate_tokens
 from tnsai_eval.refinement._checks import CheckOutcome
@@ -80,10 +81,10 @@ class StopHook:
     @staticmethod
     def on_score_above(threshold: float) -> StopHook:
         """Stop once the latest score reaches ``threshold`` (>=)."""
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-            raise ConfigError(f"on_score_above expects a number in [0, 1], got {threshold!r}")
-        if not 0.0 <= threshold <= 1.0:
-            raise ConfigError(f"on_score_above threshold must be in [0, 1], got {threshold!r}")
+        if not is_share(threshold):
+            raise ConfigError(
+                f"on_score_above threshold must be a number in [0, 1], got {threshold!r}"
+            )
         return StopHook(lambda s: s.score >= threshold, name=f"on_score_above({threshold:g})")
 
     @staticmethod

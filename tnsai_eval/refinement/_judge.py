@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from tnsai_eval._util.scores import parse_score
+from tnsai_eval._util.scores import is_share, parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.llm._judge import Judge, JudgeCalibration
@@ -47,11 +47,10 @@ def judge_check(
     """The ``llm_check`` check: ``client`` scores outputs against ``question``."""
     if not isinstance(question, str) or not question.strip():
         raise ConfigError(f"llm_check needs a non-empty question, got {question!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise ConfigError(f"llm_check threshold must be a number in [0, 1], got {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:
+    if not is_share(threshold):
         raise ConfigError(
-            f"llm_check threshold must be in [0, 1] (a share, not a percentage), got {threshold!r}"
+            f"llm_check threshold must be a number in [0, 1] (a share, not a percentage), "
+            f"got {threshold!r}"
         )
     good, bad = tuple(good), tuple(bad)
     if (good or bad) and not (good and bad):
