@@ -400,26 +400,50 @@ def test_a_starting_prompt_right_on_the_first_rung_has_not_reached_the_target() 
     assert result.variants[0].status is VariantStatus.DROPPED
 
 
+def test_a_starting_prompt_at_the_target_stops_the_run_as_exhaustive_search_does() -> None:
+    # Right everywhere: 1.0 on the first rung is at the target, so it is
+    # scored on every case before any round, and the run stops there, with
+    # the calls exhaustive search makes (it once raced two challengers first).
+    runs = {
+        search: race_three(lambda who, number: who == "initial", 40, search=search)[0]
+        for search in ("racing", "exhaustive")
+    }
+    for result in runs.values():
+        assert (result.rounds, result.stop_reason) == (0, StopReason.TARGET_REACHED)
+        assert (result.calls, result.score, result.best_prompt) == (40, 1.0, "P")
+        assert result.initial_cases == 40
+
+
 def test_a_starting_prompt_that_leads_alone_is_scored_on_every_case_at_once() -> None:
-    # "P" is right on every case; CONCISE on all but the first of the racing
-    # order, ANSWER_ONLY on none. After the first rung "P" leads alone, so it
-    # is scored on the rest of its cases with the second rung; its complete
-    # 1.0 then shows that CONCISE (at best 0.99) can no longer win.
+    # "P" is right on every case but the second of the racing order (7 of 8 on
+    # the first rung: below the target, so the round runs); CONCISE on all but
+    # the first two, ANSWER_ONLY on none. After the first rung "P" leads alone
+    # (ANSWER_ONLY, behind on 7 flips, p = 2**-7, is not yet surely worse at
+    # 0.05 over 7 looks), so it is scored on the rest of its cases with the
+    # second rung; its complete 0.99 then shows that neither challenger (at
+    # best 0.98 and 0.88) can win.
     order = example_order(100, seed=0)
+    wrong = {"initial": {order[1] + 1}, "concise": {order[0] + 1, order[1] + 1}}
     racing, llm = race_three(
-        lambda who, number: who == "initial" or (who == "concise" and number != order[0] + 1),
+        lambda who, number: who in wrong and number not in wrong[who],
         100,
     )
     initial, concise_, answer_only = racing.variants
-    assert (initial.status, initial.cases_scored) == (VariantStatus.SCORED, 100)
-    assert (concise_.status, concise_.cases_scored) == (VariantStatus.DROPPED, 12)
-    assert (answer_only.status, answer_only.cases_scored) == (VariantStatus.DROPPED, 8)
-    assert racing.history[1].racing_note == (
-        "racing dropped 2 challenger(s) (1 surely worse than the leader by the paired sign "
-        "test, 1 that could no longer win)"
+    assert (initial.status, initial.cases_scored, initial.score) == (
+        VariantStatus.SCORED,
+        100,
+        0.99,
     )
-    # 8 + 2 x 8 (first rung) + 2 x 4 (second rung, case by case) + 88 (the rest of "P").
+    assert (concise_.status, concise_.cases_scored) == (VariantStatus.DROPPED, 12)
+    assert (answer_only.status, answer_only.cases_scored) == (VariantStatus.DROPPED, 12)
+    assert racing.history[1].racing_note == (
+        "racing dropped 2 challenger(s) (2 that could no longer win)"
+    )
+    # 8 + 2 x 8 (first rung) + 3 x 4 (second rung, case by case, "P" too)
+    # + 88 (the rest of "P").
     sent = [(who_of(p), c) for p, c in map(split_message, llm.prompts)]
-    assert sent[24:32] == [(w, f"q{i + 1}") for i in order[8:12] for w in ("initial", "concise")]
-    assert sent[32:] == [("initial", f"q{i + 1}") for i in order[12:]]
-    assert racing.calls == 8 + 16 + 8 + 88
+    assert sent[24:36] == [
+        (w, f"q{i + 1}") for i in order[8:12] for w in ("initial", "concise", "answer_only")
+    ]
+    assert sent[36:] == [("initial", f"q{i + 1}") for i in order[12:]]
+    assert racing.calls == 8 + 16 + 12 + 88

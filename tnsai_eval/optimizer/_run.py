@@ -130,6 +130,17 @@ class Run:
         first = rung_sizes(n)[0] if racing and n and not self.options.demo_sets else n
         planned = self.order[:first] if first < n else range(n)
         await self.engine.score(initial, planned, self.cases)
+        partial_mean = initial.mean()
+        if (
+            len(planned) < n
+            and partial_mean is not None
+            and partial_mean >= self.options.target_score
+        ):
+            # At the target on the first rung: the likeliest winner, and whether
+            # the run is already done needs its complete score (exhaustive
+            # search stops here without a round; so does racing).
+            planned = range(n)
+            await self.engine.score(initial, self.order[first:], self.cases)
         note = None
         if len(planned) < n:
             note = (
