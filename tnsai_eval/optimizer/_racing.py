@@ -262,16 +262,20 @@ class RaceSummary:
         >>> print(RaceSummary(2, 0, first_rung=8, looks=6, bound="t",
         ...                   dropped_incumbent="the starting prompt").note)
         racing dropped the starting prompt and 1 challenger(s) (2 surely worse than the leader by the paired t test)
+        >>> print(RaceSummary(1, 0, first_rung=8, looks=1, bound="auto").note)
+        racing dropped 1 challenger(s) (1 surely worse than the leader by the paired sign or t test)
         """  # noqa: E501
         if self.dropped == 0 and self.declined == 0:
             return None
+        # "auto" here means both tests were made (0/1 differences against one
+        # racer, others against another): name them, not the option.
+        test = "sign or t" if self.bound == "auto" else self.bound
         parts = []
         if self.dropped:
             why = []
             if self.dropped_by_test:
                 why.append(
-                    f"{self.dropped_by_test} surely worse than the leader by the paired "
-                    f"{self.bound} test"
+                    f"{self.dropped_by_test} surely worse than the leader by the paired {test} test"
                 )
             if self.dropped_hopeless:
                 why.append(f"{self.dropped_hopeless} that could no longer win")
@@ -279,7 +283,7 @@ class RaceSummary:
         if self.declined:
             parts.append(
                 f"declined to eliminate {_who(self.declined, self.declined_incumbent)} behind "
-                f"the leader but not surely worse ({self.bound} test, alpha "
+                f"the leader but not surely worse ({test} test, alpha "
                 f"{RACING_ALPHA:g} over {self.looks} look(s) from {self.first_rung} cases)"
             )
         return "racing " + "; ".join(parts)
