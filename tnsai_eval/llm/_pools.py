@@ -77,7 +77,7 @@ class SyncPools:
         for n in slots:
             client = make(n)
             # httpx has no public way to ask this; _transport_for_url is what
-            # Client.send itself calls (httpx 0.23 to 0.28; pyproject pins <1).
+            # Client.send itself calls (in every httpx that pyproject allows, 0.27 to <1).
             # Every test of OpenAIClient goes through it, so a rename fails loudly.
             self._members.append(_Member(client, client._transport_for_url(url), n))
         self._bound = threading.BoundedSemaphore(sum(slots))
