@@ -176,7 +176,6 @@ class OpenAIClient:
         self._base_url = _check_base_url(base_url)
         self._url = self._base_url + "/chat/completions"
         self._request_url = httpx.URL(self._url)
-        self._request_headers = httpx.Headers()
         self._policy = RetryPolicy(
             max_retries=max_retries,
             backoff_base=backoff_base,
@@ -250,7 +249,9 @@ class OpenAIClient:
             with pools.lease() as route:
                 started = time.perf_counter()
                 try:
-                    outcome = self._post(route, content, model, attempt, started, deadline)
+                    outcome = self._post(
+                        route, pools.headers, content, model, attempt, started, deadline
+                    )
                 except httpx.RequestError as exc:
                     outcome = self._request_failure(exc, model, attempt)
                     if time.monotonic() >= deadline:
@@ -279,6 +280,7 @@ class OpenAIClient:
     def _post(
         self,
         route: httpx.BaseTransport,
+        headers: httpx.Headers,
         content: bytes,
         model: str,
         attempt: int,
@@ -292,7 +294,7 @@ class OpenAIClient:
         request = httpx.Request(
             "POST",
             self._request_url,
-            headers=self._request_headers,
+            headers=headers,
             content=content,
             extensions={"timeout": _capped(self._timeout, left)},
         )
@@ -375,16 +377,11 @@ class OpenAIClient:
             self._check_open()
             if self._sync is None:
                 options = self._pool_options()
-                pools = SyncPools(
+                self._sync = SyncPools(
                     self._slots,
                     lambda slots: httpx.Client(limits=pool_limits(slots), **options),
                     self._request_url,
                 )
-                # Every client has the same headers: httpx's defaults, then ours.
-                # Set before the pools are published: a thread that sees them
-                # (without the lock) must also see the headers.
-                self._request_headers = pools.headers()
-                self._sync = pools
             return self._sync
 
     def _worker_threads(self) -> ThreadPoolExecutor:

@@ -80,6 +80,9 @@ class SyncPools:
             # Client.send itself calls (in every httpx that pyproject allows, 0.27 to <1).
             # Every test of OpenAIClient goes through it, so a rename fails loudly.
             self._members.append(_Member(client, client._transport_for_url(url), n))
+        # What every request carries: httpx's default headers, then the
+        # client's own (the same on every member, so the first one's).
+        self.headers = self._members[0].client.headers
         self._bound = threading.BoundedSemaphore(sum(slots))
         self._lock = threading.Lock()
 
@@ -96,10 +99,6 @@ class SyncPools:
             finally:
                 with self._lock:
                     member.free += 1
-
-    def headers(self) -> httpx.Headers:
-        """The headers every request carries (the same on every client)."""
-        return self._members[0].client.headers
 
     def close(self) -> None:
         for member in self._members:
