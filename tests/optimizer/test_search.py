@@ -70,8 +70,8 @@ def test_racing_finds_the_same_best_with_fewer_calls_on_many_cases(
     # request, the six challengers on the first rung (6 x 8). CONCISE leads
     # (1.0); the five losers are behind it on every case by the same margin
     # (the default evaluator's partial credit makes the scores continuous, so
-    # "auto" takes Student's t): surely worse at 8 cases, at their share of
-    # alpha (0.05 over 6 looks). The initial prompt, right on the odd cases,
+    # "auto" takes Student's t): surely worse at 8 cases, at the level each
+    # look gets (0.05 over 6 looks). The initial prompt, right on the odd cases,
     # is behind on about half of them: kept at 8 cases, dropped at 12 (+ 4).
     # The winner goes on alone: + 4 + 52.
     assert racing.calls == 8 + 1 + 6 * 8 + 4 + 4 + 52

@@ -30,10 +30,16 @@ incumbent is scored on next:
    a paired one-sided test over the cases of the rung that both scored
    (``surely_worse``), and dropped when the test says it is worse. The leader
    is never dropped at that rung. The error rate, ``alpha`` = 0.05 per
-   comparison of a racer with the leader over a round, is spent evenly over
-   the rungs where the test is made (every rung but the last: Bonferroni),
-   so looking again after every rung does not make a false drop against a
-   given leader more likely than 5%. The leader is chosen from the same
+   comparison of a racer with the leader over a round, covers every rung
+   where the test is made (every rung but the last), so looking again after
+   every rung does not make a false drop against a given leader more likely
+   than 5%. Each look gets the same level, Pocock's for the rung schedule
+   (``_util.stats.sequential_level``: 0.014 for the six looks of 70 cases,
+   where Bonferroni's 0.05 / 6 would give 0.0083): the looks reuse each
+   other's cases, so their tests are correlated and a false drop at one
+   look mostly comes with one at the next. Hoeffding's bound, the
+   distribution-free option, keeps Bonferroni's split, which needs no
+   approximation. The leader is chosen from the same
    data, so with ``k`` racers the chance that a round drops the one whose
    mean over every case is highest is at most ``(k - 1)`` times 5% (a union
    bound over who leads; most rounds have one clear leader). The test
@@ -86,7 +92,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tnsai_eval._util.stats import hoeffding_halfwidth, sign_test, t_critical
+from tnsai_eval._util.stats import hoeffding_halfwidth, sequential_level, sign_test, t_critical
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._engine import Engine, Variant
 from tnsai_eval.optimizer._records import VariantStatus
@@ -98,6 +104,7 @@ __all__ = [
     "RaceSummary",
     "RacingBound",
     "final_bounds",
+    "look_level",
     "paired_differences",
     "race",
     "rung_sizes",
@@ -128,6 +135,22 @@ def rung_sizes(n: int, *, min_cases: int = MIN_RACE_CASES) -> list[int]:
     while sizes[-1] < n:
         sizes.append(min(n, math.ceil(sizes[-1] * _GROWTH)))
     return sizes
+
+
+def look_level(looks: Sequence[int], test: RacingBound) -> float:
+    """The level of each of ``test``'s looks after ``looks`` cases, ``RACING_ALPHA`` for all.
+
+    The sign and t tests get Pocock's level for the schedule; Hoeffding's
+    bound, which makes no approximation, Bonferroni's ``RACING_ALPHA / len(looks)``.
+
+    >>> round(look_level([8, 12, 18, 27, 41, 62], "sign"), 4), look_level([8, 12], "hoeffding")
+    (0.014, 0.025)
+    """
+    if len(looks) <= 1:
+        return RACING_ALPHA
+    if test == "hoeffding":
+        return RACING_ALPHA / len(looks)
+    return sequential_level(tuple(looks), RACING_ALPHA)
 
 
 def paired_differences(challenger: Variant, incumbent: Variant, seen: Sequence[int]) -> list[float]:
@@ -184,7 +207,8 @@ def surely_worse(
     """Whether a one-sided level-``alpha`` test says the mean paired difference is below 0.
 
     Never on fewer than ``min_cases`` differences, never on a tie. ``alpha``
-    is the level of this one look (``race`` divides its 0.05 over its looks).
+    is the level of this one look (``race`` spreads its 0.05 over its looks:
+    ``look_level``).
 
     >>> surely_worse([0.0] * 50), surely_worse([-1.0] * 7), surely_worse([-1.0] * 8)
     (False, False, True)
@@ -232,8 +256,8 @@ class RaceSummary:
     dropped: racing scored them to the end. Each count includes the
     incumbent when ``dropped_incumbent`` / ``declined_incumbent`` names it
     (e.g. "the starting prompt"). ``looks`` is the number of rungs the test
-    was made at (each at level ``RACING_ALPHA / looks``), from
-    ``first_rung`` cases on.
+    was made at, from ``first_rung`` cases on, and ``level`` the level of
+    each look (``RACING_ALPHA`` spread over the looks: module docstring).
     """
 
     dropped_by_test: int = 0
@@ -241,6 +265,7 @@ class RaceSummary:
     declined: int = 0
     first_rung: int = 0
     looks: int = 0
+    level: float = RACING_ALPHA
     bound: RacingBound = "auto"
     dropped_incumbent: str | None = None
     declined_incumbent: str | None = None
@@ -254,11 +279,12 @@ class RaceSummary:
     def note(self) -> str | None:
         """A sentence for the round's record, or ``None`` when nothing was decided.
 
-        >>> summary = RaceSummary(2, 1, 1, first_rung=8, looks=6, bound="sign")
+        >>> summary = RaceSummary(2, 1, 1, first_rung=8, looks=6, level=0.014, bound="sign")
         >>> print(summary.note)  # doctest: +NORMALIZE_WHITESPACE
         racing dropped 3 challenger(s) (2 surely worse than the leader by the paired sign
         test, 1 that could no longer win); declined to eliminate 1 challenger(s) behind
-        the leader but not surely worse (sign test, alpha 0.05 over 6 look(s) from 8 cases)
+        the leader but not surely worse (sign test, alpha 0.05 over 6 look(s) from 8 cases,
+        0.014 each)
         >>> print(RaceSummary(2, 0, first_rung=8, looks=6, bound="t",
         ...                   dropped_incumbent="the starting prompt").note)
         racing dropped the starting prompt and 1 challenger(s) (2 surely worse than the leader by the paired t test)
@@ -284,7 +310,8 @@ class RaceSummary:
             parts.append(
                 f"declined to eliminate {_who(self.declined, self.declined_incumbent)} behind "
                 f"the leader but not surely worse ({test} test, alpha "
-                f"{RACING_ALPHA:g} over {self.looks} look(s) from {self.first_rung} cases)"
+                f"{RACING_ALPHA:g} over {self.looks} look(s) from {self.first_rung} cases, "
+                f"{self.level:.3g} each)"
             )
         return "racing " + "; ".join(parts)
 
@@ -314,7 +341,7 @@ async def race(
     declined: set[int] = set()
     used: set[RacingBound] = set()
     sizes = rung_sizes(n, min_cases=min_cases)
-    looks = max(1, len(sizes) - 1)
+    looks = max(1, len(sizes) - 1)  # every rung but the last (module docstring, step 2)
     # Set once the incumbent leads alone: it is then scored on every remaining case.
     finish_incumbent = False
     for size in sizes:
@@ -353,7 +380,8 @@ async def race(
             diffs = paired_differences(variant, leader, seen)
             if len(diffs) >= min_cases:
                 used.add(_test_of(diffs, bound))
-            if surely_worse(diffs, bound=bound, min_cases=min_cases, alpha=RACING_ALPHA / looks):
+            level = look_level(sizes[:-1], _test_of(diffs, bound))
+            if surely_worse(diffs, bound=bound, min_cases=min_cases, alpha=level):
                 variant.status = VariantStatus.DROPPED
                 by_test += 1
                 continue
@@ -374,6 +402,7 @@ async def race(
         declined=len(declined),
         first_rung=sizes[0] if sizes else 0,
         looks=looks,
+        level=look_level(sizes[:-1], "hoeffding" if "hoeffding" in used else "sign"),
         bound=used.pop() if len(used) == 1 else bound,
         dropped_incumbent=incumbent_name if dropped else None,
         declined_incumbent=incumbent_name if incumbent.id in declined else None,
