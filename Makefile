@@ -38,7 +38,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff format --check .
 
 typecheck: $(VENV)/.dev-installed
-	$(BIN)/mypy --strict tnsai_eval pytest_plugin tests
+	$(BIN)/mypy --strict tnsai_eval pytest_plugin tests bench
 
 # tests/browser/ (JupyterLab + headless Chromium, one server for all its tests) is one
 # xdist group: it runs on one worker while the other worker takes the rest.

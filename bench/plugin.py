@@ -51,10 +51,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from xml.etree import ElementTree
 
-from tnsai_eval.llm import CachedLLM, ResponseStore
+from tnsai_eval.llm import CachedLLM, Message, ResponseStore
 from tnsai_eval.testing import ScriptedLLM
 
 PER_FILE = 25
@@ -81,7 +82,7 @@ def llm():
 """
 
 
-def _answer(messages: list, params: dict) -> str:  # type: ignore[type-arg]
+def _answer(messages: Sequence[Message], params: Mapping[str, object]) -> str:
     return "Answer to " + messages[-1].content
 
 
@@ -130,7 +131,8 @@ def collection_overhead(tests: int, rounds: int, env: dict[str, str]) -> None:
             )
             (root / f"test_mod_{start // PER_FILE:03d}.py").write_text(body)
         _pytest(root, "--collect-only", env=env)  # warm the file system and bytecode caches
-        without, with_plugin = [], []
+        without: list[float] = []
+        with_plugin: list[float] = []
         for k in range(rounds):
             # Which goes first alternates too, so neither always follows the other.
             pair = [("no", ("-p", "no:tnsai")), ("with", ())]
@@ -150,7 +152,7 @@ def collection_overhead(tests: int, rounds: int, env: dict[str, str]) -> None:
 
 def _per_test(report: Path) -> float:
     data = json.loads(report.read_text())
-    durations = [t["duration_s"] for t in data["tests"]]
+    durations = [float(t["duration_s"]) for t in data["tests"]]
     return sum(durations) / len(durations)
 
 
