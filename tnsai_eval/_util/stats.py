@@ -189,11 +189,12 @@ def sequential_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
     the boundary removed at each look), for candidate boundaries between the
     unadjusted and the Bonferroni one at once.
 
-    The approximation is asymptotic: for the sign and t tests racing makes,
-    on scores in [0, 1], a simulation of the whole sequence of looks
-    (``tests/optimizer/test_racing.py``) keeps the false-drop rate under
-    ``alpha``; exact small-sample tests (the sign test's discrete p-values,
-    t's heavier tails) only make each look more conservative.
+    The approximation is asymptotic. A simulation of racing's whole sequence
+    of looks at 70 cases (``tests/optimizer/test_racing.py``) measures what
+    it gives: the exact sign test, whose discrete p-values rarely reach the
+    level, drops a racer as good as the leader 1.6% of the time for 5%; the
+    t test, itself an approximation at 8-12 cases whose estimated variance
+    also loosens the looks' correlation, about 5.5% (20,000 runs).
 
     >>> sequential_level((8,), 0.05)  # one look: no adjustment
     0.05
