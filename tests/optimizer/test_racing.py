@@ -249,6 +249,25 @@ def test_a_loser_behind_on_few_flips_is_kept_when_looks_share_alpha() -> None:
     assert "(sign test, alpha 0.05 over 4 look(s) from 8 cases, 0.0198 each)" in note
 
 
+def test_a_loser_between_bonferronis_and_pococks_level_is_dropped_at_the_first_rung() -> None:
+    # As above, but CONCISE is right on 2 of the first 8: behind on 6 flips,
+    # p = 1/64 = 0.0156 at the first look. Pocock's level for the 4 looks of
+    # 40 cases (0.0198) drops it there; 0.05 / 4 = 0.0125 would have kept it
+    # to the end. It is not hopeless ((2 + 32) / 40 > 0.2): the test drops it.
+    order = example_order(40, seed=2)
+    first = [i + 1 for i in order[:8]]
+
+    def reply(who: str, number: int) -> bool:
+        return number in first and (who == "initial" or number in first[:2])
+
+    result = race(reply, 40, seed=2)
+    assert concise(result).status is VariantStatus.DROPPED
+    assert concise(result).cases_scored == 8
+    assert result.history[1].racing_note == (
+        "racing dropped 1 challenger(s) (1 surely worse than the leader by the paired sign test)"
+    )
+
+
 def test_a_challenger_that_ties_early_and_wins_later_is_kept() -> None:
     # The defect: racing dropped any challenger not ahead on the first rung.
     n, seed = 40, 4
