@@ -225,6 +225,17 @@ def test_a_clear_loser_is_dropped_at_the_first_rung_not_before() -> None:
     assert result.calls == 100 + 1 + MIN_RACE_CASES
 
 
+def _behind_after_the_first_rung(right: int) -> OptimizationResult:
+    """40 cases; "P" right on the first 8 of the racing order, CONCISE on ``right`` of them."""
+    order = example_order(40, seed=2)
+    first = [i + 1 for i in order[:8]]
+
+    def reply(who: str, number: int) -> bool:
+        return number in first and (who == "initial" or number in first[:right])
+
+    return race(reply, 40, seed=2)
+
+
 def test_a_loser_behind_on_few_flips_is_kept_when_looks_share_alpha() -> None:
     # The initial prompt is right on 8 of 40 cases, the first 8 of the racing
     # order; CONCISE is right on 3 of them and wrong everywhere else. After the
@@ -233,13 +244,7 @@ def test_a_loser_behind_on_few_flips_is_kept_when_looks_share_alpha() -> None:
     # gets (0.0198: Pocock's for 4 looks; Bonferroni's would be 0.0125). It
     # cannot be ruled out as hopeless before the last look either
     # ((3 + 13) / 40 > 0.2).
-    order = example_order(40, seed=2)
-    first = [i + 1 for i in order[:8]]
-
-    def reply(who: str, number: int) -> bool:
-        return number in first and (who == "initial" or number in first[:3])
-
-    result = race(reply, 40, seed=2)
+    result = _behind_after_the_first_rung(3)
     assert len(rung_sizes(40)) - 1 == 4
     assert concise(result).status is VariantStatus.SCORED
     assert concise(result).cases_scored == 40
@@ -254,13 +259,7 @@ def test_a_loser_between_bonferronis_and_pococks_level_is_dropped_at_the_first_r
     # p = 1/64 = 0.0156 at the first look. Pocock's level for the 4 looks of
     # 40 cases (0.0198) drops it there; 0.05 / 4 = 0.0125 would have kept it
     # to the end. It is not hopeless ((2 + 32) / 40 > 0.2): the test drops it.
-    order = example_order(40, seed=2)
-    first = [i + 1 for i in order[:8]]
-
-    def reply(who: str, number: int) -> bool:
-        return number in first and (who == "initial" or number in first[:2])
-
-    result = race(reply, 40, seed=2)
+    result = _behind_after_the_first_rung(2)
     assert concise(result).status is VariantStatus.DROPPED
     assert concise(result).cases_scored == 8
     assert result.history[1].racing_note == (
