@@ -12,7 +12,8 @@ Three questions come up wherever two prompts are compared on the same cases:
   any level (racing spends its error rate over several looks), or
   :func:`hoeffding_halfwidth`, a distribution-free bound on a mean of paired
   differences; :func:`sequential_level` is the level each look gets when one
-  error rate covers them all.
+  error rate covers them all (:func:`sequential_sign_level`, exactly, for
+  the sign test).
 
 Pure functions of numbers, so the core and the reports layer can both import
 this module without importing each other.
@@ -31,6 +32,7 @@ __all__ = [
     "hoeffding_halfwidth",
     "mean_interval",
     "sequential_level",
+    "sequential_sign_level",
     "sign_test",
     "t_critical",
     "t_critical_95",
@@ -192,7 +194,8 @@ def sequential_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
     The approximation is asymptotic. A simulation of racing's whole sequence
     of looks at 70 cases (``tests/optimizer/test_racing.py``) measures what
     it gives: the exact sign test, whose discrete p-values rarely reach the
-    level, drops a racer as good as the leader 1.6% of the time for 5%; the
+    level, drops a racer as good as the leader 1.6% of the time for 5% (so
+    racing gives the sign test :func:`sequential_sign_level` instead); the
     t test, itself an approximation at 8-12 cases whose estimated variance
     also loosens the looks' correlation, 5.1% on normal differences, 5.5%
     on the differences of two uniform scores and 4.5% on lumpy
@@ -235,3 +238,98 @@ def sequential_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
     p0, p1 = crossed[index - 1], crossed[index]
     bound = c0 + (c1 - c0) * (p0 - alpha) / (p0 - p1) if p0 != p1 else c1
     return float(1.0 - normal.cdf(float(bound)))
+
+
+# Discordance rates `sequential_sign_level` takes the worst case over: a grid
+# of (0, 1]; the chance of a false drop is a smooth polynomial in the rate,
+# and 200 points found the same levels as these 40 on racing's schedules.
+_DISCORDANCE_GRID = 40
+# Beyond this many cases at the last look, `sequential_sign_level` uses
+# `sequential_level`: its cost grows with the cube of the cases (about half a
+# second at 93, racing's last look for 100 to 135 cases), and the sign
+# test's discreteness, which the exact answer recovers, matters less and less.
+_EXACT_SIGN_CASES = 100
+
+
+@functools.lru_cache(maxsize=64)
+def sequential_sign_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
+    """The sign test's level at each of several looks, exactly, ``alpha`` for all.
+
+    :func:`sequential_level` is asymptotic, and the exact sign test on few
+    flips rarely reaches it: its p-values are discrete (at 8 flips, 0.0039,
+    0.035, 0.145...), so at Pocock's level it falsely drops a racer as good
+    as the leader about 1.6% of the time for 5%, giving away power. This
+    computes the error rate of the actual tests instead. Under "no
+    difference" each paired case is a flip with some probability ``q`` (the
+    discordance rate, unknown: a failed case counts like a tie, unflipped),
+    and each flip goes either way with probability 1/2. A dynamic program
+    over (flips, flips the racer won) after each case, with the rejected
+    states removed at each look, gives the chance that some look rejects;
+    the level returned is the largest p-value the sign test can produce
+    (``sign_test(better, worse, alternative="less")`` for some flip counts)
+    for which that chance stays at or below ``alpha`` for every ``q`` on a
+    grid of (0, 1]. Comparing a p-value with ``<=`` against it is exact:
+    both are the same integer sum divided by the same power of two.
+
+    Schedules whose last look is beyond ``_EXACT_SIGN_CASES`` cases get
+    :func:`sequential_level`.
+
+    >>> sequential_sign_level((8,))  # one look: no adjustment
+    0.05
+    >>> round(sequential_sign_level((8, 12, 18, 27, 41, 62)), 4)  # Pocock's: 0.014
+    0.0244
+    """
+    import numpy as np  # pandas's dependency; imported here to keep import time low
+
+    if not sizes or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] < 1:
+        raise ValueError(f"sizes must be positive and increasing, got {sizes!r}")
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    if len(sizes) == 1:
+        return alpha
+    last = sizes[-1]
+    if last > _EXACT_SIGN_CASES:
+        return sequential_level(sizes, alpha)
+    # p_less[m, b]: the one-sided p-value of b wins in m flips, P(Bin(m, 1/2) <= b),
+    # where the racer is behind (2b < m); 2.0 (never rejected) elsewhere.
+    p_less = np.full((last + 1, last + 1), 2.0)
+    for m in range(1, last + 1):
+        wins = 0
+        for b in range((m + 1) // 2):
+            wins += math.comb(m, b)
+            p_less[m, b] = wins / float(2**m)
+    rate = (np.arange(_DISCORDANCE_GRID) + 1.0)[:, None, None] / _DISCORDANCE_GRID
+    looks = set(sizes)
+
+    def worst_false_drop(level: float) -> float:
+        rejected = p_less <= level
+        state = np.zeros((_DISCORDANCE_GRID, last + 1, last + 1))
+        state[:, 0, 0] = 1.0
+        dropped = np.zeros(_DISCORDANCE_GRID)
+        for case in range(1, last + 1):
+            # After `case` cases there are at most `case` flips: only that corner
+            # of the table can hold any probability yet.
+            seen = state[:, : case + 1, : case + 1]
+            # Unflipped with 1 - q; a flip the racer won or lost with q / 2 each.
+            moved = seen * (1.0 - rate)
+            moved[:, 1:, :] += seen[:, :-1, :] * (rate / 2)
+            moved[:, 1:, 1:] += seen[:, :-1, :-1] * (rate / 2)
+            state[:, : case + 1, : case + 1] = moved
+            if case in looks:
+                dropped += (state * rejected).sum(axis=(1, 2))
+                state[:, rejected] = 0.0
+        return float(dropped.max())
+
+    # The candidates: every p-value at or below alpha. The chance of a false
+    # drop grows with the level (the rejected states only grow), so bisect.
+    candidates = np.unique(p_less[p_less <= alpha])
+    if candidates.size == 0 or worst_false_drop(float(candidates[0])) > alpha:
+        return float(candidates[0]) / 2 if candidates.size else alpha  # nothing can reject
+    low, high = 0, candidates.size - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if worst_false_drop(float(candidates[middle])) <= alpha:
+            low = middle
+        else:
+            high = middle - 1
+    return float(candidates[low])

@@ -33,13 +33,17 @@ incumbent is scored on next:
    comparison of a racer with the leader over a round, covers every rung
    where the test is made (every rung but the last), so looking again after
    every rung does not make a false drop against a given leader more likely
-   than 5%. Each look gets the same level, Pocock's for the rung schedule
-   (``_util.stats.sequential_level``: 0.014 for the six looks of 70 cases,
-   where Bonferroni's 0.05 / 6 would give 0.0083): the looks reuse each
-   other's cases, so their tests are correlated and a false drop at one
-   look mostly comes with one at the next. Hoeffding's bound, the
-   distribution-free option, keeps Bonferroni's split, which needs no
-   approximation. The leader is chosen from the same
+   than 5%. Each look gets the same level, computed for the rung schedule:
+   the looks reuse each other's cases, so their tests are correlated and a
+   false drop at one look mostly comes with one at the next, and
+   Bonferroni's split (0.05 / 6 = 0.0083 for the six looks of 70 cases)
+   gives away power. The sign test's level is exact
+   (``_util.stats.sequential_sign_level``: 0.0244 for those six looks, the
+   largest of its discrete p-values at which a racer as good as the leader
+   is dropped at most 5% of the time, whatever share of the cases flip);
+   the t test's is Pocock's (``_util.stats.sequential_level``, asymptotic:
+   0.014). Hoeffding's bound, the distribution-free option, keeps
+   Bonferroni's split, which needs no approximation. The leader is chosen from the same
    data, so with ``k`` racers the chance that a round drops the one whose
    mean over every case is highest is at most ``(k - 1)`` times 5% (a union
    bound over who leads; most rounds have one clear leader). The test
@@ -92,7 +96,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tnsai_eval._util.stats import hoeffding_halfwidth, sequential_level, sign_test, t_critical
+from tnsai_eval._util.stats import (
+    hoeffding_halfwidth,
+    sequential_level,
+    sequential_sign_level,
+    sign_test,
+    t_critical,
+)
 from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._engine import Engine, Variant
 from tnsai_eval.optimizer._records import VariantStatus
@@ -140,17 +150,21 @@ def rung_sizes(n: int, *, min_cases: int = MIN_RACE_CASES) -> list[int]:
 def look_level(looks: Sequence[int], test: RacingBound) -> float:
     """The level of each of ``test``'s looks after ``looks`` cases, ``RACING_ALPHA`` for all.
 
-    The sign and t tests get Pocock's level for the schedule; Hoeffding's
-    bound, which makes no approximation, Bonferroni's ``RACING_ALPHA / len(looks)``.
+    The sign test gets its exact level for the schedule, the t test
+    Pocock's; Hoeffding's bound, which makes no approximation, Bonferroni's
+    ``RACING_ALPHA / len(looks)``. ``"auto"`` means the sign test here.
 
-    >>> round(look_level([8, 12, 18, 27, 41, 62], "sign"), 4), look_level([8, 12], "hoeffding")
-    (0.014, 0.025)
+    >>> looks = [8, 12, 18, 27, 41, 62]
+    >>> [round(look_level(looks, test), 4) for test in ("sign", "t", "hoeffding")]
+    [0.0244, 0.014, 0.0083]
     """
     if len(looks) <= 1:
         return RACING_ALPHA
     if test == "hoeffding":
         return RACING_ALPHA / len(looks)
-    return sequential_level(tuple(looks), RACING_ALPHA)
+    if test == "t":
+        return sequential_level(tuple(looks), RACING_ALPHA)
+    return sequential_sign_level(tuple(looks), RACING_ALPHA)
 
 
 def paired_differences(challenger: Variant, incumbent: Variant, seen: Sequence[int]) -> list[float]:
@@ -257,7 +271,10 @@ class RaceSummary:
     incumbent when ``dropped_incumbent`` / ``declined_incumbent`` names it
     (e.g. "the starting prompt"). ``looks`` is the number of rungs the test
     was made at, from ``first_rung`` cases on, and ``level`` the level of
-    each look (``RACING_ALPHA`` spread over the looks: module docstring).
+    each look (``RACING_ALPHA`` spread over the looks: module docstring) of
+    the test ``bound`` names; when ``bound`` is ``"auto"`` both the sign and
+    the t test were made, and ``level`` is the sign test's, ``t_level`` the
+    t test's.
     """
 
     dropped_by_test: int = 0
@@ -267,6 +284,7 @@ class RaceSummary:
     looks: int = 0
     level: float = RACING_ALPHA
     bound: RacingBound = "auto"
+    t_level: float | None = None
     dropped_incumbent: str | None = None
     declined_incumbent: str | None = None
 
@@ -290,6 +308,11 @@ class RaceSummary:
         racing dropped the starting prompt and 1 challenger(s) (2 surely worse than the leader by the paired t test)
         >>> print(RaceSummary(1, 0, first_rung=8, looks=1, bound="auto").note)
         racing dropped 1 challenger(s) (1 surely worse than the leader by the paired sign or t test)
+        >>> print(RaceSummary(0, 0, 1, first_rung=8, looks=6, level=0.0244, t_level=0.014).note)
+        ... # doctest: +NORMALIZE_WHITESPACE
+        racing declined to eliminate 1 challenger(s) behind the leader but not surely worse
+        (sign or t test, alpha 0.05 over 6 look(s) from 8 cases, 0.0244 each for the sign
+        test, 0.014 for t)
         """  # noqa: E501
         if self.dropped == 0 and self.declined == 0:
             return None
@@ -307,11 +330,14 @@ class RaceSummary:
                 why.append(f"{self.dropped_hopeless} that could no longer win")
             parts.append(f"dropped {_who(self.dropped, self.dropped_incumbent)} ({', '.join(why)})")
         if self.declined:
+            each = f"{self.level:.3g} each"
+            if self.bound == "auto" and self.t_level is not None:
+                each += f" for the sign test, {self.t_level:.3g} for t"
             parts.append(
                 f"declined to eliminate {_who(self.declined, self.declined_incumbent)} behind "
                 f"the leader but not surely worse ({test} test, alpha "
                 f"{RACING_ALPHA:g} over {self.looks} look(s) from {self.first_rung} cases, "
-                f"{self.level:.3g} each)"
+                f"{each})"
             )
         return "racing " + "; ".join(parts)
 
@@ -396,14 +422,16 @@ async def race(
     dropped = incumbent.status is VariantStatus.DROPPED
     # Declined: behind at some rung, yet never dropped, so scored to the end.
     declined = {v.id for v in alive if v.id in declined}
+    named = next(iter(used)) if len(used) == 1 else bound
     return RaceSummary(
         dropped_by_test=by_test,
         dropped_hopeless=hopeless,
         declined=len(declined),
         first_rung=sizes[0] if sizes else 0,
         looks=looks,
-        level=look_level(sizes[:-1], "hoeffding" if "hoeffding" in used else "sign"),
-        bound=used.pop() if len(used) == 1 else bound,
+        level=look_level(sizes[:-1], named),
+        bound=named,
+        t_level=look_level(sizes[:-1], "t") if named == "auto" else None,
         dropped_incumbent=incumbent_name if dropped else None,
         declined_incumbent=incumbent_name if incumbent.id in declined else None,
     )
