@@ -297,12 +297,12 @@ class RaceSummary:
     def note(self) -> str | None:
         """A sentence for the round's record, or ``None`` when nothing was decided.
 
-        >>> summary = RaceSummary(2, 1, 1, first_rung=8, looks=6, level=0.014, bound="sign")
+        >>> summary = RaceSummary(2, 1, 1, first_rung=8, looks=6, level=0.0244, bound="sign")
         >>> print(summary.note)  # doctest: +NORMALIZE_WHITESPACE
         racing dropped 3 challenger(s) (2 surely worse than the leader by the paired sign
         test, 1 that could no longer win); declined to eliminate 1 challenger(s) behind
         the leader but not surely worse (sign test, alpha 0.05 over 6 look(s) from 8 cases,
-        0.014 each)
+        0.0244 each)
         >>> print(RaceSummary(2, 0, first_rung=8, looks=6, bound="t",
         ...                   dropped_incumbent="the starting prompt").note)
         racing dropped the starting prompt and 1 challenger(s) (2 surely worse than the leader by the paired t test)
