@@ -14,16 +14,19 @@ same seeded split (30% held out, stratified by label) and the same model:
   default test: the exact sign test on flipped cases for 0/1 scores, else
   Student's t; ``racing-t`` always t, ``racing-hoeffding`` the
   distribution-free Hoeffding bound);
+- ``halving``: the same variants, by successive halving (the better half
+  at each doubling of the cases, no test; the survivor scored on every
+  selection case);
 - ``demos``: demo search only (``demo_sets``: bootstrapped and labelled demo
   sets, as chat turns and inline); ``demos-racing`` the same candidates,
-  raced.
+  raced, ``demos-halving`` halved.
 
 Printed per method: the held-out score of the initial and the best prompt,
 the best's 95% interval, the paired flips and exact sign-test p-value, the
 training score, the requests the method made (``calls + cache_hits``: HTTP
 attempts plus replies a ``--store`` replayed, so a rerun from the store
-reports what a live run costs), tokens and seconds; then each racing
-method's requests over exhaustive search's, with and without the held-out
+reports what a live run costs), tokens and seconds; then each racing or
+halving method's requests over exhaustive search's, with and without the held-out
 scoring (which both spend alike). Targets (issue
 14): on at least two datasets the best method beats the initial prompt on
 held-out cases with p < 0.05; on datasets of 100 cases or more, racing reaches
@@ -65,11 +68,15 @@ from tnsai_eval.optimizer import (
 )
 
 DATASETS = "sentiment_large,arithmetic_large,sentiment,arithmetic"
-METHODS = "exhaustive,racing,racing-t,racing-hoeffding,demos,demos-racing"
+METHODS = "exhaustive,racing,racing-t,racing-hoeffding,halving,demos,demos-racing,demos-halving"
 # The paired test each racing method drops a challenger on.
 _RACING_BOUNDS = {"racing": "auto", "racing-t": "t", "racing-hoeffding": "hoeffding"}
 # Each raced method and the exhaustive search it is compared with.
-_RACED_PAIRS = (*((m, "exhaustive") for m in _RACING_BOUNDS), ("demos-racing", "demos"))
+_RACED_PAIRS = (
+    *((m, "exhaustive") for m in (*_RACING_BOUNDS, "halving")),
+    ("demos-racing", "demos"),
+    ("demos-halving", "demos"),
+)
 _PROMPTS = {
     **DEFAULT_PROMPTS,
     "arithmetic_large": DEFAULT_PROMPTS["arithmetic"],
@@ -114,7 +121,7 @@ def run(
     options: dict[str, Any] = {
         "max_iterations": args.rounds,
         "candidate_strategies": args.strategies.split(","),
-        "search": "racing" if "racing" in method else "exhaustive",
+        "search": next((s for s in ("racing", "halving") if s in method), "exhaustive"),
         "racing_bound": _RACING_BOUNDS.get(method, "auto"),
         "concurrency": 1,  # the embedded model serves one call at a time anyway
         "seed": args.seed,

@@ -32,7 +32,7 @@ def test_with_options_leaves_the_original_alone() -> None:
     assert (racing.config.search, racing.config.max_calls) == ("racing", None)
     assert (optimizer.config.search, optimizer.config.max_calls) == ("exhaustive", 10)
     assert racing.llm is optimizer.llm
-    with pytest.raises(ConfigError, match="search must be 'exhaustive' or 'racing'"):
+    with pytest.raises(ConfigError, match="search must be one of exhaustive, racing, halving"):
         optimizer.with_options(search="random")
 
 

@@ -96,10 +96,11 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--search",
-        choices=("exhaustive", "racing"),
+        choices=("exhaustive", "racing", "halving"),
         default="exhaustive",
-        help="score every variant on every case, or race them and drop the hopeless "
-        "early (default: exhaustive)",
+        help="score every variant on every case (exhaustive), race them and drop those "
+        "a paired test shows worse (racing), or keep the better half at each doubling "
+        "of the cases, no test (halving) (default: exhaustive)",
     )
     parser.add_argument(
         "--evaluator",

@@ -43,7 +43,8 @@ from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy
 
 __all__ = ["OptimizerConfig", "SearchMode"]
 
-SearchMode = Literal["exhaustive", "racing"]
+SearchMode = Literal["exhaustive", "racing", "halving"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("exhaustive", "racing", "halving")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,10 @@ class OptimizerConfig:
             raise ConfigError(f"max_iterations must be at least 1, got {self.max_iterations!r}")
         if not is_share(self.target_score):
             raise ConfigError(f"target_score must be a number in [0, 1], got {self.target_score!r}")
-        if self.search not in ("exhaustive", "racing"):
-            raise ConfigError(f"search must be 'exhaustive' or 'racing', got {self.search!r}")
+        if self.search not in SEARCH_MODES:
+            raise ConfigError(
+                f"search must be one of {', '.join(SEARCH_MODES)}, got {self.search!r}"
+            )
         check_concurrency(self.concurrency)
         for name, limit in (("max_calls", self.max_calls), ("max_tokens", self.max_tokens)):
             if limit is not None and limit < 0:

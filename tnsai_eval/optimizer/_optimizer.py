@@ -74,7 +74,9 @@ class PromptOptimizer:
     another (stronger) model, with ``rewrite_max_tokens`` reply tokens.
     ``search="racing"`` scores challengers on growing slices of the cases and
     drops only those a paired bound says are worse (``racing_bound``, rule in
-    ``tnsai_eval.optimizer._racing``). ``max_calls``, ``max_tokens`` and
+    ``tnsai_eval.optimizer._racing``); ``search="halving"`` keeps the
+    better half at each doubling of the cases, with no test: cheaper, and
+    it may drop the best variant (same module). ``max_calls``, ``max_tokens`` and
     ``max_seconds`` bound the run (``result.stop_reason`` says which ended
     it); ``max_calls`` bounds HTTP attempts, retries included (a retry the
     budget has no room for is refused: the call fails instead), replies from

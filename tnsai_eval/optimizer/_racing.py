@@ -86,6 +86,20 @@ none, still the incumbent. A starting prompt dropped in the first round keeps
 its mean over the cases it was scored on as its training score
 (``OptimizationResult.initial_cases`` says how many, ``training_change``
 shows it); held-out validation still scores it on every held-out case.
+
+**Halving** (``search="halving"``, successive halving) is the same race with
+a different step 2 and no step 3: rungs double (8, 16, 32, ... cases), and
+after each one only the upper half of the racers by mean on the cases seen
+(rounded up; ties: the incumbent, then the earlier variant) goes on, until
+one is left, which is then scored on every case. An incumbent already
+scored on every case costs nothing more and is kept outside the ranking
+(the survivor must beat its complete score, as in exhaustive search). It
+makes no test: its cost is known in advance (about ``2k`` times the first
+rung per doubling for ``k`` racers, plus the survivor's cases) and it can
+drop the best variant on an unlucky early rung, which racing's tests
+guard against; the held-out score and its paired test against the
+starting prompt are what tell whether its pick is better. Step 1 (cannot
+win) still applies.
 """
 
 from __future__ import annotations
@@ -133,17 +147,21 @@ RACING_BOUNDS: tuple[RacingBound, ...] = ("auto", "sign", "t", "hoeffding")
 _GROWTH = 1.5
 
 
-def rung_sizes(n: int, *, min_cases: int = MIN_RACE_CASES) -> list[int]:
+def rung_sizes(n: int, *, min_cases: int = MIN_RACE_CASES, growth: float = _GROWTH) -> list[int]:
     """How many cases each rung has seen in total, e.g. ``[8, 12, 18, 20]`` for 20.
+
+    Halving's rungs double (``growth=2``).
 
     >>> rung_sizes(20), rung_sizes(70), rung_sizes(5)
     ([8, 12, 18, 20], [8, 12, 18, 27, 41, 62, 70], [5])
+    >>> rung_sizes(70, growth=2)
+    [8, 16, 32, 64, 70]
     """
     if n <= 0:
         return []
     sizes = [min(n, max(1, min_cases))]
     while sizes[-1] < n:
-        sizes.append(min(n, math.ceil(sizes[-1] * _GROWTH)))
+        sizes.append(min(n, math.ceil(sizes[-1] * growth)))
     return sizes
 
 
@@ -265,7 +283,8 @@ class RaceSummary:
 
     ``dropped_by_test`` were surely worse than the leader by the paired test;
     ``dropped_hopeless`` could no longer win even by scoring 1.0 on every
-    remaining case. ``declined`` counts racers that were behind the leader
+    remaining case; ``dropped_by_rank`` (halving only) were in the lower half
+    of a rung. ``declined`` counts racers that were behind the leader
     on the cases seen at some rung but not surely worse, and were never
     dropped: racing scored them to the end. Each count includes the
     incumbent when ``dropped_incumbent`` / ``declined_incumbent`` names it
@@ -285,13 +304,15 @@ class RaceSummary:
     level: float = RACING_ALPHA
     bound: RacingBound = "auto"
     t_level: float | None = None
+    dropped_by_rank: int = 0
+    halving: bool = False
     dropped_incumbent: str | None = None
     declined_incumbent: str | None = None
 
     @property
     def dropped(self) -> int:
         """All racers dropped, the incumbent included."""
-        return self.dropped_by_test + self.dropped_hopeless
+        return self.dropped_by_test + self.dropped_hopeless + self.dropped_by_rank
 
     @property
     def note(self) -> str | None:
@@ -308,6 +329,8 @@ class RaceSummary:
         racing dropped the starting prompt and 1 challenger(s) (2 surely worse than the leader by the paired t test)
         >>> print(RaceSummary(1, 0, first_rung=8, looks=1, bound="auto").note)
         racing dropped 1 challenger(s) (1 surely worse than the leader by the paired sign or t test)
+        >>> print(RaceSummary(0, 1, first_rung=8, looks=3, dropped_by_rank=2, halving=True).note)
+        halving dropped 3 challenger(s) (2 in the lower half of a rung, no test, 1 that could no longer win)
         >>> print(RaceSummary(0, 0, 1, first_rung=8, looks=6, level=0.0244, t_level=0.014).note)
         ... # doctest: +NORMALIZE_WHITESPACE
         racing declined to eliminate 1 challenger(s) behind the leader but not surely worse
@@ -326,6 +349,8 @@ class RaceSummary:
                 why.append(
                     f"{self.dropped_by_test} surely worse than the leader by the paired {test} test"
                 )
+            if self.dropped_by_rank:
+                why.append(f"{self.dropped_by_rank} in the lower half of a rung, no test")
             if self.dropped_hopeless:
                 why.append(f"{self.dropped_hopeless} that could no longer win")
             parts.append(f"dropped {_who(self.dropped, self.dropped_incumbent)} ({', '.join(why)})")
@@ -339,7 +364,28 @@ class RaceSummary:
                 f"{RACING_ALPHA:g} over {self.looks} look(s) from {self.first_rung} cases, "
                 f"{each})"
             )
-        return "racing " + "; ".join(parts)
+        return ("halving " if self.halving else "racing ") + "; ".join(parts)
+
+
+def _halve(
+    racers: Sequence[Variant], incumbent: Variant, seen: Sequence[int], n: int
+) -> tuple[list[Variant], int]:
+    """Halving's step 2: the upper half of ``racers`` by mean on ``seen`` (rounded up).
+
+    Ties rank the incumbent first, then the earlier variant. An incumbent
+    scored on every case costs nothing more and is kept outside the ranking:
+    the round's survivor must then beat its complete score to replace it.
+    """
+    free = [v for v in racers if v is incumbent and v.attempted >= n]
+    ranked = sorted(
+        (v for v in racers if not any(v is f for f in free)),
+        key=lambda v: (-_seen_mean(v, seen), v is not incumbent, v.id),
+    )
+    upper = ranked[: math.ceil(len(ranked) / 2)]
+    for variant in ranked[len(upper) :]:
+        variant.status = VariantStatus.DROPPED
+    # In the order raced, so that scoring stays case by case across the racers.
+    return [v for v in racers if any(v is k for k in (*free, *upper))], len(ranked) - len(upper)
 
 
 async def race(
@@ -352,6 +398,7 @@ async def race(
     bound: RacingBound = "auto",
     min_cases: int = MIN_RACE_CASES,
     incumbent_name: str = "the starting prompt",
+    halving: bool = False,
 ) -> RaceSummary:
     """Race ``challengers`` and ``incumbent`` in place (module docstring: the rule).
 
@@ -359,14 +406,15 @@ async def race(
     scored twice. Dropped racers, the incumbent included, get
     ``VariantStatus.DROPPED``; the others end scored on every case the budget
     allowed. ``incumbent_name`` names the incumbent in the summary's note.
+    ``halving`` races by rank instead of by test (module docstring, "Halving").
     """
     n = len(order)
     alive = [incumbent, *challengers]
     done = 0
-    by_test = hopeless = 0
+    by_test = hopeless = by_rank = 0
     declined: set[int] = set()
     used: set[RacingBound] = set()
-    sizes = rung_sizes(n, min_cases=min_cases)
+    sizes = rung_sizes(n, min_cases=min_cases, growth=2.0 if halving else _GROWTH)
     looks = max(1, len(sizes) - 1)  # every rung but the last (module docstring, step 2)
     # Set once the incumbent leads alone: it is then scored on every remaining case.
     finish_incumbent = False
@@ -395,8 +443,12 @@ async def race(
                 hopeless += 1
             else:
                 kept.append(variant)
-        # 2. Surely worse than the leader on the cases seen so far.
         seen = order[:size]
+        if halving:
+            alive, dropped_now = _halve(kept, incumbent, seen, n)
+            by_rank += dropped_now
+            continue
+        # 2. Surely worse than the leader on the cases seen so far.
         leader = max(kept, key=lambda v: (_seen_mean(v, seen), v is incumbent, -v.id))
         alive = []
         for variant in kept:
@@ -426,6 +478,8 @@ async def race(
     return RaceSummary(
         dropped_by_test=by_test,
         dropped_hopeless=hopeless,
+        dropped_by_rank=by_rank,
+        halving=halving,
         declined=len(declined),
         first_rung=sizes[0] if sizes else 0,
         looks=looks,

@@ -121,8 +121,8 @@ class Run:
         initial = self._new_variant(0, "initial", self.prompt, None)
         self.best = initial
         initial.became_best = True
-        racing = self.options.search == "racing"
-        # Racing races the starting prompt too: it is scored here on the first
+        racing = self.options.search in ("racing", "halving")
+        # Racing (and halving) races the starting prompt too: it is scored here on the first
         # rung only, and further only while it survives round 1's race. Not
         # with a demo search: its correct replies are the bootstrapped demos'
         # pool, and a pool from the first rung alone forces the draw (make
@@ -144,7 +144,7 @@ class Run:
         note = None
         if len(planned) < n:
             note = (
-                f"racing scored the starting prompt on the first {len(planned)} of {n} "
+                f"{self.options.search} scored the starting prompt on the first {len(planned)} of {n} "
                 f"selection cases; it races with the challengers of round 1"
             )
         else:
@@ -179,6 +179,7 @@ class Run:
                         if incumbent is initial
                         else f"the best prompt so far (variant {incumbent.id})"
                     ),
+                    halving=self.options.search == "halving",
                 )
                 note = summary.note
             else:

@@ -28,7 +28,7 @@ from tnsai_eval.widgets._common import (
 
 __all__ = ["OptimizerDashboard"]
 
-_SEARCHES = ("exhaustive", "racing")
+_SEARCHES = ("exhaustive", "racing", "halving")
 
 
 class OptimizerDashboard(DisplayMixin):
