@@ -70,11 +70,13 @@ def test_a_bad_split_is_a_config_error(split: object) -> None:
         PromptOptimizer(ScriptedLLM(), split=split)
 
 
-def test_no_held_out_case_is_scored_during_selection_or_shown_as_a_demo() -> None:
+@pytest.mark.parametrize("search", ["exhaustive", "racing", "halving"])
+def test_no_held_out_case_is_scored_during_selection_or_shown_as_a_demo(search: str) -> None:
     cases = numbered(20)
     llm = ScriptedLLM(fn=right_when_brief)
     optimizer = PromptOptimizer(
         llm,
+        search=search,
         candidate_strategies=[S.FEW_SHOT, S.CONCISE],
         demo_sets=4,
         few_shot_examples=3,
