@@ -9,7 +9,6 @@ every case. It is cheaper than racing and may drop the best variant.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 

@@ -144,8 +144,8 @@ class Run:
         note = None
         if len(planned) < n:
             note = (
-                f"{self.options.search} scored the starting prompt on the first {len(planned)} of {n} "
-                f"selection cases; it races with the challengers of round 1"
+                f"{self.options.search} scored the starting prompt on the first "
+                f"{len(planned)} of {n} selection cases; it races with the challengers of round 1"
             )
         else:
             self._finish_statuses([initial])
