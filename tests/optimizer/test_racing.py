@@ -586,3 +586,13 @@ def test_a_starting_prompt_that_leads_alone_is_scored_on_every_case_at_once() ->
     ]
     assert sent[36:] == [("initial", f"q{i + 1}") for i in order[12:]]
     assert racing.calls == 8 + 16 + 12 + 88
+
+
+@pytest.mark.parametrize("level", [sequential_level, sequential_sign_level])
+def test_a_bad_schedule_or_alpha_is_named(level: Callable[..., float]) -> None:
+    with pytest.raises(ValueError, match=r"increasing, got \(8, 8\)"):
+        level((8, 8))
+    with pytest.raises(ValueError, match=r"got \(\)"):
+        level(())
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 0.5\), got 0.7"):
+        level((8, 12), 0.7)

@@ -173,6 +173,14 @@ _Z_SPAN, _Z_STEP = 8.0, 0.02
 _CANDIDATES = 400
 
 
+def _check_looks(sizes: tuple[int, ...], alpha: float) -> None:
+    """The arguments both sequential levels take: a schedule of looks and a level."""
+    if not sizes or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] < 1:
+        raise ValueError(f"sizes must be positive and increasing, got {sizes!r}")
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+
+
 @functools.lru_cache(maxsize=64)
 def sequential_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
     """The one-sided level of each of several looks at growing samples, ``alpha`` for all.
@@ -208,10 +216,7 @@ def sequential_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
     """
     import numpy as np  # pandas's dependency; imported here to keep import time low
 
-    if not sizes or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] < 1:
-        raise ValueError(f"sizes must be positive and increasing, got {sizes!r}")
-    if not 0.0 < alpha < 0.5:
-        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    _check_looks(sizes, alpha)
     if len(sizes) == 1:
         return alpha
     normal = NormalDist()
@@ -281,10 +286,7 @@ def sequential_sign_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
     """
     import numpy as np  # pandas's dependency; imported here to keep import time low
 
-    if not sizes or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] < 1:
-        raise ValueError(f"sizes must be positive and increasing, got {sizes!r}")
-    if not 0.0 < alpha < 0.5:
-        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    _check_looks(sizes, alpha)
     if len(sizes) == 1:
         return alpha
     last = sizes[-1]
