@@ -88,7 +88,8 @@ def test_halving_scores_the_survivor_on_every_case_and_costs_what_the_rule_says(
     assert halving.best_prompt == "P"
     assert halving.calls == len(llm.prompts) == 8 + 2 * 8 + 2 * 8 + 24
     assert halving.history[1].racing_note == (
-        "halving dropped 2 challenger(s) (2 in the lower half of a rung, no test)"
+        "halving dropped 2 challenger(s) (2 in the lower half of a rung); "
+        "no test, so a dropped variant may have been the best"
     )
     # Racing keeps CONCISE (behind on 1 flip at 8 cases, never surely worse;
     # 0.75 over every case), and it wins: halving lost the best variant on

@@ -43,8 +43,8 @@ incumbent is scored on next:
    is dropped at most 5% of the time, whatever share of the cases flip);
    the t test's is Pocock's (``_util.stats.sequential_level``, asymptotic:
    0.014). Hoeffding's bound, the distribution-free option, keeps
-   Bonferroni's split, which needs no approximation. The leader is chosen from the same
-   data, so with ``k`` racers the chance that a round drops the one whose
+   Bonferroni's split, which needs no approximation. The leader is chosen
+   from the same data, so with ``k`` racers the chance that a round drops the one whose
    mean over every case is highest is at most ``(k - 1)`` times 5% (a union
    bound over who leads; most rounds have one clear leader). The test
    (``racing_bound``):
@@ -330,7 +330,7 @@ class RaceSummary:
         >>> print(RaceSummary(1, 0, first_rung=8, looks=1, bound="auto").note)
         racing dropped 1 challenger(s) (1 surely worse than the leader by the paired sign or t test)
         >>> print(RaceSummary(0, 1, first_rung=8, looks=3, dropped_by_rank=2, halving=True).note)
-        halving dropped 3 challenger(s) (2 in the lower half of a rung, no test, 1 that could no longer win)
+        halving dropped 3 challenger(s) (2 in the lower half of a rung, 1 that could no longer win); no test, so a dropped variant may have been the best
         >>> print(RaceSummary(0, 0, 1, first_rung=8, looks=6, level=0.0244, t_level=0.014).note)
         ... # doctest: +NORMALIZE_WHITESPACE
         racing declined to eliminate 1 challenger(s) behind the leader but not surely worse
@@ -350,10 +350,12 @@ class RaceSummary:
                     f"{self.dropped_by_test} surely worse than the leader by the paired {test} test"
                 )
             if self.dropped_by_rank:
-                why.append(f"{self.dropped_by_rank} in the lower half of a rung, no test")
+                why.append(f"{self.dropped_by_rank} in the lower half of a rung")
             if self.dropped_hopeless:
                 why.append(f"{self.dropped_hopeless} that could no longer win")
             parts.append(f"dropped {_who(self.dropped, self.dropped_incumbent)} ({', '.join(why)})")
+            if self.dropped_by_rank:
+                parts.append("no test, so a dropped variant may have been the best")
         if self.declined:
             each = f"{self.level:.3g} each"
             if self.bound == "auto" and self.t_level is not None:
