@@ -94,9 +94,10 @@ after each one only the upper half of the racers by mean on the cases seen
 one is left, which is then scored on every case. An incumbent already
 scored on every case costs nothing more and is kept outside the ranking
 (the survivor must beat its complete score, as in exhaustive search). It
-makes no test: its cost is known in advance (about ``2k`` times the first
-rung per doubling for ``k`` racers, plus the survivor's cases) and it can
-drop the best variant on an unlucky early rung, which racing's tests
+makes no test: its cost is known in advance (``k`` racers cost ``8k`` on
+the first rung and about ``4k`` on each of the next ``log2(k)``, as half as
+many racers see twice the cases, plus the survivor's remaining cases) and
+it can drop the best variant on an unlucky early rung, which racing's tests
 guard against; the held-out score and its paired test against the
 starting prompt are what tell whether its pick is better. Step 1 (cannot
 win) still applies.
