@@ -173,7 +173,7 @@ def _optimizer(page: Any) -> None:
     playground.wait_for()
     for strategy in ("few_shot", "answer_only", "concise", "chain_of_thought"):
         assert playground.get_by_text(strategy, exact=True).count() == 1
-    for search in ("exhaustive", "racing"):
+    for search in ("exhaustive", "racing", "halving"):
         assert playground.get_by_role("button", name=search).count() == 1
     assert playground.get_by_text("max calls").count() == 1
     assert playground.get_by_text("max seconds").count() == 1
