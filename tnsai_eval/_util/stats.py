@@ -326,13 +326,11 @@ def sequential_sign_level(sizes: tuple[int, ...], alpha: float = 0.05) -> float:
     # The candidates: every p-value at or below alpha. The chance of a false
     # drop grows with the level (the rejected states only grow), so bisect.
     candidates = np.unique(p_less[p_less <= alpha])
-    if candidates.size == 0 or worst_false_drop(float(candidates[0])) > alpha:
-        return float(candidates[0]) / 2 if candidates.size else alpha  # nothing can reject
-    low, high = 0, candidates.size - 1
+    low, high = -1, candidates.size - 1  # low: the largest that holds (-1: none does)
     while low < high:
         middle = (low + high + 1) // 2
         if worst_false_drop(float(candidates[middle])) <= alpha:
             low = middle
         else:
             high = middle - 1
-    return float(candidates[low])
+    return float(candidates[low]) if low >= 0 else 0.0  # 0.0: no look may reject

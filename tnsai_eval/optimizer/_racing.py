@@ -379,16 +379,16 @@ def _halve(
     scored on every case costs nothing more and is kept outside the ranking:
     the round's survivor must then beat its complete score to replace it.
     """
-    free = [v for v in racers if v is incumbent and v.attempted >= n]
+    complete = incumbent.attempted >= n
     ranked = sorted(
-        (v for v in racers if not any(v is f for f in free)),
+        (v for v in racers if not (complete and v is incumbent)),
         key=lambda v: (-_seen_mean(v, seen), v is not incumbent, v.id),
     )
-    upper = ranked[: math.ceil(len(ranked) / 2)]
-    for variant in ranked[len(upper) :]:
+    lower = ranked[math.ceil(len(ranked) / 2) :]
+    for variant in lower:
         variant.status = VariantStatus.DROPPED
     # In the order raced, so that scoring stays case by case across the racers.
-    return [v for v in racers if any(v is k for k in (*free, *upper))], len(ranked) - len(upper)
+    return [v for v in racers if v.status is not VariantStatus.DROPPED], len(lower)
 
 
 async def race(
@@ -486,9 +486,11 @@ async def race(
         declined=len(declined),
         first_rung=sizes[0] if sizes else 0,
         looks=looks,
-        level=look_level(sizes[:-1], named),
+        # Halving makes no test: no level to compute (the sign test's costs a
+        # dynamic program the first time a schedule is seen).
+        level=RACING_ALPHA if halving else look_level(sizes[:-1], named),
         bound=named,
-        t_level=look_level(sizes[:-1], "t") if named == "auto" else None,
+        t_level=look_level(sizes[:-1], "t") if len(used) > 1 else None,
         dropped_incumbent=incumbent_name if dropped else None,
         declined_incumbent=incumbent_name if incumbent.id in declined else None,
     )
