@@ -28,7 +28,7 @@ from tnsai_eval.reports import (
     compare,
     read_report,
 )
-from tnsai_eval.reports._model import CaseState, TrackedTest, masked, shown_text
+from tnsai_eval.reports._model import TrackedTest, masked, shown_text
 
 __all__ = ["render_html", "write_html"]
 
@@ -115,7 +115,7 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         kinds = ["all"]
         if change is not None:
             kinds += ["flipped", change.flip]
-        if case.state is CaseState.UNRECORDED:
+        if not case.state.asked:
             kinds.append("unrecorded")
         elif not case.passed:
             kinds.append("failing")
