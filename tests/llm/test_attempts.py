@@ -122,6 +122,35 @@ def test_a_client_that_does_not_meter_itself_is_charged_once_per_call() -> None:
     assert len(scripted.calls) == 2
 
 
+class _Logging:
+    """A user's wrapper that does not meter itself, around a client that does."""
+
+    def __init__(self, inner: OpenAIClient) -> None:
+        self.inner = inner
+        self.seen: list[object] = []
+
+    def chat(self, messages: Any, **params: Any) -> Any:
+        self.seen.append(messages)
+        return self.inner.chat(messages, **params)
+
+
+def test_a_wrapper_around_openai_client_is_charged_once_per_attempt(
+    fake_server: FakeOpenAIServer,
+) -> None:
+    fake_server.script(Step.error(503), Step.ok("fine"))
+    budget = CallBudget(3)
+    with OpenAIClient("m", base_url=fake_server.base_url, api_key="", **FAST) as llm:
+        wrapped = _Logging(llm)
+        with budget.active():
+            assert metered_call(wrapped, "a").attempts == 2
+            metered_call(wrapped, "b")
+            with pytest.raises(CallBudgetExceeded):
+                metered_call(wrapped, "c")
+    # Three requests, three attempts: the wrapper's charge is not taken again inside.
+    assert budget.spent == 3 == len(fake_server.requests)
+    assert wrapped.seen == ["a", "b"]
+
+
 def test_store_replays_send_nothing_and_take_nothing(fake_server: FakeOpenAIServer) -> None:
     store = ResponseStore(tempfile.mkdtemp())
     budget = CallBudget(1)

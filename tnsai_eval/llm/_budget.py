@@ -15,7 +15,9 @@ When an attempt is taken
     (``ScriptedLLM``, ``LocalLLM``, a user's own) :func:`metered_call` takes
     one attempt just before calling it and counts the retries its reply
     reports afterwards. A client that meters itself says so with a true
-    ``meters_attempts`` attribute, so that a wrapper never counts twice.
+    ``meters_attempts`` attribute, so that a wrapper never counts twice; a
+    client that does not (a user's wrapper around ``OpenAIClient``) is charged
+    once outside and runs with no budget active inside.
     Budgets nest: a call made while two are active (an optimizer run inside a
     pytest session) takes its attempt from both, or from neither.
 
@@ -256,6 +258,21 @@ def _failed(reserved: bool, exc: Exception) -> None:
         _add(max(exc.attempts, 1) - 1)
 
 
+@contextmanager
+def _charged_outside() -> Iterator[None]:
+    """No budget active inside: a call charged here is not charged again further in.
+
+    A user's wrapper around ``OpenAIClient`` does not meter itself, so it is
+    charged one attempt here (and its reply's retries afterwards); the client
+    inside it must not take the same attempts again.
+    """
+    token = _ACTIVE.set(())
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
 def metered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
     """``client.chat``, with one attempt reserved first unless the client meters itself.
 
@@ -263,7 +280,11 @@ def metered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> C
     """
     reserved = _before(client, messages)
     try:
-        reply = client.chat(messages, **params)
+        if reserved:
+            with _charged_outside():
+                reply = client.chat(messages, **params)
+        else:
+            reply = client.chat(messages, **params)
     except Exception as exc:
         _failed(reserved, exc)
         raise
@@ -274,7 +295,11 @@ async def ametered_call(client: LLMClient, messages: MessagesInput, **params: An
     """``metered_call`` for async callers (the client's ``achat``, else ``chat`` in a thread)."""
     reserved = _before(client, messages)
     try:
-        reply = await acall(client, messages, **params)
+        if reserved:
+            with _charged_outside():
+                reply = await acall(client, messages, **params)
+        else:
+            reply = await acall(client, messages, **params)
     except Exception as exc:
         _failed(reserved, exc)
         raise
