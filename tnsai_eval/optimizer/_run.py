@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from tnsai_eval._util.stats import mean_interval, sign_test
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.optimizer._cases import TestCase
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
-from tnsai_eval.optimizer._evaluators import score_metric
+from tnsai_eval.scoring import score_metric
 from tnsai_eval.optimizer._racing import race, rung_sizes
 from tnsai_eval.optimizer._records import (
     CaseResult,
