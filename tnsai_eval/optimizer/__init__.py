@@ -14,22 +14,6 @@ True
 
 from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
-from tnsai_eval.scoring import (
-    DEFAULT_CALL_PARAMS,
-    ContainsEvaluator,
-    LLMJudgeEvaluator,
-    TestCase,
-    parse_judge_score,
-    split_cases,
-    DefaultPromptEvaluator,
-    ExactMatchEvaluator,
-    LabelEvaluator,
-    PromptEvaluator,
-    TokenF1Evaluator,
-    labels_response_format,
-    normalize_answer,
-    score_metric,
-)
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
@@ -56,6 +40,22 @@ from tnsai_eval.optimizer._strategies import (
     suggest_strategies,
 )
 from tnsai_eval.optimizer._variant import Demo, PromptVariant, demos_text
+from tnsai_eval.scoring import (
+    DEFAULT_CALL_PARAMS,
+    ContainsEvaluator,
+    DefaultPromptEvaluator,
+    ExactMatchEvaluator,
+    LabelEvaluator,
+    LLMJudgeEvaluator,
+    PromptEvaluator,
+    TestCase,
+    TokenF1Evaluator,
+    labels_response_format,
+    normalize_answer,
+    parse_judge_score,
+    score_metric,
+    split_cases,
+)
 
 __all__ = [
     "CASE_COLUMNS",

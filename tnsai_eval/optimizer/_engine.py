@@ -28,9 +28,9 @@ from tnsai_eval.llm import (
     attempt_gate,
     call_tokens,
 )
-from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase
 from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
 from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
+from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
