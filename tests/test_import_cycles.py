@@ -144,6 +144,7 @@ def private_imports(root: Path | None = None) -> list[str]:
         is_package = path.name == "__init__.py"
         here = package_of(name)
         for node in _imports(tree, type_checking=True):
+            pairs: list[tuple[str, str | None]]
             if isinstance(node, ast.Import):
                 pairs = [(alias.name, None) for alias in node.names]
             else:
@@ -304,3 +305,41 @@ def test_layers_named_in_the_design_hold() -> None:
         "tnsai_eval.datasets", "tnsai_eval.reports", "tnsai_eval.cli", *views,
     }  # fmt: skip
     assert not graph["tnsai_eval.scoring"] & above
+
+
+# docs/architecture.md's rows, top to bottom, split where one package of a row
+# imports another: a package imports only packages in rows below its own.
+ROWS = (
+    ("pytest_plugin",),
+    ("cli", "pytest"),
+    ("tnsai_eval",),  # the top-level names, resolved lazily
+    ("widgets",),
+    ("plots",),
+    ("frames",),
+    ("feedback", "norms", "refinement", "optimizer", "datasets", "testing"),
+    ("scoring",),
+    ("reports",),
+    ("llm",),
+    ("settings",),
+    ("_util",),
+    ("errors",),
+)
+
+
+def _row(package: str) -> int:
+    name = package.removeprefix("tnsai_eval.")
+    return next(i for i, row in enumerate(ROWS) if name in row)
+
+
+def test_every_package_imports_only_rows_below_its_own() -> None:
+    graph = package_graph()
+    placed = {name for row in ROWS for name in row}
+    unplaced = sorted(p for p in graph if p.removeprefix("tnsai_eval.") not in placed)
+    assert not unplaced, f"place these packages in ROWS (and the architecture page): {unplaced}"
+    upward = sorted(
+        f"{here} -> {there}"
+        for here, targets in graph.items()
+        for there in targets
+        if _row(there) <= _row(here)
+    )
+    assert not upward, "imports that go up or sideways: " + "; ".join(upward)
