@@ -25,7 +25,7 @@ def exact_tail(n: int, k: int) -> float:
     for i in range(k, n + 1):
         total += term
         term = term * (n - i) // (i + 1)
-    return total / 2**n
+    return total / (1 << n)
 
 
 def assert_close(got: float, want: float) -> None:

@@ -195,7 +195,7 @@ def binomial_half_tail(n: int, k: int) -> float:
         for i in range(k, n + 1):
             total += term
             term = term * (n - i) // (i + 1)
-        return total / 2**n  # int / int: correctly rounded, however large n is
+        return total / (1 << n)  # int / int: correctly rounded, however large n is
     if 2 * k > n:
         return _log_space_upper_tail(n, k)
     # At or below the mean: the complement of the lower tail, which by
