@@ -184,8 +184,6 @@ def mask_then_keep_end(
 
     >>> mask_then_keep_end("head sk-abcdefghij", 6, extra=["sk-abcdefghij"])
     '...ad ***'
-    >>> mask_then_keep_end("bcdefghij and more", 40, extra=["sk-abcdefghij"], truncated=True)
-    '...d more'
     """
     secrets = [s for s in extra if s and len(s) >= MIN_SECRET_CHARS]
     text = mask(text, secrets)
