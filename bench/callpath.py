@@ -41,7 +41,7 @@ from client import MODEL, _ServerProcess  # noqa: E402
 _PROMPT = "Answer in one word."
 
 _PYTEST_FILE = """
-from tnsai_eval.optimizer import ContainsEvaluator
+from tnsai_eval.scoring import ContainsEvaluator
 
 
 def test_cases(evaluate_prompt):
@@ -52,7 +52,8 @@ def test_cases(evaluate_prompt):
 _PLAIN = """
 import sys
 from tnsai_eval.llm import OpenAIClient
-from tnsai_eval.optimizer import ContainsEvaluator, TestCase, score_prompt
+from tnsai_eval.optimizer import score_prompt
+from tnsai_eval.scoring import ContainsEvaluator, TestCase
 
 n, url, model = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 cases = [TestCase(f"What is the capital of France? ({i})", "Paris") for i in range(n)]

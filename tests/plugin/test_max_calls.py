@@ -123,7 +123,8 @@ def test_the_bound_holds_across_xdist_workers(
 
 
 SHARED = """
-from tnsai_eval.optimizer import ContainsEvaluator, StopReason, TestCase
+from tnsai_eval.optimizer import StopReason
+from tnsai_eval.scoring import ContainsEvaluator, TestCase
 
 
 def test_a_evaluate(evaluate_prompt):
