@@ -27,6 +27,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 ## three minutes on 2 cores (see bench/README.md, "Demo").
 demo: $(VENV)/.local-installed
 	$(BIN)/tnsai-eval optimize sentiment --prompt "Classify the sentiment." \
+		--strategies few_shot,answer_only,concise \
 		--validation sentiment_large --demo-sets 2 --rounds 1 --search racing \
 		--reply-tokens 16 --out demo-out
 

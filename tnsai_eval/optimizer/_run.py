@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 import random
@@ -16,7 +15,6 @@ from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
-from tnsai_eval.optimizer._racing import race, rung_sizes
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -28,6 +26,7 @@ from tnsai_eval.optimizer._records import (
 )
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
+from tnsai_eval.optimizer._search import SEARCHES
 from tnsai_eval.optimizer._strategies import PromptStrategy
 from tnsai_eval.optimizer._variant import Demo, PromptVariant
 from tnsai_eval.scoring import TestCase, score_metric
@@ -144,13 +143,10 @@ class Run:
         initial = self._new_variant(0, "initial", self.prompt, None)
         self.best = initial
         initial.became_best = True
-        racing = self.options.search in ("racing", "halving")
-        # Racing (and halving) races the starting prompt too: it is scored here on the first
-        # rung only, and further only while it survives round 1's race. Not
-        # with a demo search: its correct replies are the bootstrapped demos'
-        # pool, and a pool from the first rung alone forces the draw (make
-        # demo: held-out 0.670, p = 0.021, fell to 0.510, p = 1).
-        first = rung_sizes(n)[0] if racing and n and not self.options.demo_sets else n
+        # The run's search mode owns its rule; the run never asks its name.
+        search = SEARCHES.get(self.options.search)
+        # A mode that races the starting prompt scores it on fewer cases here.
+        first = search.first_cases(n, demo_sets=self.options.demo_sets)
         planned = self.order[:first] if first < n else range(n)
         await self.engine.score(initial, planned, self.cases)
         partial_mean = initial.mean()
@@ -188,25 +184,20 @@ class Run:
             incumbent = self.best
             fresh = await self._make_variants(round_no)
             scored = [v for v in fresh if v.status is not VariantStatus.DUPLICATE]
-            note = None
-            if racing:
-                summary = await race(
-                    self.engine,
-                    scored,
-                    incumbent,
-                    self.order,
-                    self.cases,
-                    bound=self.options.racing_bound,
-                    incumbent_name=(
-                        "the starting prompt"
-                        if incumbent is initial
-                        else f"the best prompt so far (variant {incumbent.id})"
-                    ),
-                    halving=self.options.search == "halving",
-                )
-                note = summary.note
-            else:
-                await asyncio.gather(*(self.engine.score(v, range(n), self.cases) for v in scored))
+            summary = await search.score_round(
+                self.engine,
+                scored,
+                incumbent,
+                self.order,
+                self.cases,
+                bound=self.options.racing_bound,
+                incumbent_name=(
+                    "the starting prompt"
+                    if incumbent is initial
+                    else f"the best prompt so far (variant {incumbent.id})"
+                ),
+            )
+            note = summary.note if summary is not None else None
             self._finish_statuses([incumbent, *scored])
             improved = self._select(scored, incumbent)
             self._record_round(
