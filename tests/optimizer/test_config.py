@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
+from tnsai_eval.cli._main import build_parser
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.optimizer import OptimizerConfig, PromptOptimizer, PromptStrategy
+from tnsai_eval.optimizer import DEFAULT_CONFIG, OptimizerConfig, PromptOptimizer, PromptStrategy
 from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
@@ -115,10 +116,7 @@ def test_a_bad_value_of_each_field_is_named(field: str, bad: object, shown: str)
 
 
 def test_the_defaults_pass_their_own_checks_and_are_the_clis() -> None:
-    from tnsai_eval.cli._main import build_parser
-    from tnsai_eval.optimizer import DEFAULT_CONFIG
-
-    assert DEFAULT_CONFIG == OptimizerConfig(evaluator=DEFAULT_CONFIG.evaluator)
+    assert OptimizerConfig(evaluator=DEFAULT_CONFIG.evaluator) == DEFAULT_CONFIG
     args = build_parser(["optimize"]).parse_args(["optimize", "capitals"])
     assert args.rounds == DEFAULT_CONFIG.max_iterations
     assert args.target == DEFAULT_CONFIG.target_score
