@@ -90,6 +90,12 @@ def test_a_registry_refuses_a_taken_name_and_what_is_not_a_mode() -> None:
     with pytest.raises(ConfigError, match="search must be one of backwards, got 'racing'"):
         registry.get("racing")
 
+    class Nameless(Backwards):
+        name = "two words"
+
+    with pytest.raises(ConfigError, match="a search mode's name must be a word, got 'two words'"):
+        registry.register(Nameless())
+
 
 def test_an_unregistered_mode_is_refused_everywhere() -> None:
     with pytest.raises(ConfigError, match="search must be one of exhaustive, racing, halving"):

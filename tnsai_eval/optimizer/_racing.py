@@ -87,8 +87,8 @@ its mean over the cases it was scored on as its training score
 (``OptimizationResult.initial_cases`` says how many, ``training_change``
 shows it); held-out validation still scores it on every held-out case.
 
-**Halving** (``search="halving"``, successive halving) is the same race with
-a different step 2 and no step 3: rungs double (8, 16, 32, ... cases), and
+**Halving** (``search="halving"``, successive halving; ``halve``) is the same
+race with a different step 2 and no step 3: rungs double (8, 16, 32, ... cases), and
 after each one only the upper half of the racers by mean on the cases seen
 (rounded up; ties: the incumbent, then the earlier variant) goes on, until
 one is left, which is then scored on every case. An incumbent already

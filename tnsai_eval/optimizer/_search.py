@@ -162,6 +162,12 @@ class SearchRegistry:
         """Add ``mode``; a name already taken is a ``ConfigError``. Returns ``mode``."""
         if not isinstance(mode, Search):
             raise ConfigError(f"a search mode must be a Search, got {type(mode).__name__}")
+        name = getattr(mode, "name", None)
+        if not isinstance(name, str) or not name.isidentifier():
+            # It becomes a CLI choice and a button: a word, as the shipped ones.
+            raise ConfigError(f"a search mode's name must be a word, got {name!r}")
+        if not isinstance(getattr(mode, "summary", None), str):
+            raise ConfigError(f"search mode {name!r} needs a one-line summary (a str)")
         if mode.name in self._modes:
             raise ConfigError(f"search mode {mode.name!r} is already registered")
         self._modes[mode.name] = mode
