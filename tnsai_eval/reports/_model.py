@@ -40,6 +40,7 @@ __all__ = [
     "prompt_hash",
     "score_interval",
     "shown_text",
+    "was_run",
 ]
 
 #: Bumped whenever a field changes meaning or disappears; adding fields does not bump it.
@@ -158,6 +159,16 @@ class CaseState(StrEnum):
     ERROR = "error"
     #: Replay mode had no recording (or --llm-max-calls was spent): never a score of 0.
     UNRECORDED = "unrecorded"
+
+
+def was_run(record: CaseRecord) -> bool:
+    """Whether the case was asked: scored, or failed while running (state ``error``).
+
+    Any other state (``unrecorded``: no reply in the store; a case the call
+    budget refused) was never run: it has no score, not 0, and is left out of
+    every number.
+    """
+    return record.state in (CaseState.SCORED, CaseState.ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,15 +355,15 @@ class TrackedTest:
     @property
     def case_pass_rate(self) -> float | None:
         """Share of recorded cases that passed (unrecorded ones left out); None without cases."""
-        judged = [c for c in self.cases if c.state is not CaseState.UNRECORDED]
+        judged = [c for c in self.cases if was_run(c)]
         if not judged:
             return None
         return sum(c.passed is True for c in judged) / len(judged)
 
     @property
     def unrecorded(self) -> tuple[CaseRecord, ...]:
-        """Cases that had no recorded reply (replay miss or spent --llm-max-calls)."""
-        return tuple(c for c in self.cases if c.state is CaseState.UNRECORDED)
+        """Cases that were not run (no recorded reply, or refused by the call budget)."""
+        return tuple(c for c in self.cases if not was_run(c))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -494,7 +505,7 @@ def score_interval(test: TrackedTest) -> tuple[float, float, float] | None:
     scores = [
         0.0 if c.score is None else c.score
         for c in test.cases
-        if c.metric == score.name and c.state is not CaseState.UNRECORDED
+        if c.metric == score.name and was_run(c)
     ]
     if len(scores) > 1:
         _, low, high = mean_interval(scores)
