@@ -51,7 +51,7 @@ def _attr(value: str) -> str:
 
 
 def _case_element(
-    test: TrackedTest, case: CaseRecord, known: set[tuple[str, str, str]]
+    test: TrackedTest, case: CaseRecord, before: dict[tuple[str, str, str], bool]
 ) -> tuple[str, str]:
     """The case's ``<testcase>`` and the count it adds to (``""``: a pass)."""
     name = f"{case.id} {shown_text(case.input, 60)}"
@@ -73,12 +73,14 @@ def _case_element(
         outcome = "errors"
     elif case.passed:
         return head + "/>", ""
-    elif (test.nodeid, case.metric, case.id) in known:
+    elif before.get((test.nodeid, case.metric, case.id)) is False:
         body = '<skipped message="known failure (also failed in the baseline)"/>'
         outcome = "skipped"
     else:
         score = "-" if case.score is None else f"{case.score:.3f}"
-        message = f"score {score} below the case threshold"
+        was = before.get((test.nodeid, case.metric, case.id))
+        why = "" if not before else " (passed in the baseline)" if was else " (new case)"
+        message = f"score {score} below the case threshold{why}"
         body = f"<failure message={_attr(message)}>{_escape(detail)}</failure>"
         outcome = "failures"
     return f"{head}>{body}</testcase>", outcome
@@ -90,12 +92,12 @@ def _escape(text: str) -> str:
 
 def render_junit(report: Report, *, comparison: Comparison | None = None) -> str:
     """The report as a JUnit XML document (a string)."""
-    # Failed here and in the baseline: the gate does not count these, neither does JUnit.
-    known = {
-        (c.nodeid, c.metric, c.id)
+    # Whether each case passed in the baseline. A case that failed there and
+    # fails here is a known failure: the gate does not count it, neither does JUnit.
+    before = {
+        (c.nodeid, c.metric, c.id): c.baseline_passed
         for cmp in (comparison.cases if comparison else ())
         for c in cmp.changes
-        if not c.baseline_passed and not c.current_passed
     }
     suites: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -104,7 +106,7 @@ def render_junit(report: Report, *, comparison: Comparison | None = None) -> str
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         if test.cases:
             for case in test.cases:
-                element, outcome = _case_element(test, case, known)
+                element, outcome = _case_element(test, case, before)
                 elements.append(element)
                 counts["tests"] += 1
                 if outcome:
