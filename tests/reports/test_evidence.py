@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from tnsai_eval.reports import (
 
 
 def _test(
-    passes: list[bool | None],
+    passes: Sequence[bool | None],
     *,
     nodeid: str = "t.py::test_labels",
     prompt: str = "Label the ticket.",
@@ -82,7 +83,7 @@ def test_an_all_unrecorded_run_is_not_a_pass_nor_vanished(
     comparison = compare(run, base, gate="paired")
     assert [c.kind for c in comparison.inconclusive] == [ChangeKind.INCONCLUSIVE]
     assert comparison.vanished == ()
-    assert math.isnan(comparison.to_dataframe().loc[0, "current"])
+    assert math.isnan(float(comparison.to_dataframe()["current"].iloc[0]))
     assert comparison.to_dataframe().loc[0, "kind"] == "inconclusive"
     # Opting out of the unrecorded rule still leaves nothing in common: never a pass.
     assert main([*argv, "--allow-unrecorded"]) == 1
