@@ -121,7 +121,7 @@ class CaseChange:
 
 @dataclass(frozen=True, slots=True)
 class PromptChange:
-    """A prompt whose hash changed between the runs (text, template or call settings).
+    r"""A prompt whose hash changed between the runs (text, template or call settings).
 
     ``baseline_text`` and ``current_text`` are the prompts as the reports hold
     them (already masked for secrets); ``diff()`` is their unified diff, empty

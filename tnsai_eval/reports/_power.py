@@ -1,4 +1,4 @@
-"""What a suite can see: two exact figures for the one-sided sign test.
+r"""What a suite can see: two exact figures for the one-sided sign test.
 
 The paired gate calls a drop a regression only when the flipped cases lean
 towards "broken" beyond what chance explains (the exact one-sided sign test
