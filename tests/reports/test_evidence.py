@@ -286,3 +286,34 @@ def test_junit_skips_known_failures_and_fails_broken_and_new_failing_cases(
     same = _save(tmp_path / "same.json", _test([True] * 8 + [False] * 4))
     assert main(["report", str(same), "--baseline", str(base), "--junit", str(junit)]) == 0
     assert ET.parse(junit).getroot().attrib["failures"] == "0"
+
+
+# -- the HTML page says the same words ---------------------------------------------------
+
+
+def _page(tmp_path: Path, base: Path, run: Path, *extra: str) -> str:
+    page = tmp_path / "page.html"
+    main(["report", str(run), "--baseline", str(base), "--html", str(page), *extra])
+    return page.read_text(encoding="utf-8")
+
+
+def test_the_html_page_says_dropped_and_shows_the_prompt_diff(tmp_path: Path) -> None:
+    base = _save(tmp_path / "base.json", _test([True] * 7 + [False] * 5, prompt="Be brief.\n"))
+    run = _save(tmp_path / "run.json", _test([True] * 4 + [False] * 8, prompt="Be <terse>.\n"),
+                gate="paired")  # fmt: skip
+    page = _page(tmp_path, base, run)
+    assert "kind: unchanged" not in page
+    assert '<tr class="dropped">' in page
+    assert '<span class="verdict-warn">no regressions; 1 dropped score(s), not significant' in page
+    assert "the suite would need 18 common cases" in page
+    assert '<span class="del">-Be brief.</span><span class="add">+Be &lt;terse&gt;.</span>' in page
+    assert "gate paired, alpha 0.05" in page
+
+
+def test_the_html_page_never_shows_a_green_verdict_without_evidence(tmp_path: Path) -> None:
+    base = _save(tmp_path / "base.json", _test([True] * 12))
+    page = _page(tmp_path, base, _save(tmp_path / "run.json", _test([None] * 12)))
+    assert '<span class="verdict-pass">' not in page
+    assert "missing evidence in 1 test metric(s): not a pass" in page
+    assert "12 of 12 case(s) not run" in page
+    assert '<tr class="inconclusive">' in page
