@@ -14,7 +14,14 @@ import tempfile
 from pathlib import Path
 
 from tnsai_eval.cli import main
-from tnsai_eval.reports import CaseRecord, MetricStats, PromptRecord, Report, TestStatus, TrackedTest
+from tnsai_eval.reports import (
+    CaseRecord,
+    MetricStats,
+    PromptRecord,
+    Report,
+    TestStatus,
+    TrackedTest,
+)
 
 HERE = Path(__file__).resolve().parent
 LABELS = ("billing", "shipping", "repair")
@@ -52,8 +59,9 @@ def _run(version: str) -> Report:
         TestStatus.PASSED,
         {"score": MetricStats("score", (mean,))},
         cases=tuple(cases),
-        prompts=(PromptRecord("score", prompt, f"{sum(map(ord, prompt)):08x}",
-                              "prompts/support.txt"),),  # fmt: skip
+        prompts=(
+            PromptRecord("score", prompt, f"{sum(map(ord, prompt)):08x}", "prompts/support.txt"),
+        ),
     )
     config = {"model": "gpt-4o-mini", "record_mode": "replay", "gate": "paired", "alpha": 0.05}
     return Report(tests=(test,), config=config, created="2026-12-01T16:00:00+00:00")
