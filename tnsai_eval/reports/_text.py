@@ -108,6 +108,7 @@ def prompt_diff(change: PromptChange, *, markdown: bool = False) -> list[str]:
         # A fence longer than any backtick run in the diff cannot be closed by it.
         fence = "`" * max(3, _longest_backticks(diff) + 1)
         return [
+            "",
             "<details><summary>prompt diff</summary>",
             "",
             f"{fence}diff",
