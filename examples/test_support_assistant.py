@@ -5,7 +5,7 @@ from __future__ import annotations
 from pytest_plugin import norm_check, refine_until
 from tnsai_eval.feedback import Agent
 from tnsai_eval.norms import NormType, norm
-from tnsai_eval.optimizer import LabelEvaluator
+from tnsai_eval.scoring import LabelEvaluator
 
 # Classification replies are one word: a few tokens are plenty, and a small
 # bound keeps recording fast. Labels are scored with LabelEvaluator: a reply

@@ -45,7 +45,7 @@ RIGHT = {"v1": 10, "worse": 4, "better": 12}
 TEST_FILE = f"""
 from pathlib import Path
 
-from tnsai_eval.optimizer import LabelEvaluator
+from tnsai_eval.scoring import LabelEvaluator
 
 # Built from __file__, as users do: the report still names it relative to the rootdir.
 PROMPT = Path(__file__).resolve().parents[2] / "prompts" / "support.txt"

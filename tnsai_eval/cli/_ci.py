@@ -286,11 +286,11 @@ def _comment(args: argparse.Namespace) -> int:
                  f"artifacts: {_safe_link(args.link)}"]  # fmt: skip
     atomic_write_text(args.out, "\n".join(body) + "\n")
     if args.junit:
-        from tnsai_eval.reports._junit import write_junit
+        from tnsai_eval.reports import write_junit
 
         write_junit(args.junit, report, comparison=comparison)
     if args.html:
-        from tnsai_eval.reports._html import write_html
+        from tnsai_eval.plots import write_html
 
         write_html(args.html, report, comparison=comparison)
     passed = comparison is None or comparison.passed

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from tnsai_eval._util.text import escape_markdown, shown_label
 from tnsai_eval.reports._model import Report, score_interval, shown_text
 
 if TYPE_CHECKING:
@@ -180,8 +181,12 @@ def verdict_line(comparison: Comparison) -> str:
 
 def _power_lines(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
     bullet = "- " if markdown else "  "
+    def shown(text: str) -> str:
+        return escape_markdown(shown_label(text)) if markdown else shown_label(text)
+
     return [
-        f"{bullet}{c.nodeid} ({c.metric}) {c.kind.value}: {c.detectability.describe()}"
+        f"{bullet}{shown(c.nodeid)} ({shown(c.metric)}) {c.kind.value}: "
+        f"{c.detectability.describe()}"
         for c in changes
         if c.detectability is not None
     ]
@@ -193,7 +198,9 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
     verdict = verdict_line(comparison)
     if comparison.regressions:
         verdict += ":"
-    lines.append(f"**{verdict}**" if markdown else verdict)
+    # The verdict names tests (user text): inert in Markdown, on one line in a terminal.
+    verdict = shown_label(verdict)
+    lines.append(f"**{escape_markdown(verdict)}**" if markdown else verdict)
     if comparison.regressions:
         lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.regressions), markdown))
     if comparison.inconclusive:

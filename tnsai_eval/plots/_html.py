@@ -20,16 +20,21 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tnsai_eval import frames, plots
+from tnsai_eval import frames
+from tnsai_eval.plots._base import to_png
+from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
     CaseChange,
     Comparison,
+    PromptChange,
     Report,
+    TrackedTest,
     compare,
+    masked,
     read_report,
+    shown_text,
+    was_run,
 )
-from tnsai_eval.reports._cases import PromptChange
-from tnsai_eval.reports._model import TrackedTest, masked, shown_text, was_run
 
 __all__ = ["render_html", "write_html"]
 
@@ -79,7 +84,7 @@ _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_p
 
 
 def _img(fig: Figure, alt: str) -> str:
-    data = base64.b64encode(plots.to_png(fig)).decode("ascii")
+    data = base64.b64encode(to_png(fig)).decode("ascii")
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
@@ -275,7 +280,7 @@ def render_html(
             f"<h2>Against the baseline (tolerance {comparison.tolerance:g}, gate "
             f"{comparison.gate.value}{alpha}): {_verdict(comparison)}</h2>",
             *_evidence(comparison),
-            _img(plots.plot_report_comparison(changes), "baseline vs current"),
+            _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
             *_prompt_diffs(comparison.prompt_changes),
         ]
@@ -283,7 +288,7 @@ def render_html(
     parts.append("<h2>Tests</h2>")
     if not tests.empty:
         if tests["score"].notna().any():
-            parts.append(_img(plots.plot_report_scores(tests), "scores by test"))
+            parts.append(_img(plot_report_scores(tests), "scores by test"))
         shown = [c for c in _TEST_COLUMNS if c in tests.columns]
         parts.append(_table(tests.loc[:, shown], row_class="status"))
     else:
