@@ -181,6 +181,7 @@ def verdict_line(comparison: Comparison) -> str:
 
 def _power_lines(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
     bullet = "- " if markdown else "  "
+
     def shown(text: str) -> str:
         return escape_markdown(shown_label(text)) if markdown else shown_label(text)
 
