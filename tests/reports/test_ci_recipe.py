@@ -302,3 +302,32 @@ def test_the_recipe_in_docs_is_the_tested_file() -> None:
     assert block.group(1) == WORKFLOW.read_text(encoding="utf-8")
     workflow = yaml.safe_load(block.group(1))
     assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+
+
+def test_bad_ci_input_is_exit_2_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tnsai_eval.cli import main
+
+    (tmp_path / "a.txt").write_text("a", encoding="utf-8")
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    monkeypatch.chdir(tmp_path)
+    assert main(["ci", "baseline", "--base=--upload-pack=x"]) == 2
+    assert "--base '--upload-pack=x' is not a commit" in capsys.readouterr().err
+    assert main(["ci", "baseline", "--base", "0" * 40]) == 2
+    assert "needs fetch-depth: 0" in capsys.readouterr().err
+    (tmp_path / "event.json").write_text("{not json", encoding="utf-8")
+    assert main(["ci", "baseline", "--base", "HEAD", "--event", "event.json"]) == 2
+    assert "--event 'event.json' cannot be read as JSON" in capsys.readouterr().err
+    # No baseline on the base commit: the first one is the PR's, and the run is not gated.
+    assert main(["ci", "baseline", "--base", "HEAD"]) == 0
+    state = json.loads((tmp_path / ".tnsai" / "ci.json").read_text(encoding="utf-8"))
+    assert (state["mode"], state["gate_baseline"]) == ("first", None)
+    assert main(["ci", "comment", "report.json", "--state", "elsewhere"]) == 2
+    assert "no readable ci.json" in capsys.readouterr().err
+    report = tmp_path / "report.json"
+    report.write_text('{"schema_version": 2, "tests": []}', encoding="utf-8")
+    assert main(["ci", "comment", str(report), "--link", "javascript:alert(1)"]) == 2
+    assert "is not a plain http(s) URL" in capsys.readouterr().err
