@@ -17,6 +17,7 @@ from tnsai_eval.reports._cases import (
 )
 from tnsai_eval.reports._decode import read_report
 from tnsai_eval.reports._model import (
+    CaseState,
     MetricStats,
     ReportSource,
     TrackedTest,
@@ -339,7 +340,7 @@ def _unrun(test: TrackedTest, allow_unrecorded: bool) -> list[Shortfall]:
         records = [c for c in test.cases if c.metric == metric]
         ids = dict.fromkeys(c.id for c in records)
         ran = {c.id for c in records if was_run(c)}
-        errored = dict.fromkeys(c.id for c in records if c.state.value == "error")
+        errored = dict.fromkeys(c.id for c in records if c.state is CaseState.ERROR)
         unrun = [i for i in ids if i not in ran]
         parts = []
         if unrun and not allow_unrecorded:

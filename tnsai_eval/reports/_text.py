@@ -123,7 +123,8 @@ def prompt_diff(change: PromptChange, *, markdown: bool = False) -> list[str]:
         shown.append(
             f"... ({len(diff) - len(shown)} more diff line(s) in the Markdown/HTML report)"
         )
-    return [shown_text(line, 120) if len(line) > 120 else line for line in shown]
+    # Control characters (a terminal's escape sequences) become spaces; long lines are cut.
+    return [shown_text(line, 120) if len(line) > 120 else shown_label(line) for line in shown]
 
 
 def _longest_backticks(lines: Sequence[str]) -> int:
@@ -163,15 +164,17 @@ def verdict_line(comparison: Comparison) -> str:
     gate = f"gate: {comparison.gate.value}"
     if comparison.gate.value == "paired":
         gate += f", alpha {comparison.alpha:g}"
+    missing = "; ".join(str(s) for s in comparison.shortfalls)
     if comparison.regressions:
-        return (
+        line = (
             f"{len(comparison.regressions)} regression(s) beyond tolerance "
             f"{comparison.tolerance:g} ({gate})"
         )
+        return f"{line}; also missing evidence: {missing}" if missing else line
     if comparison.shortfalls:
         return (
             f"missing evidence in {len(comparison.shortfalls)} test metric(s), not a pass "
-            f"({gate}): " + "; ".join(str(s) for s in comparison.shortfalls)
+            f"({gate}): {missing}"
         )
     line = f"no regressions beyond tolerance {comparison.tolerance:g} ({gate})"
     if comparison.dropped:
