@@ -98,6 +98,11 @@ def test_a_few_unrecorded_cases_pass_only_when_allowed(
     assert "2 of 12 case(s) not run" in capsys.readouterr().out
     # 10 of 12 in common is above 80%: with unrecorded cases allowed, it passes.
     assert main(["report", str(run), "--baseline", str(base), "--allow-unrecorded"]) == 0
+    # Allowed by the run that wrote the report, unless the command line says otherwise.
+    allowed = _save(tmp_path / "allowed.json", _test([True] * 10 + [None] * 2),
+                    allow_unrecorded=True)  # fmt: skip
+    assert main(["report", str(allowed), "--baseline", str(base)]) == 0
+    assert main(["report", str(allowed), "--baseline", str(base), "--no-allow-unrecorded"]) == 1
     # 9 of 12 (75%) is too few, unless the share asked for is lower.
     fewer = _save(tmp_path / "fewer.json", _test([True] * 9 + [None] * 3))
     argv = ["report", str(fewer), "--baseline", str(base), "--allow-unrecorded"]

@@ -105,10 +105,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--allow-unrecorded",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="accept cases that were not run (unrecorded, or refused by the call budget) "
-        "instead of refusing to pass",
+        "instead of refusing to pass (default: the report's, else refused)",
     )
     parser.add_argument(
         "--format",
