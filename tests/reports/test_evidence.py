@@ -313,6 +313,7 @@ def test_the_html_page_says_dropped_and_shows_the_prompt_diff(tmp_path: Path) ->
     assert "the suite would need 18 common cases" in page
     assert '<span class="del">-Be brief.</span><span class="add">+Be &lt;terse&gt;.</span>' in page
     assert "gate paired, alpha 0.05" in page
+    assert "gate settings: gate paired (recorded in the report)" in page
 
 
 def test_the_html_page_never_shows_a_green_verdict_without_evidence(tmp_path: Path) -> None:

@@ -292,7 +292,7 @@ def _comment(args: argparse.Namespace) -> int:
     if args.html:
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison)
+        write_html(args.html, report, comparison=comparison, settings=settings)
     passed = comparison is None or comparison.passed
     print(f"wrote {args.out}: {'pass' if passed else 'not a pass'}")
     return 0 if passed else 1

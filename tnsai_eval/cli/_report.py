@@ -190,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison)
+        write_html(args.html, report, comparison=comparison, settings=settings)
         if args.format == "text":
             print(f"wrote {args.html}")
     return 0 if comparison is None or comparison.passed else 1

@@ -245,11 +245,14 @@ def render_html(
     tolerance: float = 0.05,
     title: str | None = None,
     comparison: Comparison | None = None,
+    settings: str = "",
 ) -> str:
     """The page for ``report`` (a ``Report`` or a JSON path), compared with ``baseline``.
 
     ``comparison`` (from ``compare``) may be given instead of ``baseline``, so
-    that the page shows the gate exactly as it was judged (mode, alpha).
+    that the page shows the gate exactly as it was judged (mode, alpha);
+    ``settings`` is the line saying where each gate setting came from
+    (``reports.describe_settings``), shown under the verdict.
     """
     run = read_report(report)
     if title is not None:
@@ -279,6 +282,7 @@ def render_html(
         parts += [
             f"<h2>Against the baseline (tolerance {comparison.tolerance:g}, gate "
             f"{comparison.gate.value}{alpha}): {_verdict(comparison)}</h2>",
+            *([f"<p>{html.escape(settings)}</p>"] if settings else []),
             *_evidence(comparison),
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
@@ -315,10 +319,13 @@ def write_html(
     baseline: Report | str | os.PathLike[str] | None = None,
     tolerance: float = 0.05,
     comparison: Comparison | None = None,
+    settings: str = "",
 ) -> Path:
     """Write ``render_html(...)`` to ``path`` (parent folders created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(report, baseline=baseline, tolerance=tolerance, comparison=comparison)
+    page = render_html(
+        report, baseline=baseline, tolerance=tolerance, comparison=comparison, settings=settings
+    )
     target.write_text(page, encoding="utf-8")
     return target
