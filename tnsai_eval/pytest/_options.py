@@ -107,7 +107,16 @@ _SPECS = (
         "tnsai_llm_max_calls",
         "stop calling the model once N calls (HTTP attempts, retries included; replies "
         "from the store never count) were made in this session, across xdist workers; "
-        "later cases are marked unrecorded.",
+        "later cases are marked not run (budget). The optimizer's calls draw on it too.",
+        "N",
+    ),
+    _Spec(
+        "--llm-concurrency",
+        "tnsai_llm_concurrency",
+        "model calls in flight at once: the default of evaluate_prompt(concurrency=...) "
+        "and, when given, its ceiling (a larger request is capped, with one warning). "
+        "Without it evaluate_prompt uses 4 unless a call asks for more, and the client's "
+        "connection pool grows to what is asked.",
         "N",
     ),
     _Spec(
@@ -160,6 +169,7 @@ class PluginOptions:
     max_calls: int | None = None
     min_common: float = 0.8
     allow_unrecorded: bool = False
+    concurrency: int | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -220,6 +230,7 @@ class PluginOptions:
                 f"{values['tnsai_min_common'][1]}: expected a share between 0 and 1, "
                 f"got {values['tnsai_min_common'][0]!r}"
             )
+        concurrency = values.get("tnsai_llm_concurrency")
         return cls(
             base_url=base_url,
             model=model,
@@ -236,6 +247,9 @@ class PluginOptions:
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
             min_common=min_common,
             allow_unrecorded=_flag(values.get("tnsai_allow_unrecorded")),
+            concurrency=(
+                None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
+            ),
         )
 
     def describe(self) -> dict[str, object]:
@@ -256,6 +270,7 @@ class PluginOptions:
             "max_calls": self.max_calls,
             "min_common": self.min_common,
             "allow_unrecorded": self.allow_unrecorded,
+            "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
         }
 

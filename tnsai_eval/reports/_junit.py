@@ -66,9 +66,14 @@ def _case_element(
         f"input: {shown_text(case.input, 2000)}\nexpected: {shown_text(case.expected, 2000)}\n"
         f"output: {shown_text(case.output or '', 2000)}"
     )
-    if not was_run(case):
-        reason = case.error or "no recorded reply (run pytest --llm-record record)"
-        body, outcome = f"<skipped message={_attr('not run: ' + reason)}/>", "skipped"
+    if case.state is CaseState.NOT_RUN:
+        body, outcome = (
+            '<skipped message="not run: budget (--llm-max-calls was spent)"/>',
+            "skipped",
+        )
+    elif not was_run(case):
+        body = '<skipped message="no recorded reply (run pytest --llm-record record)"/>'
+        outcome = "skipped"
     elif case.state is CaseState.ERROR:
         body = f"<error message={_attr(case.error or 'error')}>{_escape(detail)}</error>"
         outcome = "errors"
