@@ -323,3 +323,28 @@ def test_the_html_page_never_shows_a_green_verdict_without_evidence(tmp_path: Pa
     assert "missing evidence in 1 test metric(s): not a pass" in page
     assert "12 of 12 case(s) not run" in page
     assert '<tr class="inconclusive">' in page
+
+
+def test_cases_refused_by_the_call_budget_count_as_not_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = _save(tmp_path / "base.json", _test([True] * 12))
+    refused = tuple(
+        CaseRecord(
+            f"c{i}", f"ticket {i}", "billing", state=CaseState.NOT_RUN, error="not run: budget"
+        )  # fmt: skip
+        for i in range(6, 12)
+    )
+    scored = _test([True] * 6)
+    run = _save(tmp_path / "run.json", TrackedTest(
+        scored.nodeid, TestStatus.FAILED, scored.metrics, cases=(*scored.cases, *refused),
+        prompts=scored.prompts))  # fmt: skip
+    assert main(["report", str(run), "--baseline", str(base), "--allow-unrecorded"]) == 1
+    out = capsys.readouterr().out
+    assert "only 6 of the baseline's 12 case(s) in common" in out
+    assert main(["report", str(run), "--baseline", str(base)]) == 1
+    assert "6 of 12 case(s) not run" in capsys.readouterr().out
+    junit = tmp_path / "junit.xml"
+    main(["report", str(run), "--baseline", str(base), "--junit", str(junit)])
+    root = ET.parse(junit).getroot()
+    assert (root.attrib["failures"], root.attrib["skipped"]) == ("0", "6")
