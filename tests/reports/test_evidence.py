@@ -332,7 +332,7 @@ def test_cases_refused_by_the_call_budget_count_as_not_run(
     refused = tuple(
         CaseRecord(
             f"c{i}", f"ticket {i}", "billing", state=CaseState.NOT_RUN, error="not run: budget"
-        )  # fmt: skip
+        )
         for i in range(6, 12)
     )
     scored = _test([True] * 6)
