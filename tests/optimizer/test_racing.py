@@ -458,13 +458,17 @@ def test_a_bad_starting_prompt_is_dropped_when_every_challenger_beats_it() -> No
     # The training figures say the starting prompt's mean is over 8 cases only.
     assert (racing.initial_cases, exhaustive.initial_cases) == (8, 100)
     assert racing.training_change == "0.000 (on 8 of 100 cases) -> 0.900"
-    assert racing.was_improved
+    assert racing.training_improved
+    # What racing saved, counted against what exhaustive search spent.
+    saved = exhaustive.calls - racing.calls
+    assert racing.racing_report == f"racing saved {saved} of 300 requests ({saved / 300:.0%})"
+    assert exhaustive.racing_report is None
     assert racing.best_variant == 1
     out = io.StringIO()
     with redirect_stdout(out):
         _print_report(racing)
     report = out.getvalue()
-    assert "training accuracy 0.000 (on 8 of 100 cases) -> 0.900 (improved)" in report
+    assert "training accuracy 0.000 (on 8 of 100 cases) -> 0.900 (training gain)" in report
     assert re.search(r"\n +\d+ +0\.000~ +8 +0 +initial +P\n", report)
 
 

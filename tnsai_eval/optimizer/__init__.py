@@ -10,6 +10,7 @@ True
 """
 
 from tnsai_eval.optimizer._cases import TestCase, split_cases
+from tnsai_eval.optimizer._chance import ConstantBaseline
 from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._evaluators import (
@@ -58,6 +59,7 @@ __all__ = [
     "CaseResult",
     "CaseScore",
     "CaseState",
+    "ConstantBaseline",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
     "Demo",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from tnsai_eval.plots._base import REGRESSION_COLOR, to_png
 from tnsai_eval.plots._optimizer import (
     plot_check_matrix,
+    plot_confusion,
     plot_cost_per_round,
     plot_norm_checks,
     plot_optimizer_rounds,
@@ -34,6 +35,7 @@ __all__ = [
     "REGRESSION_COLOR",
     "plot_case_deltas",
     "plot_check_matrix",
+    "plot_confusion",
     "plot_cost_per_round",
     "plot_norm_checks",
     "plot_optimizer_rounds",
