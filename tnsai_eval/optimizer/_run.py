@@ -376,7 +376,8 @@ class Run:
         return savings_report(
             self.options.search,
             saved,
-            self.budget.calls,
+            # Requests: live calls and replies a response store served alike.
+            self.budget.calls + self.budget.cache_hits,
             dropped=dropped,
             dropped_last=dropped_last,
             complete=not cut,
