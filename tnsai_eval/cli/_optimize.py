@@ -63,7 +63,7 @@ DEFAULT_PROMPTS = {
     "capitals": "Answer the geography question.",
     "feedback_examples": "Is this feedback positive or negative?",
     "formal_tone": "Rewrite this message in a formal tone.",
-    "headlines": "What is this headline about?",
+    "headlines": "Is this headline about sports, politics or technology?",
     "json_extraction": "Extract the name, age and city as JSON.",
     "sentiment": "Is the sentiment of this review positive or negative?",
 }
