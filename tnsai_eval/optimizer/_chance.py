@@ -31,9 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tnsai_eval.optimizer._cases import TestCase
-from tnsai_eval.optimizer._evaluators import LabelEvaluator
 from tnsai_eval.optimizer._records import CaseResult
+from tnsai_eval.scoring import LabelEvaluator, TestCase
 
 if TYPE_CHECKING:
     import pandas as pd

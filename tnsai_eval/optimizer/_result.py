@@ -32,11 +32,12 @@ from tnsai_eval.optimizer._variant import (
 if TYPE_CHECKING:  # pandas is imported by the views only, when they are used
     import pandas as pd
 
-__all__ = ["VERDICTS", "OptimizationResult"]
+__all__ = ["CASE_COLUMNS", "VERDICTS", "OptimizationResult"]
 
 #: The verdict words (``OptimizationResult.verdict``), the CI gate's words.
 VERDICTS = ("improved", "dropped", "unchanged", "inconclusive")
 
+#: The columns of ``OptimizationResult.to_dataframe()``: one row per (round, variant, case).
 CASE_COLUMNS = (
     "round",
     "variant",
