@@ -599,3 +599,30 @@ def test_a_bad_schedule_or_alpha_is_named(level: Callable[..., float]) -> None:
         level(())
     with pytest.raises(ValueError, match=r"alpha must be in \(0, 0.5\), got 0.7"):
         level((8, 12), 0.7)
+
+
+def test_racing_says_when_every_drop_came_at_the_last_look() -> None:
+    # 20 cases: looks after 8, 12 and 18 cases. Everyone is right on the
+    # first 12 cases of the racing order; after that only CONCISE is, so
+    # the others fall behind only by the last look (18), where they are
+    # dropped: ANSWER_ONLY saves its 2 remaining cases, the starting prompt
+    # nothing (at the target on the first rung, it was scored on every case).
+    order = example_order(20, seed=0)
+    late = {i + 1 for i in order[12:]}
+
+    def right(who: str, number: int) -> bool:
+        return who == "concise" or number not in late
+
+    racing, _ = race_three(right, 20)
+    exhaustive, _ = race_three(right, 20, search="exhaustive")
+    statuses = [(v.strategy, v.status, v.cases_scored) for v in racing.variants]
+    assert statuses == [
+        ("initial", VariantStatus.DROPPED, 20),
+        ("concise", VariantStatus.SCORED, 20),
+        ("answer_only", VariantStatus.DROPPED, 18),
+    ]
+    saved = exhaustive.calls - racing.calls
+    assert saved == 2
+    assert racing.racing_report == (
+        f"racing saved {saved} of {exhaustive.calls} requests: every drop at the last look"
+    )
