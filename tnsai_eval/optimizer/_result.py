@@ -264,7 +264,11 @@ class OptimizationResult:
         ``chance_flag``); ``dropped``: the held-out mean fell; ``unchanged``:
         the best is the starting prompt, or no held-out case flipped;
         ``inconclusive``: anything else, including no held-out score at all
-        (nothing held out, or the budget ran out first).
+        (nothing held out, or the budget ran out first). The words are the CI
+        gate's (``reports.ChangeKind``); the gate, which guards against drops,
+        calls a rise that is not significant ``unchanged``, while here, where
+        the question is whether the search found something, such a rise (or
+        one a constant answer matches) is ``inconclusive``.
         """
         best, initial = self.validation_score, self.initial_validation_score
         if best is None or initial is None:
