@@ -90,6 +90,7 @@ _BAD_VALUES: dict[str, tuple[object, str]] = {
     "rewrite": ("yes", "'yes'"),
     "few_shot_examples": (-1, "-1"),
     "template": ("{prompt}", "'{prompt}'"),
+    "alpha": (1.0, "1.0"),
     "call_params": ([("temperature", 0)], "[('temperature', 0)]"),
     "clock": (None, "NoneType"),
     "split": (1.0, "1.0"),
@@ -127,3 +128,4 @@ def test_the_defaults_pass_their_own_checks_and_are_the_clis() -> None:
     assert args.racing_bound == DEFAULT_CONFIG.racing_bound
     assert args.concurrency == DEFAULT_CONFIG.concurrency
     assert args.seed == DEFAULT_CONFIG.seed
+    assert args.alpha == DEFAULT_CONFIG.alpha

@@ -83,6 +83,7 @@ class OptimizerConfig:
     demo_sets: int = 0
     rewrite_max_tokens: int = 256
     labels: Sequence[str] | None = None
+    alpha: float = 0.05
     budget: CallBudget | None = None
 
     def __post_init__(self) -> None:
@@ -193,6 +194,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _rule("max_seconds", _or_none(lambda v: _number(v) and cast(float, v) > 0), "> 0 or None"),
     _rule("template", _template, "a str with {prompt} and {input}"),
+    _rule("alpha", lambda v: _number(v) and 0 < cast(float, v) < 1, "a level in (0, 1)"),
     _rule(
         "split",
         _or_none(lambda v: _number(v) and 0.0 < cast(float, v) < 1.0),
