@@ -7,6 +7,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 from tnsai_eval.llm._attempts import AttemptGate, attempt_gate, may_retry
 from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
+from tnsai_eval.llm._diagnose import Diagnosis, DiagnosisItem, diagnose
 from tnsai_eval.llm._format import (
     ResponseFormatStyle,
     check_response_format,
@@ -48,6 +49,8 @@ __all__ = [
     "AttemptGate",
     "CachedLLM",
     "Completion",
+    "Diagnosis",
+    "DiagnosisItem",
     "Judge",
     "JudgeCalibration",
     "JudgeMethod",
@@ -69,6 +72,7 @@ __all__ = [
     "call_tokens",
     "check_response_format",
     "default_llm",
+    "diagnose",
     "estimate_tokens",
     "fit_threshold",
     "json_schema_format",
