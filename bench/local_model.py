@@ -138,22 +138,15 @@ def main() -> None:
         print(f"{c.name:<46} {c.load_s:>7.2f} {ttft[c.name] * 1000:>8.1f} {rate[c.name]:>9.1f}")
     direct_on, direct_off, local_on, local_off = (c.name for c in configs)
     print("\nratios (TTFT: lower is better; tokens/s: higher is better)")
-    print(
-        f"LocalLLM / direct, extra buffer types on:  TTFT {ttft[local_on] / ttft[direct_on]:.2f}, "
-        f"tokens/s {rate[local_on] / rate[direct_on]:.2f}"
-    )
-    print(
-        f"LocalLLM / direct, extra buffer types off: TTFT {ttft[local_off] / ttft[direct_off]:.2f}, "
-        f"tokens/s {rate[local_off] / rate[direct_off]:.2f}"
-    )
-    print(
-        f"fallback cost, off / on (direct):   TTFT {ttft[direct_off] / ttft[direct_on]:.2f}, "
-        f"tokens/s {rate[direct_off] / rate[direct_on]:.2f}"
-    )
-    print(
-        f"fallback cost, off / on (LocalLLM): TTFT {ttft[local_off] / ttft[local_on]:.2f}, "
-        f"tokens/s {rate[local_off] / rate[local_on]:.2f}"
-    )
+    for label, top, bottom in (
+        ("LocalLLM / direct, extra buffer types on ", local_on, direct_on),
+        ("LocalLLM / direct, extra buffer types off", local_off, direct_off),
+        ("fallback cost, off / on, direct         ", direct_off, direct_on),
+        ("fallback cost, off / on, LocalLLM       ", local_off, local_on),
+    ):
+        print(
+            f"{label}: TTFT {ttft[top] / ttft[bottom]:.2f}, tokens/s {rate[top] / rate[bottom]:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -36,9 +36,7 @@ def _doctor(
     command = [sys.executable, "-m", "tnsai_eval.cli", "doctor", *args]
     if code is not None:
         command = [sys.executable, "-c", code, *args]
-    return subprocess.run(
-        command, env={**base, **env}, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run(command, env={**base, **env}, capture_output=True, text=True, timeout=300)
 
 
 def _line(output: str, name: str) -> str:
@@ -50,16 +48,21 @@ def test_healthy_embedded_model_exits_0_and_names_everything(tmp_path: Path) -> 
     done = _doctor(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert _line(out, "python").split()[1] == f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}"
+    assert (
+        _line(out, "python").split()[1]
+        == f"{sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}"
+    )
     assert "0.3" in _line(out, "llama-cpp-python")
     assert "CPU" in _line(out, "llama.cpp build") or "AVX" in _line(out, "llama.cpp build")
     assert "avx2" in _line(out, "machine CPU")
     assert _line(out, "model file").endswith(".gguf")
     probe = _line(out, "probe")
     assert probe.startswith("ok")
-    assert "run now" in probe and str(tmp_path / "cache" / "llama-probe.json") in probe
+    assert "run now" in probe
+    assert str(tmp_path / "cache" / "llama-probe.json") in probe
     client = _line(out, "default client")
-    assert "LocalLLM" in client and "neither TNSAI_LLM_BASE_URL nor TNSAI_LLM_MODEL" in client
+    assert "LocalLLM" in client
+    assert "neither TNSAI_LLM_BASE_URL nor TNSAI_LLM_MODEL" in client
     assert "none configured" in _line(out, "server")
     assert out.rstrip().endswith("ready: LocalLLM works here")
 
@@ -83,7 +86,8 @@ def test_a_crash_without_a_working_fallback_exits_1_with_the_fix(tmp_path: Path)
     probe = _line(done.stdout, "probe")
     assert probe.startswith("FAIL")
     assert "SIGILL (Illegal instruction)" in probe
-    assert "CMAKE_ARGS=" in probe and "--no-cache-dir --force-reinstall" in probe
+    assert "CMAKE_ARGS=" in probe
+    assert "--no-cache-dir --force-reinstall" in probe
     assert "not ready: LocalLLM does not work here (probe)" in done.stdout
 
 
@@ -144,6 +148,8 @@ def test_a_server_that_answers_exits_0_and_the_key_is_never_shown(tmp_path: Path
     assert server_line.startswith("ok")
     assert "answers (HTTP 200, models: fake-model)" in server_line
     assert SECRET not in done.stdout + done.stderr
+    # The embedded model is not what default_llm() uses: its probe is not spent.
+    assert "not run (a server is configured; --fresh runs it)" in _line(done.stdout, "probe")
 
 
 def test_a_server_that_does_not_answer_exits_1(tmp_path: Path) -> None:
@@ -153,7 +159,8 @@ def test_a_server_that_does_not_answer_exits_1(tmp_path: Path) -> None:
     server_line = _line(done.stdout, "server")
     assert server_line.startswith("FAIL")
     assert f"GET {url}/models does not answer (ConnectError" in server_line
-    assert "not ready: OpenAIClient" in done.stdout and "(server)" in done.stdout
+    assert "not ready: OpenAIClient" in done.stdout
+    assert "(server)" in done.stdout
 
 
 def test_half_a_server_configuration_exits_1(tmp_path: Path) -> None:
@@ -168,4 +175,3 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     done = _doctor(tmp_path, "--fresh", "--bogus")
     assert done.returncode == 2
     assert "unrecognized arguments: --bogus" in done.stderr
-

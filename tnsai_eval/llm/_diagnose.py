@@ -23,6 +23,7 @@ from tnsai_eval.llm._llama import build_features
 from tnsai_eval.llm._model_path import INSTALL_HINT, smollm2_gguf_path
 from tnsai_eval.llm._probe import (
     ProbeVerdict,
+    cached_verdict,
     cpu_flags,
     crash_error,
     probe,
@@ -103,7 +104,11 @@ def diagnose(*, fresh: bool = False, environ: Mapping[str, str] | None = None) -
 
 def _client(url: str | None, model: str | None) -> tuple[str, str, bool | None]:
     if url is None and model is None:
-        return "LocalLLM", f"the embedded model, because neither {ENV_BASE_URL} nor {ENV_MODEL} is set", None
+        return (
+            "LocalLLM",
+            f"the embedded model, because neither {ENV_BASE_URL} nor {ENV_MODEL} is set",
+            None,
+        )
     if url is None:
         return "none", f"{ENV_MODEL}={model!r} is set but {ENV_BASE_URL} is not", False
     if model is None:
@@ -118,13 +123,14 @@ def _client(url: str | None, model: str | None) -> tuple[str, str, bool | None]:
 def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[DiagnosisItem]:
     # Problems with the embedded model only count when it is what default_llm() uses.
     needed: bool | None = False if embedded else None
+    fine: bool | None = True if embedded else None
     items: list[DiagnosisItem] = []
     try:
         version = importlib.metadata.version("llama-cpp-python")
     except importlib.metadata.PackageNotFoundError:
         version = None
     items.append(
-        DiagnosisItem("llama-cpp-python", version)
+        DiagnosisItem("llama-cpp-python", version, fine)
         if version
         else DiagnosisItem(
             "llama-cpp-python", f"not installed; install it with: {INSTALL_HINT}", needed
@@ -140,14 +146,22 @@ def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[Di
         items.append(DiagnosisItem("model file", str(exc), needed))
         model = None
     else:
-        items.append(DiagnosisItem("model file", str(model)))
+        items.append(DiagnosisItem("model file", str(model), fine))
     if version is None or model is None:
         items.append(DiagnosisItem("probe", "not run (the embedded model is not installed)"))
         return items
     features = build_features(env)
     items.append(DiagnosisItem("llama.cpp build", features or "(could not be read)"))
-    verdict = probe(model, None, fresh=fresh, environ=env)
-    items.append(_probe_item(verdict, needed))
+    if embedded or fresh:
+        verdict: ProbeVerdict | None = probe(model, None, fresh=fresh, environ=env)
+    else:
+        # default_llm() uses the server: the embedded model's probe is shown
+        # when it has run, and not spent time on otherwise.
+        verdict = cached_verdict(model, None, environ=env)
+    if verdict is None:
+        items.append(DiagnosisItem("probe", "not run (a server is configured; --fresh runs it)"))
+    else:
+        items.append(_probe_item(verdict, needed))
     return items
 
 
@@ -184,9 +198,7 @@ def _server_item(base_url: str, api_key: str | None) -> DiagnosisItem:
         response = httpx.get(url, headers=headers, timeout=_SERVER_TIMEOUT_S)
     except httpx.HTTPError as exc:
         problem = mask_then_cut(f"{type(exc).__name__}: {exc}", 300)
-        return DiagnosisItem(
-            "server", f"GET {shown} does not answer ({problem})", False
-        )
+        return DiagnosisItem("server", f"GET {shown} does not answer ({problem})", False)
     if response.status_code != 200:
         key_hint = f" (is {ENV_API_KEY} right?)" if response.status_code in (401, 403) else ""
         return DiagnosisItem(

@@ -205,9 +205,7 @@ class LocalLLM:
         return self._extra_bufts
 
     def _load_key(self, *, logits_all: bool = False) -> _LoadKey:
-        return _LoadKey(
-            self.model_path, self.n_ctx, self.n_threads, logits_all, self._extra_bufts
-        )
+        return _LoadKey(self.model_path, self.n_ctx, self.n_threads, logits_all, self._extra_bufts)
 
     def __repr__(self) -> str:
         return f"LocalLLM(model={self.model!r}, n_ctx={self.n_ctx}, seed={self.seed})"

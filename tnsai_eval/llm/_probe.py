@@ -67,6 +67,7 @@ __all__ = [
     "ProbeAttempt",
     "ProbeVerdict",
     "build_key",
+    "cached_verdict",
     "cpu_flags",
     "crash_error",
     "fallback_message",
@@ -318,6 +319,22 @@ def _probe_lock(cache_file: Path) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------- probing
+
+
+def cached_verdict(
+    model_path: Path, n_threads: int | None, *, environ: Mapping[str, str] | None = None
+) -> ProbeVerdict | None:
+    """The cached verdict for this build, or ``None``; never runs the probe."""
+    env = os.environ if environ is None else environ
+    cache_file = probe_cache_file(env)
+    return _cached_verdict(
+        _read_cache(cache_file),
+        build_key(env),
+        _entry_name(model_path, n_threads),
+        model_path,
+        n_threads,
+        cache_file,
+    )
 
 
 def probe(
