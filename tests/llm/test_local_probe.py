@@ -22,7 +22,7 @@ import pytest
 
 from tnsai_eval.errors import ConfigError, LocalModelUnavailable, LocalModelWarning
 from tnsai_eval.llm import LocalLLM, OpenAIClient, _probe, serve_local_model, smollm2_gguf_path
-from tnsai_eval.llm._llama import library_files
+from tnsai_eval.llm._llama import child_env, library_files
 from tnsai_eval.llm._probe import (
     ENV_CACHE_DIR,
     ENV_PROBE_FAULT,
@@ -33,6 +33,8 @@ from tnsai_eval.llm._probe import (
 )
 
 pytestmark = pytest.mark.local_model
+
+SECRET = "sk-probe-test-0123456789"
 
 FIX = (
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
@@ -205,34 +207,45 @@ def test_the_served_model_refuses_to_start_on_a_crashing_build(
         pytest.fail("the server must not start")
 
 
-def test_the_served_model_falls_back_like_local_llm(
+def test_the_served_model_falls_back_like_local_llm_and_gets_no_secrets(
     cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_PROBE_FAULT, "sigill-extra-bufts")
+    monkeypatch.setenv("TNSAI_LLM_API_KEY", SECRET)
     alias = f"fallback-{os.getpid()}"
     with warnings.catch_warnings(record=True) as caught, serve_local_model(alias=alias) as url:
         warnings.simplefilter("always")
-        # Our entry point was told to load without the extra buffer types...
-        commands = _command_lines(alias)
+        servers = _processes_naming(alias)
         with OpenAIClient(alias, base_url=url, timeout=60) as llm:
             reply = llm.chat("What is the capital of France? Answer in one word.", max_tokens=8)
-    assert any("--extra-bufts\0off" in command for command in commands)
-    # ...and the server it started answers.
+    # Our entry point was told to load without the extra buffer types...
+    (command, environ) = servers
+    assert "--extra-bufts\0off" in command
+    # ...and the server it started answers, without the key in its environment.
     assert "paris" in reply.text.lower()
+    assert SECRET not in environ
     (warning,) = [w for w in caught if w.category is LocalModelWarning]
     assert "serve_local_model loads the model without them" in str(warning.message)
 
 
-def _command_lines(text: str) -> list[str]:
+def test_children_get_no_secrets_and_find_this_tnsai_eval() -> None:
+    env = child_env({"PATH": "/bin", "TNSAI_LLM_API_KEY": SECRET, "PYTHONPATH": "/elsewhere"})
+    root = str(Path(_probe.__file__).resolve().parents[2])
+    assert env == {"PATH": "/bin", "PYTHONPATH": f"{root}{os.pathsep}/elsewhere"}
+
+
+def _processes_naming(text: str) -> tuple[str, str]:
+    """The command line and environment of the one process whose command line has ``text``."""
     found = []
-    for path in Path("/proc").glob("[0-9]*/cmdline"):
+    for folder in Path("/proc").glob("[0-9]*"):
         try:
-            line = path.read_bytes().decode(errors="replace")
-        except OSError:
+            command = (folder / "cmdline").read_bytes().decode(errors="replace")
+            if text in command:
+                found.append((command, (folder / "environ").read_bytes().decode(errors="replace")))
+        except OSError:  # the process ended while we looked
             continue
-        if text in line:
-            found.append(line)
-    return found
+    (only,) = found
+    return only
 
 
 # ---------------------------------------------------------------- the cache and its key

@@ -42,6 +42,7 @@ from tnsai_eval.llm._model_path import INSTALL_HINT
 
 __all__ = [
     "build_features",
+    "child_env",
     "extra_bufts_setting",
     "import_llama_cpp",
     "library_files",
@@ -175,7 +176,7 @@ def build_features(environ: Mapping[str, str] | None = None) -> str | None:
     try:
         done = subprocess.run(
             [sys.executable, "-c", code],
-            env={k: v for k, v in env.items() if not is_secret_env_name(k)},
+            env=child_env(env),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -194,3 +195,23 @@ def build_features(environ: Mapping[str, str] | None = None) -> str | None:
         if name and value.strip() == "1":
             on.append(name)
     return " ".join(on) or done.stdout.strip() or None
+
+
+def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the subprocesses that run llama.cpp for us (the probe, the
+    served model): this one without secrets, and with tnsai-eval importable.
+
+    Secrets never travel: the children need the Python path, not the keys. The
+    directory tnsai-eval is imported from goes first on ``PYTHONPATH``, so a
+    child imports the same tnsai-eval even when this process found it through
+    ``sys.path`` rather than an installation.
+    """
+    env = os.environ if environ is None else environ
+    kept = {k: v for k, v in env.items() if not is_secret_env_name(k)}
+    root = Path(__file__).resolve().parents[2]
+    # An installed tnsai-eval is found by the child as by this process; putting
+    # site-packages ahead of the standard library would be wrong.
+    if root.name not in ("site-packages", "dist-packages"):
+        paths = [p for p in kept.get("PYTHONPATH", "").split(os.pathsep) if p]
+        kept["PYTHONPATH"] = os.pathsep.join([str(root), *(p for p in paths if p != str(root))])
+    return kept

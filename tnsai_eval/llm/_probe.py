@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import is_secret_env_name, mask_then_cut
+from tnsai_eval._util.secrets import mask_then_cut
 from tnsai_eval.errors import ConfigError, LocalModelUnavailable, LocalModelWarning
-from tnsai_eval.llm._llama import library_files
+from tnsai_eval.llm._llama import child_env, library_files
 from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
 
 __all__ = [
@@ -395,12 +395,10 @@ def _attempt(
         "from tnsai_eval.llm._probe import probe_main; raise SystemExit(probe_main())",
         str(model_path), str(n_threads or 0), "1" if extra_bufts else "0",
     ]  # fmt: skip
-    # Secrets never travel: the child needs the Python path, not the keys.
-    child_env = {k: v for k, v in env.items() if not is_secret_env_name(k)}
     try:
         done = subprocess.run(
             command,
-            env=child_env,
+            env=child_env(env),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -15,7 +15,6 @@ point that builds llama-cpp-python's own app (``create_app``) inside
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import subprocess
 import sys
@@ -27,9 +26,8 @@ from typing import IO
 
 import httpx
 
-from tnsai_eval._util.secrets import is_secret_env_name
 from tnsai_eval.errors import LocalModelUnavailable
-from tnsai_eval.llm._llama import extra_bufts_setting, import_llama_cpp
+from tnsai_eval.llm._llama import child_env, extra_bufts_setting, import_llama_cpp
 from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._probe import guard
 
@@ -70,8 +68,6 @@ def serve_local_model(
         "--n-ctx", str(n_ctx), "--n-threads", str(n_threads or 0),
         "--extra-bufts", "on" if extra_bufts else "off",
     ]  # fmt: skip
-    # Secrets never travel: the server needs the Python path, not the keys.
-    env = {k: v for k, v in os.environ.items() if not is_secret_env_name(k)}
     # The log goes to a file, not a pipe: a pipe nobody reads fills up and blocks
     # the server. It is shown when the server fails to start.
     with tempfile.TemporaryFile(mode="w+") as log:
@@ -79,7 +75,7 @@ def serve_local_model(
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**env, "PYTHONUNBUFFERED": "1"},
+            env={**child_env(), "PYTHONUNBUFFERED": "1"},
         )
         try:
             _wait_ready(process, f"http://127.0.0.1:{port}", log, start_timeout)
