@@ -13,14 +13,17 @@ greedy, seed 0) and answer the same chat prompt:
   SIGILL when it uses them (``TNSAI_EVAL_PROBE_FAULT=sigill-extra-bufts``, in a
   temporary cache directory so the user's verdict is untouched).
 
-Measured per configuration, median of ``--reps`` rounds, the configurations
-interleaved within each round so that load from other processes falls on all
-alike: time to first token (a ``max_tokens=1`` call: the prompt and one token)
-and tokens per second of a ``--tokens`` reply (completion tokens / call time).
-Every call starts from an empty context (``LocalLLM`` resets llama.cpp's KV
-cache before each call; the direct calls do the same), so no call reuses the
-previous one's prompt. It prints the figures and the ratios: LocalLLM over
-direct (our overhead) and off over on (what the fallback costs).
+Measured per configuration in each of ``--reps`` rounds, the configurations
+interleaved within a round (each round starting with the next one) so that
+load from other processes falls on all alike: time to first token (a
+``max_tokens=1`` call: the prompt and one token) and tokens per second of a
+``--tokens`` reply (completion tokens / call time), each in wall time and in
+this process's CPU time (all of llama.cpp's threads; on a machine shared with
+other jobs it moves less than wall time). Every call starts from an empty
+context (``LocalLLM`` resets llama.cpp's KV cache before each call; the direct
+calls do the same), so no call reuses the previous one's prompt. It prints
+medians and the paired ratios (the median over rounds of each round's ratio):
+LocalLLM over direct (our overhead) and off over on (what the fallback costs).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import os
 import statistics
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,11 +57,28 @@ N_CTX = 2048
 @dataclass
 class Config:
     name: str
-    # (max_tokens) -> (seconds, completion tokens)
-    call: Callable[[int], tuple[float, int]]
+    # (max_tokens) -> completion tokens; timed by the caller.
+    call: Callable[[int], int]
     load_s: float
-    ttft: list[float] = field(default_factory=list)
-    rate: list[float] = field(default_factory=list)
+    # Per round: time to first token and seconds per reply token, wall and CPU.
+    ttft_wall: list[float] = field(default_factory=list)
+    ttft_cpu: list[float] = field(default_factory=list)
+    rate_wall: list[float] = field(default_factory=list)
+    rate_cpu: list[float] = field(default_factory=list)
+
+    def measure(self, tokens: int) -> None:
+        wall, cpu, _ = _timed(self.call, 1)
+        self.ttft_wall.append(wall)
+        self.ttft_cpu.append(cpu)
+        wall, cpu, produced = _timed(self.call, tokens)
+        self.rate_wall.append(produced / wall)
+        self.rate_cpu.append(produced / cpu)
+
+
+def _timed(call: Callable[[int], int], max_tokens: int) -> tuple[float, float, int]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    produced = call(max_tokens)
+    return time.perf_counter() - wall, time.process_time() - cpu, produced
 
 
 def _direct(extra_bufts: bool, n_threads: int | None) -> Config:
@@ -67,13 +88,12 @@ def _direct(extra_bufts: bool, n_threads: int | None) -> Config:
     )
     load = time.perf_counter() - started
 
-    def call(max_tokens: int) -> tuple[float, int]:
+    def call(max_tokens: int) -> int:
         llama.reset()
-        started = time.perf_counter()
         reply: Any = llama.create_chat_completion(
             messages=MESSAGES, max_tokens=max_tokens, temperature=0.0, seed=0
         )
-        return time.perf_counter() - started, int(reply["usage"]["completion_tokens"])
+        return int(reply["usage"]["completion_tokens"])
 
     on = "on" if extra_bufts else "off"
     return Config(f"llama_cpp.Llama, extra buffer types {on}", call, load)
@@ -84,32 +104,37 @@ def _local(fallback: bool, n_threads: int | None, cache: str) -> Config:
     if fallback:
         os.environ[ENV_PROBE_FAULT] = "sigill-extra-bufts"
     try:
-        LocalLLM(n_threads=n_threads)  # runs the probe, so the load below is timed alone
-        started = time.perf_counter()
-        local = LocalLLM(n_ctx=N_CTX, n_threads=n_threads)
-        load = time.perf_counter() - started
+        with warnings.catch_warnings():
+            # The forced fallback's LocalModelWarning is expected here.
+            warnings.simplefilter("ignore")
+            # Runs the probe (and loads a small copy), so the load below is timed alone.
+            LocalLLM(n_ctx=256, n_threads=n_threads)
+            started = time.perf_counter()
+            local = LocalLLM(n_ctx=N_CTX, n_threads=n_threads)
+            load = time.perf_counter() - started
     finally:
         os.environ.pop(ENV_PROBE_FAULT, None)
     assert local.extra_bufts is not fallback
 
-    def call(max_tokens: int) -> tuple[float, int]:
-        # Wall time around chat(), not Completion.latency_s (timed inside the
-        # model's lock): the comparison includes our layer.
-        started = time.perf_counter()
-        reply = local.chat(MESSAGES, max_tokens=max_tokens)
-        return time.perf_counter() - started, reply.usage.completion_tokens
+    def call(max_tokens: int) -> int:
+        return local.chat(MESSAGES, max_tokens=max_tokens).usage.completion_tokens
 
     name = "LocalLLM, fallback (extra buffer types off)" if fallback else "LocalLLM, probe passes"
     return Config(name, call, load)
 
 
+def _paired(top: list[float], bottom: list[float]) -> float:
+    return statistics.median(a / b for a, b in zip(top, bottom, strict=True))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--tokens", type=int, default=64)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--n-threads", type=int, default=None)
     args = parser.parse_args()
 
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as cache:
         configs = [
             _direct(True, args.n_threads),
@@ -119,25 +144,28 @@ def main() -> None:
         ]
         for config in configs:  # warm-up: first-call costs are not what we compare
             config.call(args.tokens)
-        for _ in tqdm(range(args.reps), desc="rounds", unit="round"):
-            for config in configs:
-                seconds, _ = config.call(1)
-                config.ttft.append(seconds)
-                seconds, tokens = config.call(args.tokens)
-                config.rate.append(tokens / seconds)
+        for round_ in tqdm(range(args.reps), desc="rounds", unit="round"):
+            for i in range(len(configs)):
+                configs[(round_ + i) % len(configs)].measure(args.tokens)
 
     threads = args.n_threads or "llama.cpp's default"
     print(
         f"\n{smollm2_gguf_path().name}, n_ctx {N_CTX}, n_threads {threads}, "
-        f"{args.reps} rounds, medians; reply of up to {args.tokens} tokens"
+        f"{args.reps} rounds, reply of up to {args.tokens} tokens; load average "
+        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs"
     )
-    print(f"{'configuration':<46} {'load s':>7} {'TTFT ms':>8} {'tokens/s':>9}")
-    ttft = {c.name: statistics.median(c.ttft) for c in configs}
-    rate = {c.name: statistics.median(c.rate) for c in configs}
+    print(
+        f"{'configuration (medians)':<44} {'load s':>6} {'TTFT ms':>8} {'CPU ms':>7} "
+        f"{'tok/s':>6} {'tok/CPU s':>9}"
+    )
     for c in configs:
-        print(f"{c.name:<46} {c.load_s:>7.2f} {ttft[c.name] * 1000:>8.1f} {rate[c.name]:>9.1f}")
-    direct_on, direct_off, local_on, local_off = (c.name for c in configs)
-    print("\nratios (TTFT: lower is better; tokens/s: higher is better)")
+        print(
+            f"{c.name:<44} {c.load_s:>6.2f} {statistics.median(c.ttft_wall) * 1000:>8.0f} "
+            f"{statistics.median(c.ttft_cpu) * 1000:>7.0f} {statistics.median(c.rate_wall):>6.1f} "
+            f"{statistics.median(c.rate_cpu):>9.1f}"
+        )
+    direct_on, direct_off, local_on, local_off = configs
+    print("\npaired ratios, wall (CPU): TTFT lower is better, tokens/s higher is better")
     for label, top, bottom in (
         ("LocalLLM / direct, extra buffer types on ", local_on, direct_on),
         ("LocalLLM / direct, extra buffer types off", local_off, direct_off),
@@ -145,7 +173,10 @@ def main() -> None:
         ("fallback cost, off / on, LocalLLM       ", local_off, local_on),
     ):
         print(
-            f"{label}: TTFT {ttft[top] / ttft[bottom]:.2f}, tokens/s {rate[top] / rate[bottom]:.2f}"
+            f"{label}: TTFT {_paired(top.ttft_wall, bottom.ttft_wall):.2f} "
+            f"({_paired(top.ttft_cpu, bottom.ttft_cpu):.2f}), "
+            f"tokens/s {_paired(top.rate_wall, bottom.rate_wall):.2f} "
+            f"({_paired(top.rate_cpu, bottom.rate_cpu):.2f})"
         )
 
 

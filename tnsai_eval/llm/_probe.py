@@ -517,6 +517,11 @@ def crash_error(verdict: ProbeVerdict, *, what: str = "LocalLLM") -> LocalModelU
             "build made for another CPU, or AMX tile instructions the kernel does not "
             "grant to llama.cpp's worker threads (Intel Xeon Sapphire Rapids and later)"
         )
+    elif crash.outcome == "timeout":
+        cause = (
+            f"llama.cpp did not generate a few tokens within {_PROBE_TIMEOUT_S:g} s: a hang "
+            f"in this build, or a machine far too loaded (such a verdict is not cached)"
+        )
     else:
         cause = "a crash inside llama.cpp on this machine"
     return LocalModelUnavailable(
