@@ -175,3 +175,19 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     done = _doctor(tmp_path, "--fresh", "--bogus")
     assert done.returncode == 2
     assert "unrecognized arguments: --bogus" in done.stderr
+
+
+def test_the_doctor_parser_imports_nothing_heavy() -> None:
+    # The subcommand imports its diagnosis only when it runs.
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(' '.join(sys.modules), file=sys.stderr))\n"
+        "from tnsai_eval.cli import main\n"
+        "sys.exit(main(['doctor', '--help']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert "--fresh" in done.stdout
+    loaded = set(done.stderr.split())
+    assert "tnsai_eval.cli._doctor" in loaded
+    assert not loaded & {"tnsai_eval.llm", "httpx", "llama_cpp", "tnsai_eval.cli._chat"}
