@@ -169,6 +169,7 @@ def test_half_a_server_configuration_exits_1(tmp_path: Path) -> None:
     assert "TNSAI_LLM_MODEL='m' is set but TNSAI_LLM_BASE_URL is not" in _line(
         done.stdout, "default client"
     )
+    assert "not ready: default_llm() does not work here (default client)" in done.stdout
 
 
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:

@@ -109,15 +109,18 @@ def _client(url: str | None, model: str | None) -> tuple[str, str, bool | None]:
             f"the embedded model, because neither {ENV_BASE_URL} nor {ENV_MODEL} is set",
             None,
         )
-    if url is None:
-        return "none", f"{ENV_MODEL}={model!r} is set but {ENV_BASE_URL} is not", False
-    if model is None:
-        return "none", f"{ENV_BASE_URL}={redact_url(url)!r} is set but {ENV_MODEL} is not", False
+    if url is None or model is None:
+        given, missing = (
+            (f"{ENV_MODEL}={model!r}", ENV_BASE_URL)
+            if url is None
+            else (f"{ENV_BASE_URL}={redact_url(url)!r}", ENV_MODEL)
+        )
+        return "default_llm()", f"raises ConfigError: {given} is set but {missing} is not", False
     return (
         f"OpenAIClient(model={model!r}, base_url={redact_url(url)!r})",
         f"{ENV_BASE_URL} and {ENV_MODEL} are set",
         None,
-    )  # fmt: skip
+    )
 
 
 def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[DiagnosisItem]:
