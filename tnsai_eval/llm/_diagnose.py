@@ -83,12 +83,10 @@ def diagnose(*, fresh: bool = False, environ: Mapping[str, str] | None = None) -
     ``fresh=True`` runs llama.cpp's probe now instead of reading its cached
     verdict (and caches the new one).
     """
-    from tnsai_eval import __version__
-
     env = os.environ if environ is None else environ
     items = [
         DiagnosisItem("python", f"{platform.python_version()} ({sys.executable})"),
-        DiagnosisItem("tnsai-eval", __version__),
+        DiagnosisItem("tnsai-eval", _version("tnsai-eval") or "(not installed as a package)"),
     ]
     settings = resolve_model(environ=env)
     embedded = settings.embedded
@@ -128,10 +126,7 @@ def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[Di
     needed: bool | None = False if embedded else None
     fine: bool | None = True if embedded else None
     items: list[DiagnosisItem] = []
-    try:
-        version = importlib.metadata.version("llama-cpp-python")
-    except importlib.metadata.PackageNotFoundError:
-        version = None
+    version = _version("llama-cpp-python")
     items.append(
         DiagnosisItem("llama-cpp-python", version, fine)
         if version
@@ -166,6 +161,14 @@ def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[Di
     else:
         items.append(_probe_item(verdict, needed))
     return items
+
+
+def _version(distribution: str) -> str | None:
+    # From the installed metadata: the llm layer does not import the package above it.
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _probe_item(verdict: ProbeVerdict, needed: bool | None) -> DiagnosisItem:
