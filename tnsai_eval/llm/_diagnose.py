@@ -19,7 +19,7 @@ import httpx
 
 from tnsai_eval._util.secrets import mask_then_cut, redact_url
 from tnsai_eval.errors import LocalModelUnavailable
-from tnsai_eval.llm._llama import build_features
+from tnsai_eval.llm._llama import build_features, library_files
 from tnsai_eval.llm._model_path import INSTALL_HINT, smollm2_gguf_path
 from tnsai_eval.llm._probe import (
     ProbeVerdict,
@@ -128,7 +128,7 @@ def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[Di
     items: list[DiagnosisItem] = []
     version = _version("llama-cpp-python")
     items.append(
-        DiagnosisItem("llama-cpp-python", version, fine)
+        DiagnosisItem("llama-cpp-python", f"{version}{_library_versions()}", fine)
         if version
         else DiagnosisItem(
             "llama-cpp-python", f"not installed; install it with: {INSTALL_HINT}", needed
@@ -161,6 +161,17 @@ def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[Di
     else:
         items.append(_probe_item(verdict, needed))
     return items
+
+
+def _library_versions() -> str:
+    """`` (libllama 0.5.0, libggml 0.25.3)``: the llama.cpp libraries' own versions,
+    read from their file names (``libllama.so.0.5.0``), where the platform gives them."""
+    found = []
+    for path in library_files():
+        name, _, version = path.name.partition(".so.")
+        if name in ("libllama", "libggml") and version.count(".") == 2:
+            found.append(f"{name} {version}")
+    return f" ({', '.join(found)})" if found else ""
 
 
 def _version(distribution: str) -> str | None:
