@@ -10,6 +10,7 @@ r"""Every exception tnsai-eval raises, in one tree.
     │   ├── ReportError                    a run report or baseline that cannot be read
     │   └── LocalModelUnavailable          the embedded model cannot run: the `local` extra is
     │                                      missing, or llama.cpp crashes on this machine
+    ├── CallBudgetExceeded                 a call budget (max_calls) refused the call; nothing sent
     └── LLMError                           a model call failed; carries status, model, attempts
         ├── LLMConnectionError             could not connect, or the connection dropped
         ├── LLMTimeoutError                connect or read timeout
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 __all__ = [
     "BadResponseError",
+    "CallBudgetExceeded",
     "ClientRequestError",
     "ConditionError",
     "ConfigError",
@@ -135,6 +137,20 @@ class LocalModelWarning(UserWarning):
     """The embedded model runs in a fallback setting (slower) because llama.cpp's
     default setting crashed in a probe on this machine; the message says how to
     avoid it."""
+
+
+class CallBudgetExceeded(TnsaiError):
+    """A ``CallBudget`` had no attempt left, so the call was not sent.
+
+    Not an ``LLMError``: no model was asked. ``limit`` is the budget's cap and
+    ``spent`` what it had spent when it refused; a case refused this way is
+    *not run* (``CaseState.NOT_RUN``), never scored 0.
+    """
+
+    def __init__(self, message: str, *, limit: int, spent: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.spent = spent
 
 
 class LLMError(TnsaiError):
