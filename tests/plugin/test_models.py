@@ -128,8 +128,9 @@ def test_two_models_one_test_each_with_the_model_in_the_id(
     assert "sk-old-model-key" not in (suite.path / "r.json").read_text(encoding="utf-8")
 
 
-def _report_command(cwd: Path, a: str, b: str) -> subprocess.CompletedProcess[str]:
+def _report_command(cwd: Path, a: str, b: str, *more: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "tnsai_eval.cli", "report", "r.json", "--compare-models", a, b]
+    command += more
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
 
 
@@ -224,6 +225,17 @@ def test_compare_models_names_the_flipped_cases(suite: pytest.Pytester) -> None:
     assert re.search(r"test_capitals\s+regressed", cli.stdout)
     assert "'Kyoto'" in cli.stdout
     assert "'Lisbon'" in cli.stdout
+    # Markdown (for a pull request) and the HTML page say the same.
+    markdown = _report_command(suite.path, "old", "new", "--format", "markdown", "--html", "r.html")
+    assert markdown.returncode == 1, markdown.stderr
+    assert "**model new (B) against old (A)**" in markdown.stdout
+    assert re.search(
+        r"\| test_suite.py::test_capitals \| regressed \| 1.000 -> 0.500 \|", markdown.stdout
+    )
+    page = (suite.path / "r.html").read_text(encoding="utf-8")
+    assert "<h2>Model new against old: " in page
+    assert '<tr class="regressed"><td>test_suite.py::test_capitals</td><td>regressed</td>' in page
+    assert "estimated cost" in page
     # The other way round, new -> old is an improvement: exit 0.
     back = _report_command(suite.path, "new", "old")
     assert back.returncode == 0, back.stdout + back.stderr

@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace) -> int:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison)
+        write_html(args.html, report, comparison=comparison, models=models)
         if args.format == "text":
             print(f"wrote {args.html}")
     failed = (comparison is not None and not comparison.passed) or (

@@ -468,7 +468,8 @@ class Report:
 
         Wide (default): one row per test with ``nodeid, status, score, score_low,
         score_high, case_pass_rate, sample_pass_rate, cases, unrecorded, samples,
-        iterations, calls, tokens, cache_hits, duration_s`` and one ``metric.<name>``
+        iterations, calls, tokens, cache_hits, duration_s`` (then ``model, tokens_in,
+        tokens_out, cost`` for a run against named models) and one ``metric.<name>``
         column (the mean) per metric. ``score_low``/``score_high`` are the 95%
         interval of ``score_interval``.
         Long: one row per (test, metric) with ``mean, ci_low, ci_high, n, gate``.
@@ -477,6 +478,7 @@ class Report:
         import pandas as pd
 
         report = self
+        by_model = bool(report.models) or report.cost is not None
         rows: list[dict[str, Any]] = []
         for test in report.tests:
             if long:
@@ -512,6 +514,14 @@ class Report:
                 "cache_hits": test.cache_hits,
                 "duration_s": test.duration_s,
             }
+            if by_model:
+                # Only for runs against named models: other frames keep their columns.
+                row.update(
+                    model=test.model,
+                    tokens_in=test.tokens_in,
+                    tokens_out=test.tokens_out,
+                    cost=test.cost,
+                )
             row.update({f"metric.{m.name}": m.mean for m in test.metrics.values()})
             rows.append(row)
         columns = (
