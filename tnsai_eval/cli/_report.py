@@ -137,9 +137,9 @@ def _run(args: argparse.Namespace) -> int:
         )
     models = None
     if args.compare_models:
-        from tnsai_eval.reports import compare_models
+        from tnsai_eval.reports import compare_report_models
 
-        models = compare_models(
+        models = compare_report_models(
             report,
             *args.compare_models,
             tolerance=args.tolerance,
