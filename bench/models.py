@@ -5,11 +5,13 @@
 A one-test suite scores a prompt on ``--cases`` cases with ``evaluate_prompt``
 through ``--tnsai-model`` names that all point at one zero-latency
 OpenAI-compatible server in this process (``--llm-record off``: every case is
-a real HTTP call). Each round runs, back to back, the suite with no test
-selected (start-up and collection only), with one model and with ``--models``
-models. The harness cost of a run is the CPU time (user + system) of its
-pytest subprocess minus the start-up run's; the server's work is in this
-process and is not counted. The figure is the median over rounds of
+a real HTTP call). Each round runs, back to back, the suite with one model and
+with ``--models`` models. The harness cost of a run is the CPU time (user +
+system, all threads) the pytest process spends running its tests (setup, call
+and teardown of each, measured in the process by a conftest hook), so
+interpreter start-up and collection, the same for both, are left out; the
+server's work is in this process and is not counted. The figure is the median
+over rounds of
 
     cost(N models) / (N x cost(1 model))
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import statistics
 import subprocess
 import sys
@@ -30,6 +32,30 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+# Sums the CPU time of every test's run protocol and writes it where the bench reads it.
+CONFTEST = """
+import os
+import time
+
+import pytest
+
+TOTAL = [0.0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.process_time()
+    try:
+        return (yield)
+    finally:
+        TOTAL[0] += time.process_time() - start
+
+
+def pytest_sessionfinish(session):
+    with open(os.environ["BENCH_CPU_FILE"], "w") as handle:
+        handle.write(repr(TOTAL[0]))
+"""
 
 SUITE = """
 from tnsai_eval.scoring import ExactMatchEvaluator
@@ -79,22 +105,17 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _run(folder: Path, args: list[str]) -> tuple[float, float]:
     """(CPU seconds of the pytest subprocess, summed test durations from its report)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    report = folder / "report.json"
-    report.unlink(missing_ok=True)
+    report, cpu_file = folder / "report.json", folder / "cpu.txt"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
          "--llm-record", "off", "--tnsai-report", str(report), *args],
         cwd=folder, capture_output=True, text=True, check=False,
+        env={**os.environ, "BENCH_CPU_FILE": str(cpu_file)},
     )  # fmt: skip
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 5):  # 5: no tests selected (the start-up run)
+    if done.returncode != 0:
         raise SystemExit(f"pytest failed:\n{done.stdout}\n{done.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    duration = 0.0
-    if report.exists():
-        duration = sum(t["duration_s"] for t in json.loads(report.read_text())["tests"])
-    return cpu, duration
+    duration = sum(t["duration_s"] for t in json.loads(report.read_text())["tests"])
+    return float(cpu_file.read_text()), duration
 
 
 def main() -> None:
@@ -116,22 +137,20 @@ def main() -> None:
         )
         (folder / "pyproject.toml").write_text(table, encoding="utf-8")
         (folder / "test_suite.py").write_text(SUITE.format(cases=args.cases), encoding="utf-8")
+        (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
         many = [a for n in names for a in ("--tnsai-model", n)]
         cpu_ratios, wall_ratios = [], []
-        rows = []
         for r in range(args.rounds):
-            start, _ = _run(folder, ["--tnsai-model", names[0], "-k", "not_a_test"])
             one, one_wall = _run(folder, ["--tnsai-model", names[0]])
             n_cpu, n_wall = _run(folder, many)
-            cpu_ratio = (n_cpu - start) / (args.models * (one - start))
+            cpu_ratio = n_cpu / (args.models * one)
             wall_ratio = n_wall / (args.models * one_wall)
             cpu_ratios.append(cpu_ratio)
             wall_ratios.append(wall_ratio)
-            rows.append((r + 1, start, one - start, n_cpu - start, cpu_ratio, wall_ratio))
             print(
-                f"round {r + 1}: start-up {start:.2f}s CPU; harness 1 model {one - start:.2f}s, "
-                f"{args.models} models {n_cpu - start:.2f}s -> ratio {cpu_ratio:.3f} "
-                f"(test time ratio {wall_ratio:.3f})",
+                f"round {r + 1}: harness CPU 1 model {one:.3f}s, {args.models} models "
+                f"{n_cpu:.3f}s -> ratio {cpu_ratio:.3f}; test time 1 model {one_wall:.3f}s, "
+                f"{args.models} models {n_wall:.3f}s -> ratio {wall_ratio:.3f}",
                 flush=True,
             )
     server.shutdown()
