@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval._util.text import escape_markdown
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
     Comparison,
@@ -23,8 +24,10 @@ from tnsai_eval.reports import (
     Report,
     compare,
     format_comparison,
+    format_model_changes,
     format_model_comparison,
     format_summary,
+    model_changes,
     read_report,
     summary_rows,
 )
@@ -149,6 +152,10 @@ def _run(args: argparse.Namespace) -> int:
         )
     if args.format == "markdown":
         print(render_markdown(report, comparison, name=args.report, baseline_name=args.baseline))
+        if baseline is not None:
+            for nodeid, old, new in model_changes(report, baseline):
+                shown = ", ".join(escape_markdown(t) for t in (nodeid, old, new))
+                print(f"- model changed (test, baseline, current): {shown}")
         if models is not None:
             print()
             print(format_model_comparison(models, markdown=True))
@@ -163,6 +170,10 @@ def _run(args: argparse.Namespace) -> int:
             print()
             print(f"against baseline {args.baseline}:")
             print(format_comparison(comparison))
+            if baseline is not None:
+                changed = format_model_changes(model_changes(report, baseline))
+                if changed:
+                    print(changed)
         if models is not None:
             print()
             print(format_model_comparison(models))

@@ -230,6 +230,12 @@ class TnsaiHooks:
             report_path=self.report_path_written,
             budget=self.session.budget,
         )
+        if self.baseline is not None and self.session.options.named.models:
+            from tnsai_eval.reports import format_model_changes, model_changes
+
+            changed = format_model_changes(model_changes(self.session.report(), self.baseline))
+            for line in changed.splitlines():
+                terminalreporter.write_line(line)
         if self.model_comparison is not None:
             from tnsai_eval.reports import format_model_comparison
 
