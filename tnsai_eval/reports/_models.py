@@ -104,10 +104,14 @@ def compare_report_models(
 
 
 def _changes(comparison: Comparison) -> list[MetricChange]:
-    # The gate's buckets, read by name: the paired gate's "dropped" and
-    # "inconclusive" come with it where it has them.
-    buckets = ("regressions", "inconclusive", "dropped", "improved", "unchanged")
-    return [c for name in buckets for c in getattr(comparison, name, ())]
+    """Every judged metric, whatever the gate called it."""
+    return [
+        *comparison.regressions,
+        *comparison.inconclusive,
+        *comparison.dropped,
+        *comparison.improved,
+        *comparison.unchanged,
+    ]
 
 
 def _row(
