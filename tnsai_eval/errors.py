@@ -25,7 +25,9 @@ Warnings (all ``UserWarning``\ s): ``StructuredOutputWarning``, a
 ``response_format`` schema that a backend enforces only in part;
 ``StoreWarning``, a store skipped an item it could not read (one bad feedback
 row); its subclass ``ServerMismatchWarning``, a replayed recording was made
-against another server than the one configured.
+against another server than the one configured; its subclass
+``OldStoreKeyWarning``, a reply was found only under the key an older
+version computed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ __all__ = [
     "LLMError",
     "LLMTimeoutError",
     "LocalModelUnavailable",
+    "OldStoreKeyWarning",
     "RateLimitError",
     "ReplayMissError",
     "ReportError",
@@ -97,6 +100,16 @@ class StoreWarning(UserWarning):
 
 class ServerMismatchWarning(StoreWarning):
     """A replayed recording was made against a different server than the configured one."""
+
+
+class OldStoreKeyWarning(StoreWarning):
+    """A reply was replayed from a recording found only under the older, coarser store key.
+
+    Format-2 keys dropped credential-like names (``token``, ``password``...)
+    at any depth, schema properties included, so two requests that differ
+    only there shared one recording. Re-record to key the reply by its whole
+    request.
+    """
 
 
 class ReportError(ConfigError):

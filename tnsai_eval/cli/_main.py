@@ -22,7 +22,7 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     """The ``tnsai-eval`` argument parser, with every subcommand registered."""
     # Imported here so that `import tnsai_eval` never pays for the CLI's imports.
-    from tnsai_eval.cli import _chat, _optimize, _refine, _report
+    from tnsai_eval.cli import _chat, _optimize, _refine, _report, _store
 
     parser = argparse.ArgumentParser(
         prog="tnsai-eval",
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tnsai-eval {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_chat, _report, _refine, _optimize):
+    for module in (_chat, _report, _refine, _optimize, _store):
         module.add_parser(subparsers)
     return parser
 

@@ -24,7 +24,7 @@ from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._openai import OpenAIClient
 from tnsai_eval.llm._serve import LOCAL_SERVER_ALIAS, serve_local_model
-from tnsai_eval.llm._store import ResponseStore, StoredRequest
+from tnsai_eval.llm._store import DEFAULT_CASSETTE, Recording, ResponseStore, StoredRequest
 from tnsai_eval.llm._types import (
     AsyncLLMClient,
     Completion,
@@ -43,6 +43,7 @@ from tnsai_eval.llm._types import (
 from tnsai_eval.settings import RecordMode
 
 __all__ = [
+    "DEFAULT_CASSETTE",
     "LOCAL_SERVER_ALIAS",
     "AsyncLLMClient",
     "AttemptGate",
@@ -58,6 +59,7 @@ __all__ = [
     "MessagesInput",
     "OpenAIClient",
     "RecordMode",
+    "Recording",
     "ResponseFormatStyle",
     "ResponseStore",
     "StoredRequest",

@@ -115,6 +115,7 @@ class MeteredLLM:
             return None  # never calls: nothing to bound (a miss raises in inner.chat)
         if self._replay is None:
             self._replay = CachedLLM(inner.inner, inner.store, mode=RecordMode.REPLAY)
+        self._replay.cassette = inner.cassette  # the running test's
         try:
             completion: Completion = self._replay.chat(messages, **params)
         except ReplayMissError:

@@ -25,7 +25,7 @@ from tnsai_eval.pytest._options import PluginOptions
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import Completion, LLMClient
+    from tnsai_eval.llm import CachedLLM, Completion, LLMClient
     from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
@@ -117,6 +117,8 @@ class PluginSession:
         self.llm_description: dict[str, object] = {}
         #: The --llm-max-calls bound (None: unbounded); see ``_budget``.
         self.budget: CallBudget | None = None
+        #: The ``llm`` fixture's recording client, once made (None with --llm-record off).
+        self.recorder: CachedLLM | None = None
 
     @property
     def current(self) -> str | None:
@@ -125,8 +127,36 @@ class PluginSession:
 
     @current.setter
     def current(self, nodeid: str | None) -> None:
+        if self.recorder is not None and self._current is not None:
+            self._close_cassette(self.recorder, self._current)
         self._current = nodeid
         self._run = None
+        if self.recorder is not None and nodeid is not None:
+            self._open_cassette(self.recorder, nodeid)
+
+    # -- the response store: one cassette per test ------------------------
+    def use_recorder(self, recorder: CachedLLM) -> None:
+        """Record the ``llm`` fixture's replies per test, in a cassette named by its node id.
+
+        The fixture is made during the first test that asks for it, so that
+        test's cassette is opened here; later ones when they start.
+        """
+        self.recorder = recorder
+        if self._current is not None:
+            self._open_cassette(recorder, self._current)
+
+    @staticmethod
+    def _open_cassette(recorder: CachedLLM, nodeid: str) -> None:
+        # Held while the test runs: its replies are written once, when it ends.
+        recorder.store.hold(nodeid)
+        recorder.cassette = nodeid
+
+    @staticmethod
+    def _close_cassette(recorder: CachedLLM, nodeid: str) -> None:
+        from tnsai_eval.llm import DEFAULT_CASSETTE
+
+        recorder.cassette = DEFAULT_CASSETTE
+        recorder.store.release(nodeid)
 
     # -- what the running test does -------------------------------------
     def track(self, nodeid: str) -> _Run:
