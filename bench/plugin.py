@@ -1,7 +1,8 @@
 """What the pytest plugin costs, measured side by side in one run.
 
     .venv/bin/python bench/plugin.py [--tests 500] [--rounds 15] [--llm-tests 200] [--cases 400]
-                                     [--only collection|replay|cases]
+                                     [--record-cases 1000] [--record-rounds 5]
+                                     [--only collection|replay|cases|evaluation|record]
 
 1. Collection overhead: ``pytest --collect-only`` of a generated suite of
    ``--tests`` plain tests that never use the plugin, with the plugin (loaded
@@ -34,6 +35,15 @@
    under ``-p no:tnsai``. Per case: the median per-round slope between the two
    sizes, in wall time (target <= 0.8 ms for tnsai-eval). Fixed cost: a
    20-case suite with the plugin minus the raw suite (target <= 0.15 s).
+
+5. Record mode's cost (``--only record``): the same zero-latency server, a
+   one-test suite scoring ``--record-cases`` (1,000) cases and a tenth of
+   that with ``evaluate_prompt``, run with ``--llm-record record`` into a
+   fresh store each time (every reply is a miss, called and recorded) and
+   with ``--llm-record off``, alternating for ``--record-rounds`` (5) rounds.
+   Per case: the CPU seconds (user + system) of the pytest process, as the
+   median per-round slope between the two sizes (start-up cancels out); the
+   figure is the median of the per-round ratios record / off. Target: <= 1.3.
 
 Times in 1 and 2 are CPU seconds (user + system) of the pytest subprocesses, which a
 busy machine disturbs far less than wall time. Everything runs in temporary
@@ -461,6 +471,81 @@ def evaluation_cost(small: int, big: int, rounds: int, env: dict[str, str]) -> N
     )
 
 
+# -- 5. record mode against off, on the same server ----------------------------------
+
+
+def record_cost(cases: int, rounds: int, env: dict[str, str]) -> None:
+    small = max(cases // 10, 1)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert server.stdout is not None
+        base_url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            suites: dict[int, Path] = {}
+            for count in (small, cases):
+                directory = root / f"suite{count}"
+                directory.mkdir()
+                (directory / "pytest.ini").write_text("[pytest]\n")
+                (directory / "test_prompt.py").write_text(EVALUATE_TEST.format(count=count))
+                suites[count] = directory
+            model = (f"--llm-base-url={base_url}", "--llm-model=bench-model", *_UNRELATED)
+            runs = 0
+
+            def run(mode: str, count: int) -> float:
+                nonlocal runs
+                runs += 1
+                # A fresh store per run: every reply is a miss, called and recorded.
+                store = root / f"store{runs}"
+                seconds = _pytest(
+                    suites[count],
+                    *model,
+                    f"--llm-record={mode}",
+                    f"--llm-store={store}",
+                    env=env,
+                )
+                if mode == "record":
+                    files = list(store.glob("*.json"))
+                    if len(files) != 1:
+                        sys.exit(f"expected one cassette file in {store}, got {len(files)}")
+                return seconds
+
+            for mode in ("record", "off"):
+                for count in (small, cases):
+                    run(mode, count)  # warm the bytecode caches
+            cpu: dict[tuple[str, int], list[float]] = {
+                (mode, count): [] for mode in ("record", "off") for count in (small, cases)
+            }
+            for k in range(rounds):
+                order = list(cpu)
+                for mode, count in order if k % 2 == 0 else order[::-1]:
+                    cpu[mode, count].append(run(mode, count))
+    finally:
+        server.terminate()
+        server.wait()
+    span = cases - small
+    slope = {
+        mode: [
+            (big - little) / span
+            for little, big in zip(cpu[mode, small], cpu[mode, cases], strict=True)
+        ]
+        for mode in ("record", "off")
+    }
+    ratio = statistics.median(_ratios(slope["record"], slope["off"]))
+    print(
+        f"evaluate_prompt on a zero-latency server, {small} and {cases} cases, "
+        f"{rounds} alternating rounds, CPU of the pytest process, medians:"
+    )
+    for mode in ("off", "record"):
+        print(
+            f"  --llm-record {mode:<7} {1000 * statistics.median(slope[mode]):6.3f} ms per case"
+            f"   ({statistics.median(cpu[mode, cases]):.2f} s for the {cases}-case run)"
+        )
+    print(f"  ratio record / off {ratio:.2f}x (median of per-round ratios; target <= 1.3x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=500)
@@ -472,8 +557,14 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=("collection", "replay", "cases", "evaluation"),
+        choices=("collection", "replay", "cases", "evaluation", "record"),
         help="run one section only",
+    )
+    parser.add_argument(
+        "--record-cases", type=int, default=1000, help="the larger suite of section 5"
+    )
+    parser.add_argument(
+        "--record-rounds", type=int, default=5, help="alternating rounds of section 5"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as pycache:
@@ -486,6 +577,8 @@ def main() -> None:
             case_storage_cost(args.cases, args.rounds, env)
         if args.only in (None, "evaluation"):
             evaluation_cost(args.eval_cases, 5 * args.eval_cases, args.rounds, env)
+        if args.only in (None, "record"):
+            record_cost(args.record_cases, args.record_rounds, env)
 
 
 if __name__ == "__main__":

@@ -159,6 +159,14 @@ class StoredRequest:
     sample: int = 0
     # What formats 1 and 2 keyed instead of ``params``, when that differs.
     format2_params: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    # Computed once: every lookup and write asks for it.
+    _key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        digest = _digest(
+            self.model, [m.to_dict() for m in self.messages], dict(self.params), self.sample
+        )
+        object.__setattr__(self, "_key", digest)
 
     @classmethod
     def build(
@@ -203,9 +211,7 @@ class StoredRequest:
     @property
     def key(self) -> str:
         """sha256 hex digest of the canonical JSON of ``to_dict()``."""
-        return _digest(
-            self.model, [m.to_dict() for m in self.messages], dict(self.params), self.sample
-        )
+        return self._key
 
     @property
     def format2_key(self) -> str:
