@@ -8,23 +8,24 @@ per-reply files); this module decides what an entry holds. An entry is::
      "server": "<redacted address>" | null,
      "key_format": 2}          # only on replies migrated from format 1/2 (see _store)
 
-Everything in it has every known secret masked (``tnsai_eval._util.secrets.mask``):
-a server that echoes the client's key back, in the reply text, the model name,
-a log-probability token or a tool call, does not get it committed.
+Before an entry is written, every known secret in it is masked
+(``masker()``, built on ``tnsai_eval._util.secrets.mask``): a server that
+echoes the client's key back, in the reply text, the model name, a
+log-probability token or a tool call, does not get it committed.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from tnsai_eval._util.secrets import mask, redact_url
+from tnsai_eval._util.secrets import known_secrets, mask, redact_url
 from tnsai_eval.errors import ConfigError, StoreError
 from tnsai_eval.llm._types import Completion, TokenLogprob, ToolCall, Usage
 
-__all__ = ["MAX_DEPTH", "decode_json", "encode_entry", "entry_completion"]
+__all__ = ["MAX_DEPTH", "decode_json", "encode_entry", "entry_completion", "masker"]
 
 # A recording nested deeper than this is not one we wrote (ours are shallow,
 # bar the schemas in a request's parameters).
@@ -36,8 +37,8 @@ def encode_entry(
 ) -> dict[str, Any]:
     """The entry recording ``completion`` as the reply to ``request`` (a ``to_dict()``).
 
-    Known secrets are masked everywhere in it; a NaN or infinite
-    log-probability (not JSON) raises ``ConfigError`` naming the prompt.
+    Not masked yet (``masker()`` does that before it is written); a NaN or
+    infinite log-probability (not JSON) raises ``ConfigError`` naming the prompt.
     """
     response: dict[str, Any] = {
         "text": completion.text,
@@ -63,12 +64,11 @@ def encode_entry(
             }
             for item in completion.logprobs
         ]
-    entry = {
+    return {
         "server": redact_url(server) if server else None,
         "request": request,
         "response": response,
     }
-    return _masked(entry)
 
 
 def _finite(value: float, prompt_start: str) -> float:
@@ -78,18 +78,6 @@ def _finite(value: float, prompt_start: str) -> float:
             "is not a JSON number"
         )
     return value
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
 
 
 def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
@@ -102,13 +90,26 @@ def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
     return value
 
 
-def _masked(entry: dict[str, Any]) -> dict[str, Any]:
-    # One mask() over every string joined (it reads the environment once):
-    # most replies hold no secret, and then nothing is copied.
-    joined = "\n".join(_strings(entry))
-    if mask(joined) == joined:
-        return entry
-    masked: dict[str, Any] = _map_strings(entry, mask)
+def masker() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A function masking every secret known *now* in an entry (a copy; the same entry
+    when there is nothing to mask).
+
+    The secrets are looked up once (``known_secrets`` reads the environment),
+    and an entry is first checked as one compact JSON text: JSON escapes a
+    string character by character, so a secret occurs in a string exactly when
+    its escaped form occurs in the text. Only an entry that holds one (or a
+    ``scheme://...@`` that may carry a password) is walked and masked string by
+    string, keys included, with ``mask`` itself.
+    """
+    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in known_secrets()]
+
+    def masked(entry: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(entry, ensure_ascii=False)
+        if not any(e in text for e in escaped) and not ("@" in text and "://" in text):
+            return entry
+        copy: dict[str, Any] = _map_strings(entry, mask)
+        return copy
+
     return masked
 
 

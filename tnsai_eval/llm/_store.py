@@ -65,7 +65,7 @@ from typing import Any
 from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import drop_credentials, is_credential_name
 from tnsai_eval.errors import ConfigError, StoreError
-from tnsai_eval.llm._recordings import decode_json, encode_entry, entry_completion
+from tnsai_eval.llm._recordings import decode_json, encode_entry, entry_completion, masker
 from tnsai_eval.llm._types import Completion, Message, MessagesInput, normalize_messages
 
 __all__ = [
@@ -182,22 +182,27 @@ class StoredRequest:
             raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
         given = params or {}
         kept = _key_params(given)
-        for name, value in kept.items():
-            try:
-                canonical_json(value)
-            except (TypeError, ValueError, RecursionError) as exc:
-                raise ConfigError(
-                    f"parameter {name!r}={value!r:.200} cannot be recorded: it is not JSON "
-                    f"({type(exc).__name__}: {exc!s:.200})"
-                ) from exc
         old = _format2_params(given)
-        return cls(
-            str(model),
-            tuple(normalize_messages(messages)),
-            kept,
-            sample,
-            None if old == kept else old,
-        )
+        try:
+            return cls(
+                str(model),
+                tuple(normalize_messages(messages)),
+                kept,
+                sample,
+                None if old == kept else old,
+            )
+        except (TypeError, ValueError, RecursionError):
+            # The key's JSON failed: find the parameter to blame (rare, so not
+            # checked one by one on every call).
+            for name, value in kept.items():
+                try:
+                    canonical_json(value)
+                except (TypeError, ValueError, RecursionError) as exc:
+                    raise ConfigError(
+                        f"parameter {name!r}={value!r:.200} cannot be recorded: it is not "
+                        f"JSON ({type(exc).__name__}: {exc!s:.200})"
+                    ) from exc
+            raise
 
     def to_dict(self) -> dict[str, Any]:
         """The request as a JSON-ready mapping, as its recording shows it."""
@@ -253,6 +258,7 @@ class _Cassette:
 
     name: str
     file: str
+    path: Path
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # today's keys
     format2: dict[str, dict[str, Any]] = field(default_factory=dict)  # migrated, old keys
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # not written yet
@@ -427,9 +433,9 @@ class ResponseStore:
         """``name``'s cassette, read from disk the first time (hold the lock)."""
         cassette = self._cassettes.get(name)
         if cassette is None:
-            file = os.fspath(self.cassette_path(name))
-            cassette = _Cassette(name, file)
-            cassette.replies, cassette.format2, cassette.seen = _read_cassette(file, name)
+            path = self.cassette_path(name)
+            cassette = _Cassette(name, os.fspath(path), path)
+            cassette.replies, cassette.format2, cassette.seen = _read_cassette(cassette.file, name)
             self._cassettes[name] = cassette
         return cassette
 
@@ -479,8 +485,8 @@ class ResponseStore:
         """Record ``completion`` as the reply to ``request`` in ``cassette``; returns its file.
 
         Written at once (atomically) unless the cassette is held, then when it
-        is released. ``server`` is stored with credentials redacted; known
-        secrets are masked everywhere in the entry.
+        is released. ``server`` is stored with credentials redacted; every
+        known secret is masked in the entry when it is written.
         """
         entry = encode_entry(request.to_dict(), completion, server, request.prompt_start)
         with self._lock:
@@ -489,7 +495,7 @@ class ResponseStore:
             held.pending[request.key] = entry
             if not held.held:
                 self._save(held)
-        return Path(held.file)
+        return held.path
 
     def hold(self, cassette: str) -> None:
         """Keep ``cassette``'s new replies in memory until ``release`` (calls nest)."""
@@ -514,7 +520,7 @@ class ResponseStore:
                 self._save(held)
             if cassette != DEFAULT_CASSETTE:
                 del self._cassettes[cassette]
-            return Path(held.file) if written else None
+            return held.path if written else None
 
     @contextlib.contextmanager
     def holding(self, cassette: str) -> Iterator[None]:
@@ -531,7 +537,7 @@ class ResponseStore:
             waiting = [c for c in self._cassettes.values() if c.pending]
             for cassette in waiting:
                 self._save(cassette)
-        return [Path(c.file) for c in waiting]
+        return [c.path for c in waiting]
 
     def _save(self, cassette: _Cassette) -> None:
         """Merge ``cassette``'s pending replies with the file and write it (hold the lock)."""
@@ -539,10 +545,11 @@ class ResponseStore:
             if _stat(cassette.file) != cassette.seen:
                 # Another process wrote it since this one read it: keep its replies.
                 cassette.replies, cassette.format2, _ = _read_cassette(cassette.file, cassette.name)
+            # Masked now, once per entry, with the secrets known at this moment.
+            masked = masker()
             for key, entry in cassette.pending.items():
-                (cassette.format2 if entry.get("key_format") == 2 else cassette.replies)[key] = (
-                    entry
-                )
+                target = cassette.format2 if entry.get("key_format") == 2 else cassette.replies
+                target[key] = masked(entry)
             replies = {**cassette.format2, **cassette.replies}
             document = {"format": FORMAT_VERSION, "cassette": cassette.name, "replies": replies}
             text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
