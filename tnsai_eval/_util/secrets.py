@@ -10,7 +10,10 @@ the CLI and the plugin:
   call, so a variable set later is still masked). Values shorter than
   ``MIN_SECRET_CHARS`` are left alone: masking ``"1"`` everywhere would
   destroy the text without protecting anything. ``mask_then_cut`` masks
-  *before* shortening, so a secret straddling the cut cannot leak its start.
+  *before* shortening, so a secret straddling the cut cannot leak its start;
+  ``mask_then_keep_end`` does the same for the end of a text, and for a tail
+  already cut from a stream. Every path that shortens text that may hold a
+  secret goes through one of the two.
 * ``drop_credentials(mapping)`` removes, case-insensitively and at any depth
   (``extra_body``, ``default_headers``...), every entry whose name says it is
   a credential (``api_key``, ``API_KEY``, ``apiKey``, ``Authorization``,
@@ -50,6 +53,7 @@ __all__ = [
     "known_secrets",
     "mask",
     "mask_then_cut",
+    "mask_then_keep_end",
     "redact_url",
     "remember",
 ]
@@ -164,6 +168,32 @@ def mask_then_cut(text: str, limit: int, extra: Iterable[str | None] = ()) -> st
     """
     text = mask(text, extra)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def mask_then_keep_end(
+    text: str, limit: int, extra: Iterable[str | None] = (), *, truncated: bool = False
+) -> str:
+    """Mask, then keep at most the last ``limit`` characters (``...`` marks a cut).
+
+    ``truncated`` says ``text`` is itself the end of something longer (the tail
+    a reader kept of a command's output): a secret that straddled that earlier
+    cut lost its start, so no mask can recognise the rest. Such a remnant can
+    only sit in the first ``len(longest secret) - 1`` characters, and masking
+    never moves them (nothing before them is replaced), so those characters
+    are dropped after masking.
+
+    >>> mask_then_keep_end("head sk-abcdefghij", 6, extra=["sk-abcdefghij"])
+    '...ad ***'
+    """
+    secrets = [s for s in extra if s and len(s) >= MIN_SECRET_CHARS]
+    text = mask(text, secrets)
+    cut = truncated
+    if truncated:
+        longest = max((len(s) for s in [*known_secrets(), *secrets]), default=0)
+        text = text[max(longest - 1, 0) :]
+    if len(text) > limit:
+        text, cut = text[len(text) - limit :], True
+    return "..." + text if cut else text
 
 
 def _normal(name: str) -> str:

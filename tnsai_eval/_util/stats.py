@@ -5,8 +5,10 @@ Three questions come up wherever two prompts are compared on the same cases:
 - *How sure is a mean?* :func:`mean_interval` (Student's t; a table, not
   scipy: these are the only critical values we need).
 - *Did the pass/fail flips go one way more than chance allows?*
-  :func:`sign_test`, the exact binomial (McNemar) test on discordant pairs:
-  only the cases that flipped carry information about which prompt is better.
+  :func:`sign_test`, the binomial (McNemar) test on discordant pairs: only
+  the cases that flipped carry information about which prompt is better. Its
+  tail, :func:`binomial_half_tail`, is exact up to ``EXACT_SIGN_FLIPS`` flips
+  and computed in log space beyond (any number of flips, in bounded time).
 - *Can a variant be dropped while racing?* :func:`sign_test` on the cases
   that flipped (0/1 scores), :func:`t_critical` for a one-sided t bound at
   any level (racing spends its error rate over several looks), or
@@ -29,6 +31,8 @@ from statistics import NormalDist
 from typing import Literal
 
 __all__ = [
+    "EXACT_SIGN_FLIPS",
+    "binomial_half_tail",
     "hoeffding_halfwidth",
     "mean_interval",
     "sequential_level",
@@ -108,19 +112,112 @@ def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+_LOG_2PI = math.log(2 * math.pi)
+# Up to this many flips the sign test's tails are summed exactly in integers
+# (one rounding, at the final division); beyond, in log space (Loader's
+# saddle-point terms), where the exact sum's cost grows with the square of n.
+EXACT_SIGN_FLIPS = 1_000
+
+
+def _stirling_error(m: int) -> float:
+    """``log(m!) - log(sqrt(2 pi m) (m/e)^m)``: what Stirling's formula misses."""
+    if m <= 15:
+        return math.lgamma(m + 1) - (m + 0.5) * math.log(m) + m - 0.5 * _LOG_2PI
+    m2 = float(m) * m
+    return (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1 / (1188 * m2)) / m2) / m2) / m2) / m
+
+
+def _deviance(x: int, mean: float) -> float:
+    """``x log(x / mean) + mean - x``, without cancellation when ``x`` is near ``mean``."""
+    if abs(x - mean) < 0.1 * (x + mean):
+        v = (x - mean) / (x + mean)
+        total = (x - mean) * v
+        term = 2 * x * v
+        j = 1
+        while True:
+            term *= v * v
+            following = total + term / (2 * j + 1)
+            if following == total:
+                return total
+            total = following
+            j += 1
+    return x * math.log(x / mean) + mean - x
+
+
+def _log_half_binomial(n: int, k: int) -> float:
+    """``log P(X = k)`` for X ~ Binomial(n, 1/2), to about 1e-15 relative (Loader, 2000)."""
+    if k in (0, n):
+        return -n * math.log(2.0)
+    half = n / 2
+    return (
+        _stirling_error(n)
+        - _stirling_error(k)
+        - _stirling_error(n - k)
+        - _deviance(k, half)
+        - _deviance(n - k, half)
+        + 0.5 * (math.log(n) - _LOG_2PI - math.log(k) - math.log(n - k))
+    )
+
+
+def _log_space_upper_tail(n: int, k: int) -> float:
+    """``P(X >= k)`` for ``n / 2 < k <= n``: terms from ``k`` up, in ratios of the first."""
+    total, term, i = 1.0, 1.0, k
+    # Each term is the one before times (n - i) / (i + 1) < 1: past the mean
+    # they shrink at least geometrically, so about 6 sqrt(n) terms reach 2^-60.
+    while i < n and term > total * 2.0**-60:
+        term *= (n - i) / (i + 1)
+        total += term
+        i += 1
+    return math.exp(_log_half_binomial(n, k) + math.log(total))
+
+
+def binomial_half_tail(n: int, k: int) -> float:
+    """``P(X >= k)`` for X ~ Binomial(n, 1/2): the sign test's one-sided p-value.
+
+    Exact (an integer sum, rounded once) up to ``EXACT_SIGN_FLIPS`` flips;
+    beyond, within about 1e-12 relative (log-space terms), in time that
+    grows with the square root of ``n``. Never overflows: a tail below the
+    smallest float is 0.0.
+
+    >>> binomial_half_tail(3, 3), binomial_half_tail(3, 0), binomial_half_tail(3, 4)
+    (0.125, 1.0, 0.0)
+    >>> binomial_half_tail(100_000, 50_000) > 0.5
+    True
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n!r}")
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    if n <= EXACT_SIGN_FLIPS:
+        term, total = math.comb(n, k), 0
+        for i in range(k, n + 1):
+            total += term
+            term = term * (n - i) // (i + 1)
+        return total / (1 << n)  # int / int: correctly rounded, however large n is
+    if 2 * k > n:
+        return _log_space_upper_tail(n, k)
+    # At or below the mean: the complement of the lower tail, which by
+    # symmetry is the upper tail from n - k + 1 (at most 1/2, so no loss).
+    return 1.0 - _log_space_upper_tail(n, n - k + 1)
+
+
 def sign_test(
     better: int,
     worse: int,
     *,
     alternative: Literal["greater", "less", "two-sided"] = "two-sided",
 ) -> float:
-    """Exact sign (McNemar) test p-value on ``better`` vs ``worse`` flipped cases.
+    """Sign (McNemar) test p-value on ``better`` vs ``worse`` flipped cases.
 
     Under "no difference" each flipped case is equally likely to have gone
     either way, so the count of ``better`` flips is Binomial(n, 1/2) with
     ``n = better + worse``. ``"greater"`` asks whether ``better`` is too large
     for chance, ``"less"`` whether it is too small (that is, a regression),
     ``"two-sided"`` either (capped at 1). With no flips the p-value is 1.
+    Exact up to ``EXACT_SIGN_FLIPS`` flips, within 1e-12 relative beyond
+    (:func:`binomial_half_tail`).
 
     >>> sign_test(3, 0)  # "+3/-0 cases": not significant on its own
     0.25
@@ -134,11 +231,7 @@ def sign_test(
     n = better + worse
     if n == 0:
         return 1.0
-
-    def upper_tail(k: int) -> float:  # P(X >= k)
-        # Exact integer arithmetic, then one division: no rounding until the end.
-        return sum(math.comb(n, i) for i in range(k, n + 1)) / float(2**n)
-
+    upper_tail = functools.partial(binomial_half_tail, n)
     if alternative == "greater":
         return upper_tail(better)
     if alternative == "less":
