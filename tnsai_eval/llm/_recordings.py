@@ -25,7 +25,7 @@ from tnsai_eval._util.secrets import known_secrets, mask, redact_url
 from tnsai_eval.errors import ConfigError, StoreError
 from tnsai_eval.llm._types import Completion, TokenLogprob, ToolCall, Usage
 
-__all__ = ["MAX_DEPTH", "decode_json", "encode_entry", "entry_completion", "masker"]
+__all__ = ["MAX_DEPTH", "decode_json", "dump_json", "encode_entry", "entry_completion", "masker"]
 
 # A recording nested deeper than this is not one we wrote (ours are shallow,
 # bar the schemas in a request's parameters).
@@ -111,6 +111,54 @@ def masker() -> Callable[[dict[str, Any]], dict[str, Any]]:
         return copy
 
     return masked
+
+
+# Levels laid out one item a line; below them each value is one compact line.
+_EXPANDED_LEVELS = 5
+_COMPACT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def dump_json(value: Any, *, level: int = 0) -> str:
+    """``value`` as indented JSON with sorted keys, whose innermost values sit one per line.
+
+    >>> message = {"role": "user", "content": "hi"}
+    >>> print(dump_json({"replies": {"k1": {"request": {"messages": [message], "sample": 0}}}}))
+    {
+      "replies": {
+        "k1": {
+          "request": {
+            "messages": [
+              {"content": "hi", "role": "user"}
+            ],
+            "sample": 0
+          }
+        }
+      }
+    }
+
+    In a cassette that puts each message, each tool call and each
+    log-probability token of a reply on a line of its own, which is what a
+    reviewer diffs. It is also faster than ``json.dumps(indent=2)``, whose
+    indentation turns off the json module's C encoder: writing a cassette was
+    most of what recording cost per reply. A NaN or infinity raises ``ValueError``.
+    """
+    if isinstance(value, str):
+        return _COMPACT.encode(value)
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else ("true" if value else "false")
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if level >= _EXPANDED_LEVELS or not isinstance(value, dict | list) or not value:
+        return _COMPACT.encode(value)
+    inner = "\n" + "  " * (level + 1)
+    if isinstance(value, dict):
+        items = [
+            _COMPACT.encode(str(key)) + ": " + dump_json(value[key], level=level + 1)
+            for key in sorted(value)
+        ]
+        return "{" + inner + ("," + inner).join(items) + "\n" + "  " * level + "}"
+    items = [dump_json(item, level=level + 1) for item in value]
+    return "[" + inner + ("," + inner).join(items) + "\n" + "  " * level + "]"
 
 
 def decode_json(data: bytes, where: str) -> Any:

@@ -65,7 +65,13 @@ from typing import Any
 from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import drop_credentials, is_credential_name
 from tnsai_eval.errors import ConfigError, StoreError
-from tnsai_eval.llm._recordings import decode_json, encode_entry, entry_completion, masker
+from tnsai_eval.llm._recordings import (
+    decode_json,
+    dump_json,
+    encode_entry,
+    entry_completion,
+    masker,
+)
 from tnsai_eval.llm._types import Completion, Message, MessagesInput, normalize_messages
 
 __all__ = [
@@ -552,7 +558,7 @@ class ResponseStore:
                 target[key] = masked(entry)
             replies = {**cassette.format2, **cassette.replies}
             document = {"format": FORMAT_VERSION, "cassette": cassette.name, "replies": replies}
-            text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            text = dump_json(document) + "\n"
             atomic_write_text(cassette.file, text)
             cassette.seen = _stat(cassette.file)
             cassette.pending.clear()
