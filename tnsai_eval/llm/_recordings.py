@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from tnsai_eval._util.secrets import known_secrets, mask, redact_url
+from tnsai_eval._util.secrets import known_secrets, mask
 from tnsai_eval.errors import ConfigError, StoreError
 from tnsai_eval.llm._types import Completion, TokenLogprob, ToolCall, Usage
 
@@ -35,7 +35,8 @@ MAX_DEPTH = 64
 def encode_entry(
     request: dict[str, Any], completion: Completion, server: str | None, prompt_start: str
 ) -> dict[str, Any]:
-    """The entry recording ``completion`` as the reply to ``request`` (a ``to_dict()``).
+    """The entry recording ``completion`` as the reply to ``request`` (a ``to_dict()``),
+    answered by ``server`` (an address already redacted).
 
     Not masked yet (``masker()`` does that before it is written); a NaN or
     infinite log-probability (not JSON) raises ``ConfigError`` naming the prompt.
@@ -65,7 +66,7 @@ def encode_entry(
             for item in completion.logprobs
         ]
     return {
-        "server": redact_url(server) if server else None,
+        "server": server or None,
         "request": request,
         "response": response,
     }
@@ -101,13 +102,19 @@ def masker() -> Callable[[dict[str, Any]], dict[str, Any]]:
     ``scheme://...@`` that may carry a password) is walked and masked string by
     string, keys included, with ``mask`` itself.
     """
-    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in known_secrets()]
+    secrets = known_secrets()
+    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
+
+    def string(text: str) -> str:
+        if "@" in text or any(secret in text for secret in secrets):
+            return mask(text)
+        return text
 
     def masked(entry: dict[str, Any]) -> dict[str, Any]:
         text = json.dumps(entry, ensure_ascii=False)
         if not any(e in text for e in escaped) and not ("@" in text and "://" in text):
             return entry
-        copy: dict[str, Any] = _map_strings(entry, mask)
+        copy: dict[str, Any] = _map_strings(entry, string)
         return copy
 
     return masked

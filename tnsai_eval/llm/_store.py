@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import drop_credentials, is_credential_name
+from tnsai_eval._util.secrets import drop_credentials, is_credential_name, redact_url
 from tnsai_eval.errors import ConfigError, StoreError
 from tnsai_eval.llm._recordings import (
     decode_json,
@@ -188,7 +188,10 @@ class StoredRequest:
             raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
         given = params or {}
         kept = _key_params(given)
-        old = _format2_params(given)
+        # Formats 1 and 2 differ only where a value nests a credential-like name;
+        # plain values (most calls: temperature, max_tokens...) need no walk.
+        nested = any(isinstance(v, Mapping | list | tuple) for v in given.values())
+        old = _format2_params(given) if nested else kept
         try:
             return cls(
                 str(model),
@@ -322,6 +325,8 @@ class ResponseStore:
         self._cassettes: dict[str, _Cassette] = {}
         self._lock = threading.RLock()
         self._has_legacy: bool | None = None
+        # Redacting an address masks it too, which reads the environment: once per address.
+        self._servers: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"ResponseStore({str(self.path)!r})"
@@ -494,7 +499,12 @@ class ResponseStore:
         is released. ``server`` is stored with credentials redacted; every
         known secret is masked in the entry when it is written.
         """
-        entry = encode_entry(request.to_dict(), completion, server, request.prompt_start)
+        shown = None
+        if server:
+            shown = self._servers.get(server)
+            if shown is None:
+                shown = self._servers[server] = redact_url(server)
+        entry = encode_entry(request.to_dict(), completion, shown, request.prompt_start)
         with self._lock:
             held = self._cassette(cassette)
             held.replies[request.key] = entry
