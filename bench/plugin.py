@@ -195,12 +195,15 @@ def replay_cost(count: int, rounds: int, env: dict[str, str]) -> None:
             dirs["replayed", size] = root / f"replayed{size}"
             _suite(dirs["scripted", size], size, SCRIPTED_CONFTEST)
             _suite(dirs["replayed", size], size, replay_conftest)
-            # Record what the replaying run will ask, as the plugin's llm would.
+            # Record what the replaying run will ask, as the plugin's llm would:
+            # one cassette per test, named by its node id.
             store = ResponseStore(dirs["replayed", size] / "store")
             recorder = CachedLLM(ScriptedLLM(fn=_answer, model=MODEL), store)
             for n in range(size):
-                for q in range(QUESTIONS):
-                    recorder.chat(f"Question {q} of test {n}?")
+                recorder.cassette = f"test_llm.py::test_answer[{n}]"
+                with recorder.holding():
+                    for q in range(QUESTIONS):
+                        recorder.chat(f"Question {q} of test {n}?")
         cpu: dict[tuple[str, int], list[float]] = {key: [] for key in dirs}
         inside: dict[str, list[float]] = {"scripted": [], "replayed": []}
 
@@ -289,12 +292,15 @@ def case_storage_cost(count: int, rounds: int, env: dict[str, str]) -> None:
             from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 
             store = ResponseStore(directory / "store")
-            recorder = CachedLLM(ScriptedLLM(fn=_answer, model=MODEL), store)
-            for i in range(count):
-                message = DEFAULT_TEMPLATE.format(
-                    prompt="Answer the question.", input=f"Question {i}?"
-                )
-                recorder.chat(message, **DEFAULT_CALL_PARAMS)
+            recorder = CachedLLM(
+                ScriptedLLM(fn=_answer, model=MODEL), store, cassette="test_prompt.py::test_prompt"
+            )
+            with recorder.holding():
+                for i in range(count):
+                    message = DEFAULT_TEMPLATE.format(
+                        prompt="Answer the question.", input=f"Question {i}?"
+                    )
+                    recorder.chat(message, **DEFAULT_CALL_PARAMS)
         for directory in dirs.values():
             _pytest(directory, *args, env=env)  # warm the bytecode caches
         cpu: dict[str, list[float]] = {name: [] for name in dirs}
