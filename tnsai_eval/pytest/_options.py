@@ -89,7 +89,16 @@ _SPECS = (
         "tnsai_llm_max_calls",
         "stop calling the model once N calls (HTTP attempts, retries included; replies "
         "from the store never count) were made in this session, across xdist workers; "
-        "later cases are marked unrecorded.",
+        "later cases are marked not run (budget). The optimizer's calls draw on it too.",
+        "N",
+    ),
+    _Spec(
+        "--llm-concurrency",
+        "tnsai_llm_concurrency",
+        "model calls in flight at once: the default of evaluate_prompt(concurrency=...) "
+        "and, when given, its ceiling (a larger request is capped, with one warning). "
+        "Without it evaluate_prompt uses 4 unless a call asks for more, and the client's "
+        "connection pool grows to what is asked.",
         "N",
     ),
     _Spec(
@@ -128,6 +137,7 @@ class PluginOptions:
     gate: str = "tolerance"
     alpha: float = 0.05
     max_calls: int | None = None
+    concurrency: int | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -182,6 +192,7 @@ class PluginOptions:
                 f"got {values['tnsai_alpha'][0]!r}"
             )
         max_calls = values.get("tnsai_llm_max_calls")
+        concurrency = values.get("tnsai_llm_concurrency")
         return cls(
             base_url=base_url,
             model=model,
@@ -196,6 +207,9 @@ class PluginOptions:
             gate="tolerance" if gate is None else gate[0].strip().lower(),
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
+            concurrency=(
+                None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
+            ),
         )
 
     def describe(self) -> dict[str, object]:
@@ -214,6 +228,7 @@ class PluginOptions:
             "gate": self.gate,
             "alpha": self.alpha,
             "max_calls": self.max_calls,
+            "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
         }
 
