@@ -346,7 +346,7 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
                             threshold=case_threshold, params=params)  # fmt: skip
         for note in plan.notes:
             print(f"evaluate_prompt: {note}")
-        text, file = load_prompt(prompt)
+        text, file = load_prompt(prompt, session.options.rootdir)
         if plan.params is not None:
             options["params"] = plan.params
         given_on_case = options.pop("on_case", None)
