@@ -1,7 +1,8 @@
 """What the pytest plugin costs, measured side by side in one run.
 
     .venv/bin/python bench/plugin.py [--tests 500] [--rounds 15] [--llm-tests 200] [--cases 400]
-                                     [--only collection|replay|cases]
+                                     [--record-cases 1000] [--record-rounds 5]
+                                     [--only collection|replay|cases|evaluation|record]
 
 1. Collection overhead: ``pytest --collect-only`` of a generated suite of
    ``--tests`` plain tests that never use the plugin, with the plugin (loaded
@@ -34,6 +35,17 @@
    under ``-p no:tnsai``. Per case: the median per-round slope between the two
    sizes, in wall time (target <= 0.8 ms for tnsai-eval). Fixed cost: a
    20-case suite with the plugin minus the raw suite (target <= 0.15 s).
+
+5. Record mode's cost (``--only record``): the same zero-latency server, one
+   test scoring ``--record-cases`` (1,000) cases with ``evaluate_prompt``, run
+   with ``--llm-record record`` into a fresh store each time (every reply is a
+   miss, called and recorded, and the test's cassette written when it ends)
+   and with ``--llm-record off``, alternating for ``--record-rounds`` (5)
+   rounds. Per case: the CPU seconds (all threads) of the pytest process from
+   the start to the end of the test loop (a conftest hook writes them; start-up
+   and collection, the same in both modes, are left out), divided by the
+   cases; the figure is the median of the per-round ratios record / off.
+   Target: <= 1.3.
 
 Times in 1 and 2 are CPU seconds (user + system) of the pytest subprocesses, which a
 busy machine disturbs far less than wall time. Everything runs in temporary
@@ -183,12 +195,15 @@ def replay_cost(count: int, rounds: int, env: dict[str, str]) -> None:
             dirs["replayed", size] = root / f"replayed{size}"
             _suite(dirs["scripted", size], size, SCRIPTED_CONFTEST)
             _suite(dirs["replayed", size], size, replay_conftest)
-            # Record what the replaying run will ask, as the plugin's llm would.
+            # Record what the replaying run will ask, as the plugin's llm would:
+            # one cassette per test, named by its node id.
             store = ResponseStore(dirs["replayed", size] / "store")
             recorder = CachedLLM(ScriptedLLM(fn=_answer, model=MODEL), store)
             for n in range(size):
-                for q in range(QUESTIONS):
-                    recorder.chat(f"Question {q} of test {n}?")
+                recorder.cassette = f"test_llm.py::test_answer[{n}]"
+                with recorder.holding():
+                    for q in range(QUESTIONS):
+                        recorder.chat(f"Question {q} of test {n}?")
         cpu: dict[tuple[str, int], list[float]] = {key: [] for key in dirs}
         inside: dict[str, list[float]] = {"scripted": [], "replayed": []}
 
@@ -278,12 +293,15 @@ def case_storage_cost(count: int, rounds: int, env: dict[str, str]) -> None:
             from tnsai_eval.scoring import DEFAULT_CALL_PARAMS
 
             store = ResponseStore(directory / "store")
-            recorder = CachedLLM(ScriptedLLM(fn=_answer, model=MODEL), store)
-            for i in range(count):
-                message = DEFAULT_TEMPLATE.format(
-                    prompt="Answer the question.", input=f"Question {i}?"
-                )
-                recorder.chat(message, **DEFAULT_CALL_PARAMS)
+            recorder = CachedLLM(
+                ScriptedLLM(fn=_answer, model=MODEL), store, cassette="test_prompt.py::test_prompt"
+            )
+            with recorder.holding():
+                for i in range(count):
+                    message = DEFAULT_TEMPLATE.format(
+                        prompt="Answer the question.", input=f"Question {i}?"
+                    )
+                    recorder.chat(message, **DEFAULT_CALL_PARAMS)
         for directory in dirs.values():
             _pytest(directory, *args, env=env)  # warm the bytecode caches
         cpu: dict[str, list[float]] = {name: [] for name in dirs}
@@ -462,6 +480,85 @@ def evaluation_cost(small: int, big: int, rounds: int, env: dict[str, str]) -> N
     )
 
 
+# -- 5. record mode against off, on the same server ----------------------------------
+
+# Writes the CPU seconds (all threads) the process spent running the tests: the
+# start-up, collection and summary that both modes share are left out, so their
+# noise does not swamp the per-case difference.
+CPU_CONFTEST = """
+import os, time
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    start = time.process_time()
+    try:
+        return (yield)
+    finally:
+        with open(os.environ["TNSAI_BENCH_CPU"], "w") as handle:
+            handle.write(repr(time.process_time() - start))
+"""
+
+
+def record_cost(cases: int, rounds: int, env: dict[str, str]) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert server.stdout is not None
+        base_url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            suite = root / "suite"
+            suite.mkdir()
+            (suite / "pytest.ini").write_text("[pytest]\n")
+            (suite / "conftest.py").write_text(CPU_CONFTEST)
+            (suite / "test_prompt.py").write_text(EVALUATE_TEST.format(count=cases))
+            model = (f"--llm-base-url={base_url}", "--llm-model=bench-model", *_UNRELATED)
+            runs = 0
+
+            def run(mode: str) -> float:
+                nonlocal runs
+                runs += 1
+                # A fresh store per run: every reply is a miss, called and recorded.
+                store = root / f"store{runs}"
+                cpu_file = root / f"cpu{runs}"
+                _pytest(
+                    suite,
+                    *model,
+                    f"--llm-record={mode}",
+                    f"--llm-store={store}",
+                    env={**env, "TNSAI_BENCH_CPU": str(cpu_file)},
+                )
+                if mode == "record":
+                    files = list(store.glob("*.json"))
+                    if len(files) != 1:
+                        sys.exit(f"expected one cassette file in {store}, got {len(files)}")
+                return float(cpu_file.read_text())
+
+            for mode in ("record", "off"):
+                run(mode)  # warm the bytecode caches
+            cpu: dict[str, list[float]] = {"record": [], "off": []}
+            for k in range(rounds):
+                order = ["record", "off"] if k % 2 == 0 else ["off", "record"]
+                for mode in order:
+                    cpu[mode].append(run(mode))
+    finally:
+        server.terminate()
+        server.wait()
+    ratio = statistics.median(_ratios(cpu["record"], cpu["off"]))
+    print(
+        f"evaluate_prompt on {cases} cases against a zero-latency server, {rounds} "
+        "alternating rounds, CPU of the pytest process while the test runs, medians:"
+    )
+    for mode in ("off", "record"):
+        print(
+            f"  --llm-record {mode:<7} {1000 * statistics.median(cpu[mode]) / cases:6.3f} ms "
+            f"per case   (runs: {', '.join(f'{c:.2f}' for c in cpu[mode])} s)"
+        )
+    print(f"  ratio record / off {ratio:.2f}x (median of per-round ratios; target <= 1.3x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=500)
@@ -473,8 +570,14 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=("collection", "replay", "cases", "evaluation"),
+        choices=("collection", "replay", "cases", "evaluation", "record"),
         help="run one section only",
+    )
+    parser.add_argument(
+        "--record-cases", type=int, default=1000, help="the larger suite of section 5"
+    )
+    parser.add_argument(
+        "--record-rounds", type=int, default=5, help="alternating rounds of section 5"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as pycache:
@@ -487,6 +590,8 @@ def main() -> None:
             case_storage_cost(args.cases, args.rounds, env)
         if args.only in (None, "evaluation"):
             evaluation_cost(args.eval_cases, 5 * args.eval_cases, args.rounds, env)
+        if args.only in (None, "record"):
+            record_cost(args.record_cases, args.record_rounds, env)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,11 @@ library's conventions (``except ValueError``) keeps working.
 Warnings (all ``UserWarning``\ s): ``StructuredOutputWarning``, a
 ``response_format`` schema that a backend enforces only in part;
 ``StoreWarning``, a store skipped an item it could not read (one bad feedback
-row); its subclass ``ServerMismatchWarning``, a replayed recording was made
-against another server than the one configured; ``LocalModelWarning``, the
-embedded model runs in a fallback setting because llama.cpp's default one
-crashed on this machine.
+row); its subclasses ``ServerMismatchWarning``, a replayed recording was made
+against another server than the one configured, and ``OldStoreKeyWarning``, a
+reply was found only under the key an older version computed;
+``LocalModelWarning``, the embedded model runs in a fallback setting because
+llama.cpp's default one crashed on this machine.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "LLMTimeoutError",
     "LocalModelUnavailable",
     "LocalModelWarning",
+    "OldStoreKeyWarning",
     "RateLimitError",
     "ReplayMissError",
     "ReportError",
@@ -103,6 +105,16 @@ class StoreWarning(UserWarning):
 
 class ServerMismatchWarning(StoreWarning):
     """A replayed recording was made against a different server than the configured one."""
+
+
+class OldStoreKeyWarning(StoreWarning):
+    """A reply was replayed from a recording found only under the older, coarser store key.
+
+    Format-2 keys dropped credential-like names (``token``, ``password``...)
+    at any depth, schema properties included, so two requests that differ
+    only there shared one recording. Re-record to key the reply by its whole
+    request.
+    """
 
 
 class ReportError(ConfigError):

@@ -1,4 +1,4 @@
-"""Faithful replay: what a live call gave, a replay gives (store format 2)."""
+"""Faithful replay: what a live call gave, a replay gives (store format 3; 1 and 2 still read)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,15 @@ from tnsai_eval.llm import (
     Usage,
 )
 from tnsai_eval.testing import ScriptedLLM
+
+
+def _entries(root: Path) -> list[dict[str, Any]]:
+    """Every recorded entry of every cassette file under ``root``."""
+    return [
+        entry
+        for path in sorted(root.glob("*.json"))
+        for entry in json.loads(path.read_text())["replies"].values()
+    ]
 
 
 def lookup(order_id: str) -> str:
@@ -58,7 +67,7 @@ def test_an_agent_with_tools_acts_the_same_on_replay(tmp_path: Path) -> None:
     replayed = Agent(CachedLLM(ScriptedLLM(model="m"), store, mode="replay"), tools=[lookup])
     assert replayed.chat("where is order 7?") == "It shipped."
     assert replayed.actions == ["lookup"]
-    entries = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]
+    entries = _entries(tmp_path)
     calls = [e["response"]["tool_calls"] for e in entries if e["response"]["tool_calls"]]
     assert calls == [[{"id": "c1", "name": "lookup", "arguments": {"order_id": "7"}}]]
 
@@ -99,7 +108,7 @@ def test_logprobs_and_finish_reason_round_trip(tmp_path: Path) -> None:
 def test_format_1_recordings_are_still_read(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path)
     request = StoredRequest.build("m", "hi")
-    file = store.path_for(request.key)
+    file = store.legacy_path(request.key)
     file.parent.mkdir(parents=True)
     old = {
         "format": 1,
@@ -126,7 +135,7 @@ def test_replaying_another_servers_recording_warns_once(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path)
     CachedLLM(ScriptedLLM(default="a"), store, server="http://u:pw@10.0.0.1:8000/v1").chat("q1")
     CachedLLM(ScriptedLLM(default="b"), store, server="http://10.0.0.1:8000/v1").chat("q2")
-    entries = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]
+    entries = _entries(tmp_path)
     assert {e["server"] for e in entries} == {
         "http://***@10.0.0.1:8000/v1",
         "http://10.0.0.1:8000/v1",
@@ -159,7 +168,7 @@ def test_replaying_another_servers_recording_warns_once(tmp_path: Path) -> None:
         ),
         (b'{"format": 2, "response": {"text": null}}', "response.text must be a string"),
         (b'{"format": 2, "response": {"text": "x", "tool_calls": [{"id": 1}]}}', "tool_calls[0]"),
-        (b'{"format": 9, "response": {"text": "x"}}', "not a format-2 entry"),
+        (b'{"format": 9, "response": {"text": "x"}}', "not a format-1 or format-2 entry"),
     ],
 )
 def test_malformed_store_files_are_store_errors_naming_the_file(
@@ -167,7 +176,7 @@ def test_malformed_store_files_are_store_errors_naming_the_file(
 ) -> None:
     store = ResponseStore(tmp_path)
     key = StoredRequest.build("m", "hi").key
-    file = store.path_for(key)
+    file = store.legacy_path(key)
     file.parent.mkdir(parents=True)
     file.write_bytes(content)
     with pytest.raises(StoreError) as caught:
@@ -179,6 +188,6 @@ def test_malformed_store_files_are_store_errors_naming_the_file(
 def test_a_directory_where_a_recording_should_be_is_a_store_error(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path)
     key = StoredRequest.build("m", "hi").key
-    store.path_for(key).mkdir(parents=True)
+    store.legacy_path(key).mkdir(parents=True)
     with pytest.raises(StoreError, match="cannot be read"):
         store.get(key)

@@ -116,7 +116,10 @@ def test_mask_then_cut_never_shows_part_of_a_secret() -> None:
         assert API_KEY[:4] not in mask_then_cut(text, limit)
 
 
-def test_recorded_params_drop_credentials_in_any_case_and_depth(tmp_path: Path) -> None:
+def test_recorded_params_drop_the_clients_credentials_in_any_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOSTILE_SERVICE_TOKEN", "k5-hostile-nested")
     params = {
         "temperature": 0,
         "max_tokens": 5,
@@ -126,7 +129,9 @@ def test_recorded_params_drop_credentials_in_any_case_and_depth(tmp_path: Path) 
         "extra_body": {
             "api-key": "k4-hostile-secret",
             "top_k": 2,
-            "nested": [{"Token": "k5-hostile"}],
+            # Deeper down a name is not a credential (it may be a schema property),
+            # but a known secret's value is still masked when it is written.
+            "nested": [{"Token": "k5-hostile-nested"}],
         },
         "default_headers": {"X-Api-Key": "k6-hostile-secret"},
     }
@@ -134,11 +139,12 @@ def test_recorded_params_drop_credentials_in_any_case_and_depth(tmp_path: Path) 
     assert request.params == {
         "temperature": 0,
         "max_tokens": 5,
-        "extra_body": {"top_k": 2, "nested": [{}]},
+        "extra_body": {"top_k": 2, "nested": [{"Token": "k5-hostile-nested"}]},
     }
     store = ResponseStore(tmp_path)
     text = store.put(request, ScriptedLLM(default="ok").chat("hi")).read_text()
     assert "hostile" not in text
+    assert '"Token": "***"' in text
 
 
 def test_urls_are_redacted_wherever_they_are_shown() -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tnsai_eval.errors import ConfigError, LLMError, ReplayMissError
+from tnsai_eval.errors import ConfigError, LLMError, OldStoreKeyWarning, ReplayMissError
 from tnsai_eval.llm import (
     CachedLLM,
     Completion,
@@ -17,6 +18,8 @@ from tnsai_eval.llm import (
     RecordMode,
     ResponseStore,
     StoredRequest,
+    TokenLogprob,
+    ToolCall,
     Usage,
 )
 from tnsai_eval.testing import ScriptedLLM
@@ -131,10 +134,11 @@ def test_api_key_is_neither_in_the_key_nor_on_disk(store: ResponseStore) -> None
     reply = llm.chat("q", api_key="sk-second-secret", temperature=0)
 
     assert reply.cached
-    for file in store.path.rglob("*.json"):
-        text = file.read_text(encoding="utf-8")
-        assert "secret" not in text
-        assert json.loads(text)["request"]["params"] == {"temperature": 0}
+    (file,) = store.path.rglob("*.json")
+    text = file.read_text(encoding="utf-8")
+    assert "secret" not in text
+    (entry,) = json.loads(text)["replies"].values()
+    assert entry["request"]["params"] == {"temperature": 0}
 
 
 def test_key_uses_the_inner_model_name(store: ResponseStore) -> None:
@@ -221,3 +225,184 @@ def test_replay_miss_from_achat(store: ResponseStore) -> None:
     llm = CachedLLM(ScriptedLLM(model="m"), store, "replay")
     with pytest.raises(ReplayMissError, match="'not recorded'"):
         asyncio.run(llm.achat("not recorded"))
+
+
+# ---------------------------------------------------------------- cassettes
+
+
+def test_replies_go_to_the_named_cassette_and_replay_from_it(store: ResponseStore) -> None:
+    recorder = CachedLLM(ScriptedLLM(["Paris", "Rome"]), store, cassette="01_quickstart")
+    assert [recorder.chat(q).text for q in ("France?", "Italy?")] == ["Paris", "Rome"]
+    assert [p.name for p in store.path.iterdir()] == ["01_quickstart.json"]
+
+    fresh = ResponseStore(store.path)
+    replay = CachedLLM(ScriptedLLM(), fresh, "replay", cassette="01_quickstart")
+    assert replay.chat("Italy?").text == "Rome"
+    other = CachedLLM(ScriptedLLM(), fresh, "replay", cassette="02_other")
+    with pytest.raises(ReplayMissError, match="cassette '02_other'"):
+        other.chat("Italy?")
+
+
+def test_a_bad_cassette_name_fails_when_the_client_is_made(store: ResponseStore) -> None:
+    with pytest.raises(ConfigError, match="cassette name"):
+        CachedLLM(ScriptedLLM(), store, cassette="")
+
+
+def test_holding_writes_the_cassette_once_at_the_end(store: ResponseStore) -> None:
+    llm = CachedLLM(ScriptedLLM(default="x"), store, cassette="run-1")
+    with llm.holding():
+        for i in range(10):
+            llm.chat(f"q{i}")
+        assert not store.cassette_path("run-1").exists()
+        assert llm.chat("q3").cached  # served from memory meanwhile
+    assert len(ResponseStore(store.path)) == 10
+
+
+def test_flush_writes_replies_kept_in_memory(store: ResponseStore) -> None:
+    llm = CachedLLM(ScriptedLLM(default="x"), store, cassette="run-2")
+    store.hold("run-2")
+    llm.chat("q")
+    assert llm.flush() == [store.cassette_path("run-2")]
+    assert len(ResponseStore(store.path)) == 1
+    store.release("run-2")
+
+
+def test_record_files_a_reply_found_in_default_under_its_own_cassette(
+    store: ResponseStore,
+) -> None:
+    CachedLLM(ScriptedLLM(["shared"], model="m"), store).chat("q")  # the default cassette
+    inner = ScriptedLLM(model="m")
+    llm = CachedLLM(inner, ResponseStore(store.path), cassette="tests/t.py::test_q")
+    assert llm.chat("q").text == "shared"
+    assert inner.calls == []
+    found = ResponseStore(store.path).find(StoredRequest.build("m", "q"), "tests/t.py::test_q")
+    assert found is not None
+    assert found.cassette == "tests/t.py::test_q"
+    # Replay reads but never writes.
+    CachedLLM(ScriptedLLM(model="m"), store.path, "replay", cassette="elsewhere").chat("q")
+    assert not store.cassette_path("elsewhere").exists()
+
+
+def _old_layout_file(root: Path, request: StoredRequest, text: str) -> None:
+    key = request.format2_key
+    folder = root / key[:2]
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = {
+        "format": 2,
+        "key": key,
+        "request": request.to_dict(),
+        "response": {"text": text, "model": "m", "usage": {}},
+    }
+    (folder / f"{key}.json").write_text(json.dumps(entry))
+
+
+SCHEMA_WITH_TOKEN = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "login",
+        "schema": {"type": "object", "properties": {"user": {}, "token": {}}},
+    },
+}
+
+
+def test_an_old_store_key_replays_with_a_warning(store: ResponseStore) -> None:
+    request = StoredRequest.build("m", "Log in", {"response_format": SCHEMA_WITH_TOKEN})
+    assert request.format2_key != request.key
+    _old_layout_file(store.path, request, '{"user": "ann", "token": "t"}')
+    llm = CachedLLM(ScriptedLLM(model="m"), ResponseStore(store.path), "replay")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        replies = [llm.chat("Log in", response_format=SCHEMA_WITH_TOKEN) for _ in range(2)]
+    assert [r.text for r in replies] == ['{"user": "ann", "token": "t"}'] * 2
+    flagged = [w for w in caught if w.category is OldStoreKeyWarning]
+    assert len(flagged) == 1  # once per request
+    assert "'Log in'" in str(flagged[0].message)
+    assert "re-record" in str(flagged[0].message)
+
+    # Same after migration; and a request whose key did not change is silent.
+    ResponseStore(store.path).migrate()
+    plain = StoredRequest.build("m", "Hello")
+    _old_layout_file(store.path, plain, "Hi")
+    again = CachedLLM(ScriptedLLM(model="m"), ResponseStore(store.path), "replay")
+    with pytest.warns(OldStoreKeyWarning):
+        again.chat("Log in", response_format=SCHEMA_WITH_TOKEN)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert again.chat("Hello").text == "Hi"
+
+
+def test_a_schema_that_differs_only_in_a_credential_like_name_is_another_recording(
+    store: ResponseStore,
+) -> None:
+    without = {"type": "json_schema", "json_schema": {"name": "login", "schema": {
+        "type": "object", "properties": {"user": {}}}}}  # fmt: skip
+    llm = CachedLLM(ScriptedLLM(['{"user": "ann"}', '{"user": "ann", "token": "t"}']), store)
+    first = llm.chat("Log in", response_format=without)
+    second = llm.chat("Log in", response_format=SCHEMA_WITH_TOKEN)
+    assert (first.cached, second.cached) == (False, False)
+    assert second.text == '{"user": "ann", "token": "t"}'
+    assert len(store) == 2
+
+
+# ---------------------------------------------------------------- secrets echoed back
+
+ECHOED = "sk-echoed-by-the-server-0123456789"
+
+
+def _echo(field: str) -> Completion:
+    text, model = "fine", "m"
+    calls: tuple[ToolCall, ...] = ()
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    if field == "text":
+        text = f"your key is {ECHOED}"
+    elif field == "model":
+        model = f"m-{ECHOED}"
+    elif field == "logprob token":
+        logprobs = (TokenLogprob(ECHOED, -0.1, ()),)
+    elif field == "top logprob token":
+        logprobs = (TokenLogprob("a", -0.1, ((ECHOED, -0.2),)),)
+    elif field == "tool name":
+        calls = (ToolCall("call_1", f"fn_{ECHOED}", {}),)
+    elif field == "tool id":
+        calls = (ToolCall(ECHOED, "fn", {}),)
+    elif field == "tool argument":
+        calls = (ToolCall("call_1", "fn", {"query": f"x {ECHOED}", "nested": [{"k": ECHOED}]}),)
+    elif field == "tool argument name":
+        calls = (ToolCall("call_1", "fn", {ECHOED: 1}),)
+    return Completion(text, model=model, tool_calls=calls, logprobs=logprobs)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "text",
+        "model",
+        "logprob token",
+        "top logprob token",
+        "tool name",
+        "tool id",
+        "tool argument",
+        "tool argument name",
+    ],
+)
+def test_a_secret_echoed_by_the_server_is_masked_in_the_store(
+    store: ResponseStore, monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    monkeypatch.setenv("TNSAI_LLM_API_KEY", ECHOED)
+
+    class Echo:
+        model = "m"
+
+        def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+            return _echo(field)
+
+    CachedLLM(Echo(), store, cassette="tests/t.py::test_echo").chat(f"say {ECHOED}")
+    text = "".join(p.read_text() for p in store.path.rglob("*.json"))
+    assert ECHOED not in text
+    assert ECHOED[:12] not in text
+    assert "***" in text
+    # What this process replays is what a later one reads: masked too.
+    replayed = CachedLLM(Echo(), store, "replay", cassette="tests/t.py::test_echo").chat(
+        f"say {ECHOED}"
+    )
+    assert ECHOED not in repr(replayed)

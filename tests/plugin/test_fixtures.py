@@ -6,6 +6,7 @@ import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
 from tests.plugin.conftest import read_json
+from tnsai_eval.llm import ResponseStore
 
 ASK = """
 def test_recorded(llm, tnsai_record):
@@ -32,7 +33,9 @@ def test_llm_records_then_replays_without_the_model(
     # The key comes from the environment only, and never reaches the store.
     assert server.requests[0].headers["authorization"] == "Bearer sk-secret-test-key"
     files = list((pytester.path / "store").rglob("*.json"))
-    assert len(files) == 1
+    # One cassette per test, named by its node id.
+    assert files == [ResponseStore(pytester.path / "store").cassette_path(
+        "test_ask.py::test_recorded")]  # fmt: skip
     assert "sk-secret" not in files[0].read_text()
 
     server.reset(default=Step.error(500))  # a model call now would fail loudly
@@ -60,14 +63,14 @@ def test_llm_records_then_replays_without_the_model(
     )
     repeated.assert_outcomes(passed=1)
     assert len(server.requests) == 1
-    assert len(list((pytester.path / "store").rglob("*.json"))) == 2
+    assert len(ResponseStore(pytester.path / "store")) == 2
 
     # Off: the model is asked every time and the store is left alone.
     server.reset(default=Step.ok("Paris"))
     direct = pytester.runpytest_inprocess(*model, "--llm-record", "off", "test_ask.py")
     direct.assert_outcomes(passed=1)
     assert len(server.requests) == 1
-    assert len(list((pytester.path / "store").rglob("*.json"))) == 2
+    assert len(ResponseStore(pytester.path / "store")) == 2
 
 
 EVALUATE = """

@@ -155,6 +155,13 @@ def test_recordings_are_kept_per_model(
 ) -> None:
     both = ["--tnsai-model", "old", "--tnsai-model", "new", "--llm-store", "store"]
     suite.runpytest_inprocess(*both, "--llm-record", "record").assert_outcomes(passed=3)
+    # One cassette per test and model, named by its node id; nothing in `default`.
+    cassettes = sorted(p.name for p in (suite.path / "store").glob("*.json"))
+    assert [name.split("~")[0] for name in cassettes if "capitals" in name] == [
+        "test_suite.py-test_capitals-new",
+        "test_suite.py-test_capitals-old",
+    ]
+    assert "default.json" not in cassettes
     for server in servers:
         server.reset(default=Step.error(500))  # a model call now would fail the test
     replayed = suite.runpytest_inprocess(

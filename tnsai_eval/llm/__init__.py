@@ -19,7 +19,7 @@ from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._models import EMBEDDED_MODEL, ModelTable, NamedModel
 from tnsai_eval.llm._openai import OpenAIClient
 from tnsai_eval.llm._serve import LOCAL_SERVER_ALIAS, serve_local_model
-from tnsai_eval.llm._store import ResponseStore, StoredRequest
+from tnsai_eval.llm._store import DEFAULT_CASSETTE, Recording, ResponseStore, StoredRequest
 from tnsai_eval.llm._types import (
     AsyncLLMClient,
     Completion,
@@ -38,6 +38,7 @@ from tnsai_eval.llm._types import (
 from tnsai_eval.settings import RecordMode
 
 __all__ = [
+    "DEFAULT_CASSETTE",
     "EMBEDDED_MODEL",
     "LOCAL_SERVER_ALIAS",
     "AsyncLLMClient",
@@ -54,6 +55,7 @@ __all__ = [
     "NamedModel",
     "OpenAIClient",
     "RecordMode",
+    "Recording",
     "ResponseFormatStyle",
     "ResponseStore",
     "StoredRequest",

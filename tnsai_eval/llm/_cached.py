@@ -7,16 +7,19 @@ request that was never recorded fails loudly instead of calling a model.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from tnsai_eval._util.secrets import redact_url
-from tnsai_eval.errors import ReplayMissError, ServerMismatchWarning
+from tnsai_eval.errors import OldStoreKeyWarning, ReplayMissError, ServerMismatchWarning
 from tnsai_eval.llm._budget import ametered_call, metered_call
-from tnsai_eval.llm._store import ResponseStore, StoredRequest
+from tnsai_eval.llm._store import DEFAULT_CASSETTE, Recording, ResponseStore, StoredRequest
 from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput
 from tnsai_eval.settings import RecordMode
 
@@ -51,6 +54,17 @@ class CachedLLM:
     pair of addresses. Pass ``server=`` to name the server when the inner
     client has no ``base_url`` attribute.
 
+    Replies are recorded in the cassette named ``cassette`` (one JSON file
+    of the store; see ``ResponseStore``): name one per notebook or per run,
+    for example ``CachedLLM(inner, store, cassette="02_prompt_optimizer")``.
+    Each new reply is written at once; inside ``with llm.holding():`` the
+    cassette is written once, when the block ends (the pytest plugin does
+    this per test, with the test's node id as the cassette). A reply is
+    looked up in the cassette, then in the ``default`` one, then in a store
+    of formats 1 and 2; in record mode a reply found elsewhere than in the
+    cassette is copied into it, so recording once files every reply a
+    notebook or test uses under its own name.
+
     Attributes:
         hits: requests answered from the store.
         misses: requests not answered from the store (the model was called,
@@ -68,10 +82,15 @@ class CachedLLM:
         mode: RecordMode | str = RecordMode.RECORD,
         *,
         server: str | None = None,
+        cassette: str = DEFAULT_CASSETTE,
     ) -> None:
         self.inner = inner
         self.store = store if isinstance(store, ResponseStore) else ResponseStore(store)
         self.mode = RecordMode.parse(mode)
+        self.store.cassette_path(cassette)  # a bad name fails here, not at the first call
+        #: The cassette replies are recorded in and looked up first (the plugin
+        #: sets it to the running test's node id).
+        self.cassette = cassette
         if server is None:
             base_url = getattr(inner, "base_url", None)
             server = base_url if isinstance(base_url, str) and base_url else None
@@ -90,8 +109,19 @@ class CachedLLM:
     def __repr__(self) -> str:
         return (
             f"CachedLLM({self.inner!r}, store={self.store!r}, mode={self.mode.value!r}, "
-            f"hits={self.hits}, misses={self.misses})"
+            f"cassette={self.cassette!r}, hits={self.hits}, misses={self.misses})"
         )
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """Keep the cassette's new replies in memory for the block; write them once at its end."""
+        cassette = self.cassette
+        with self.store.holding(cassette):
+            yield
+
+    def flush(self) -> list[Path]:
+        """Write every reply recorded but not written yet (held ones too); the files written."""
+        return self.store.save()
 
     def chat(self, messages: MessagesInput, *, sample: int = 0, **params: Any) -> Completion:
         """One completion, from the store or the inner client as ``mode`` says.
@@ -120,13 +150,14 @@ class CachedLLM:
     def is_stored(self, messages: MessagesInput, *, sample: int = 0, **params: Any) -> bool:
         """Whether ``chat(messages, sample=sample, **params)`` would be answered from the store.
 
-        Asks the store only: nothing is sent and no counter moves. Always
-        ``False`` in ``off`` and ``refresh`` modes, which never answer from it.
+        Asks the store only (the cassette, then the ones it falls back to):
+        nothing is sent and no counter moves. Always ``False`` in ``off`` and
+        ``refresh`` modes, which never answer from it.
         """
         if self.mode in (RecordMode.OFF, RecordMode.REFRESH):
             return False
         request = StoredRequest.build(self.model, messages, params, sample=sample)
-        return self.store.lookup(request.key) is not None
+        return self.store.find(request, self.cassette) is not None
 
     def _request(
         self, messages: MessagesInput, params: dict[str, Any], sample: int
@@ -141,24 +172,46 @@ class CachedLLM:
         if request is None or self.mode is RecordMode.REFRESH:
             self._count(hit=False)
             return None
-        found = self.store.lookup(request.key)
-        cached = found[0] if found is not None else None
-        self._count(hit=cached is not None)
-        if found is not None:
-            self._check_server(found[1])
-        if cached is None and self.mode is RecordMode.REPLAY:
-            raise ReplayMissError(
-                f"no recorded response for model {request.model!r} and prompt "
-                f"{request.prompt_start!r} (sample {request.sample}, key {request.key[:12]}) "
-                f"in {str(self.store.path)!r}; record it with mode='record'",
-                model=request.model,
-                attempts=0,
-            )
-        return None if cached is None else dataclasses.replace(cached, attempts=0)
+        cassette = self.cassette
+        found = self.store.find(request, cassette)
+        self._count(hit=found is not None)
+        if found is None:
+            if self.mode is RecordMode.REPLAY:
+                raise ReplayMissError(
+                    f"no recorded response for model {request.model!r} and prompt "
+                    f"{request.prompt_start!r} (sample {request.sample}, key {request.key[:12]}) "
+                    f"in cassette {cassette!r} of {str(self.store.path)!r}; record it with "
+                    "mode='record'",
+                    model=request.model,
+                    attempts=0,
+                )
+            return None
+        self._check_server(found.server)
+        if found.old_key:
+            self._warn_old_key(request, found)
+        elif self.mode is RecordMode.RECORD and found.cassette != cassette:
+            # File the reply under this cassette too, so the cassette alone replays it.
+            self.store.put(request, found.completion, server=found.server, cassette=cassette)
+        return dataclasses.replace(found.completion, attempts=0)
 
     def _record(self, request: StoredRequest | None, reply: Completion) -> None:
         if request is not None and self.mode in (RecordMode.RECORD, RecordMode.REFRESH):
-            self.store.put(request, reply, server=self.server)
+            self.store.put(request, reply, server=self.server, cassette=self.cassette)
+
+    def _warn_old_key(self, request: StoredRequest, found: Recording) -> None:
+        with self._lock:
+            if request.key in self._warned:
+                return
+            self._warned.add(request.key)
+        where = "a format-1/2 file" if found.cassette is None else f"cassette {found.cassette!r}"
+        warnings.warn(
+            f"replaying the reply to {request.prompt_start!r} recorded under its older store "
+            f"key (in {where} of {str(self.store.path)!r}): that key ignored credential-like "
+            "names (token, password, timeout...) inside schemas, so it may belong to a "
+            "request that differs there; re-record it with mode='refresh'",
+            OldStoreKeyWarning,
+            stacklevel=4,
+        )
 
     def _check_server(self, recorded: str | None) -> None:
         if recorded is None or self.server is None or recorded == self.server:

@@ -1,36 +1,46 @@
 """Recorded model responses on disk, meant to be committed and reviewed.
 
-Layout: one pretty-printed JSON file per request under ``<root>/<k[:2]>/<k>.json``
-where ``k`` is the request key. One file per key means a diff shows exactly
-which replies changed, and two processes never write the same bytes unless
-they answer the same request. Sharding by the first two hex digits keeps
-directories small for stores with many thousands of entries.
+Layout (format 3): one pretty-printed JSON file per *cassette*, holding every
+reply recorded under that name (the convention of vcrpy and pytest-recording)::
 
-Writes go to a temporary file in the same directory, then ``os.replace``
-moves it over the final name. The rename is atomic on POSIX and Windows, so a
-reader sees the old file or the new one, never half of one, and a writer
-killed mid-way leaves at worst a ``.tmp`` file that readers ignore. (No
-``fsync``: the guarantee is against crashed processes, not power loss, and a
-store is a cache that can be re-recorded.)
+    <root>/<cassette file>.json
+    {"format": 3, "cassette": "<name>", "replies": {"<key>": <entry>, ...}}
 
-The key is the sha256 of the canonical JSON (sorted keys, no whitespace) of
-the model name, the messages, the sampling parameters and a sample index.
-Credentials and endpoints are never part of a key: the same request sent to a
-local server and to a hosted API shares its recording. Parameters named like
-credentials (``api_key``, ``API_KEY``, ``apiKey``, ``Authorization``,
-``x-api-key``, ``access_token``... in any case, at any depth, e.g. inside
-``extra_body`` or ``default_headers``) are dropped before a request is keyed
-or written (``tnsai_eval._util.secrets.drop_credentials``).
+In pytest a test's cassette is its node id; elsewhere the caller names it
+(``CachedLLM(inner, store, cassette="01_quickstart")``), and ``"default"`` is
+used when nobody does. A name made of lowercase letters, digits, ``.``, ``_``
+and ``-`` is its own file name (``default.json``); any other name (a node id)
+becomes a readable slug and the start of its sha256, ``tests-test_x.py-test_a-1~
+3f2a...json``, so two names never share a file and no name can leave the
+directory. An entry is described in ``_recordings``: the request, the reply,
+and the (redacted) server that answered.
 
-Format 2 (written now; format 1 files are still read) adds to each response
-its ``finish_reason``, its ``tool_calls`` (``[{"id", "name", "arguments"}]``)
-and, when the call asked for them, its ``logprobs`` (``[{"token", "logprob",
-"top_logprobs": [[token, logprob], ...]}]``, plain floats), so that a replay
-gives callers the same ``Completion`` the live call did. Each entry also
-records ``server``: the address of the server that answered, with any
-credentials redacted (``null`` for the embedded model). It is not part of the
-key (ports change between runs); ``CachedLLM`` warns when it differs from the
-configured one.
+Keys: the sha256 of the canonical JSON (sorted keys, no whitespace) of the
+model name, the messages, the parameters and a sample index. Parameters that
+are credentials or say where to connect (``api_key``, ``Authorization``,
+``base_url``, ``timeout``, ``headers``... in any case; see ``EXCLUDED_PARAMS``)
+are left out, but only where they are the client's parameters: at the top
+level (and at the top of ``extra_body``, which OpenAI-style clients merge into
+the request). Inside a ``response_format`` or tool schema, ``token`` or
+``password`` is an ordinary property name and changes the key.
+
+Writes: ``put`` keeps a reply in memory; a cassette is written whole,
+atomically (a temporary file renamed over it), when nothing *holds* it: at
+once by default, or once when the holder releases it (the pytest plugin holds
+a test's cassette while the test runs). Writing merges with what is on disk
+under an exclusive lock, so two processes writing one cassette (``--dist
+each`` runs every test on every worker) keep the union of their replies; for
+a key both wrote, the later write wins. A writer killed mid-way leaves at worst
+a ``.tmp`` file that readers ignore (no ``fsync``: the guarantee is against
+crashed processes, not power loss).
+
+Older stores: format 1 and 2 wrote one file per reply, ``<root>/<k[:2]>/<k>.json``,
+under keys that dropped credential-like names at *any* depth. They still
+replay: a request not found in its cassette or in ``default`` is looked up
+there, and under its format-2 key; a reply found only under a key that differs
+from today's raises ``OldStoreKeyWarning`` (re-record it). ``migrate()`` (the
+``tnsai-eval store migrate DIR`` command) moves them into the ``default``
+cassette, keeping their old keys (marked ``"key_format": 2``).
 
 A file that cannot be read (not UTF-8, a directory, nested too deeply,
 ``Infinity``/``NaN``, a wrong field type) raises ``StoreError`` naming it.
@@ -38,12 +48,16 @@ A file that cannot be read (not UTF-8, a directory, nested too deeply,
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
+import tempfile
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,27 +65,34 @@ from typing import Any
 from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import drop_credentials, is_credential_name, redact_url
 from tnsai_eval.errors import ConfigError, StoreError
-from tnsai_eval.llm._types import (
-    Completion,
-    Message,
-    MessagesInput,
-    TokenLogprob,
-    ToolCall,
-    Usage,
-    normalize_messages,
+from tnsai_eval.llm._recordings import (
+    decode_json,
+    dump_json,
+    encode_entry,
+    entry_completion,
+    masker,
 )
+from tnsai_eval.llm._types import Completion, Message, MessagesInput, normalize_messages
 
-__all__ = ["EXCLUDED_PARAMS", "FORMAT_VERSION", "ResponseStore", "StoredRequest"]
+__all__ = [
+    "DEFAULT_CASSETTE",
+    "EXCLUDED_PARAMS",
+    "FORMAT_VERSION",
+    "Recording",
+    "ResponseStore",
+    "StoredRequest",
+]
 
-# Bumped if the file layout changes, so old stores are detected, not misread.
-FORMAT_VERSION = 2
-_READABLE_FORMATS = (1, 2)
-# A recording nested deeper than this is not one we wrote (ours are shallow).
-_MAX_DEPTH = 64
+# Bumped when the layout changes, so old stores are detected, not misread.
+FORMAT_VERSION = 3
+# The per-reply files of formats 1 and 2.
+_LEGACY_FORMATS = (1, 2)
+#: The cassette used when none is named; every lookup falls back to it.
+DEFAULT_CASSETTE = "default"
 
 # Parameters that say where or how to connect, not what to ask. They must not
 # change the key (the reply does not depend on them) and must never be written
-# to a file that is committed.
+# to a file that is committed. Names matched exactly, at the top level only.
 EXCLUDED_PARAMS = frozenset(
     {
         "api_base",
@@ -84,6 +105,8 @@ EXCLUDED_PARAMS = frozenset(
         "timeout",
     }
 )
+# OpenAI-style clients merge this parameter's entries into the request's top level.
+_MERGED_PARAM = "extra_body"
 
 
 def canonical_json(value: Any) -> str:
@@ -91,13 +114,47 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _is_client_credential(name: str) -> bool:
+    return name in EXCLUDED_PARAMS or is_credential_name(name)
+
+
+def _key_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` without the client's credentials (top level, and top of ``extra_body``)."""
+    kept = {}
+    for name, value in params.items():
+        if _is_client_credential(name):
+            continue
+        if name == _MERGED_PARAM and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if not _is_client_credential(k)}
+        kept[name] = value
+    return kept
+
+
+def _format2_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as formats 1 and 2 keyed them: credential names dropped at any depth."""
+    return {
+        k: drop_credentials(v)
+        for k, v in params.items()
+        if k not in EXCLUDED_PARAMS and not is_credential_name(k)
+    }
+
+
+def _digest(model: str, messages: list[dict[str, str]], params: Any, sample: int) -> str:
+    body = {"model": model, "messages": messages, "params": params, "sample": sample}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class StoredRequest:
     """What identifies a recorded reply: model, messages, parameters, sample index.
 
     >>> req = StoredRequest.build("smol", "Hi", {"temperature": 0, "API_KEY": "sk-x"})
-    >>> sorted(req.params)  # credentials are dropped, whatever their case
+    >>> sorted(req.params)  # the client's credentials are dropped, whatever their case
     ['temperature']
+    >>> schema = {"type": "object", "properties": {"token": {"type": "string"}}}
+    >>> fmt = {"type": "json_schema", "json_schema": {"name": "t", "schema": schema}}
+    >>> "token" in str(StoredRequest.build("smol", "Hi", {"response_format": fmt}).params)
+    True
     >>> len(req.key)
     64
     """
@@ -106,6 +163,16 @@ class StoredRequest:
     messages: tuple[Message, ...]
     params: Mapping[str, Any] = field(default_factory=dict)
     sample: int = 0
+    # What formats 1 and 2 keyed instead of ``params``, when that differs.
+    format2_params: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    # Computed once: every lookup and write asks for it.
+    _key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        digest = _digest(
+            self.model, [m.to_dict() for m in self.messages], dict(self.params), self.sample
+        )
+        object.__setattr__(self, "_key", digest)
 
     @classmethod
     def build(
@@ -116,22 +183,35 @@ class StoredRequest:
         *,
         sample: int = 0,
     ) -> StoredRequest:
-        """Normalize ``messages``, drop credentials from ``params``, check JSON-ability."""
+        """Normalize ``messages``, drop the client's credentials from ``params``, check JSON."""
         if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
             raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
-        kept = {
-            k: drop_credentials(v)
-            for k, v in (params or {}).items()
-            if k not in EXCLUDED_PARAMS and not is_credential_name(k)
-        }
-        for name, value in kept.items():
-            try:
-                canonical_json(value)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(
-                    f"parameter {name!r}={value!r} cannot be recorded: it is not JSON ({exc})"
-                ) from exc
-        return cls(str(model), tuple(normalize_messages(messages)), kept, sample)
+        given = params or {}
+        kept = _key_params(given)
+        # Formats 1 and 2 differ only where a value nests a credential-like name;
+        # plain values (most calls: temperature, max_tokens...) need no walk.
+        nested = any(isinstance(v, Mapping | list | tuple) for v in given.values())
+        old = _format2_params(given) if nested else kept
+        try:
+            return cls(
+                str(model),
+                tuple(normalize_messages(messages)),
+                kept,
+                sample,
+                None if old == kept else old,
+            )
+        except (TypeError, ValueError, RecursionError):
+            # The key's JSON failed: find the parameter to blame (rare, so not
+            # checked one by one on every call).
+            for name, value in kept.items():
+                try:
+                    canonical_json(value)
+                except (TypeError, ValueError, RecursionError) as exc:
+                    raise ConfigError(
+                        f"parameter {name!r}={value!r:.200} cannot be recorded: it is not "
+                        f"JSON ({type(exc).__name__}: {exc!s:.200})"
+                    ) from exc
+            raise
 
     def to_dict(self) -> dict[str, Any]:
         """The request as a JSON-ready mapping, as its recording shows it."""
@@ -145,7 +225,16 @@ class StoredRequest:
     @property
     def key(self) -> str:
         """sha256 hex digest of the canonical JSON of ``to_dict()``."""
-        return hashlib.sha256(canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
+        return self._key
+
+    @property
+    def format2_key(self) -> str:
+        """The key formats 1 and 2 gave this request (equal to ``key`` for most requests)."""
+        if self.format2_params is None:
+            return self.key
+        return _digest(
+            self.model, [m.to_dict() for m in self.messages], self.format2_params, self.sample
+        )
 
     @property
     def prompt_start(self) -> str:
@@ -157,57 +246,332 @@ class StoredRequest:
         return ""
 
 
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """A recorded reply found for a request (``ResponseStore.find``).
+
+    ``cassette`` is the cassette it came from (``None``: a per-reply file of
+    format 1 or 2); ``old_key`` is true when it was found only under the
+    request's format-2 key, which differs from today's.
+    """
+
+    completion: Completion
+    server: str | None
+    cassette: str | None
+    old_key: bool = False
+
+
+@dataclass(slots=True)
+class _Cassette:
+    """One cassette file as this process knows it (guarded by the store's lock)."""
+
+    name: str
+    file: str
+    path: Path
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # today's keys
+    format2: dict[str, dict[str, Any]] = field(default_factory=dict)  # migrated, old keys
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # not written yet
+    held: int = 0
+    # (inode, mtime, size) of the file when this process last read or wrote it.
+    seen: tuple[int, int, int] | None = None
+
+
+_SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._]+")
+
+
+def cassette_file_name(name: str) -> str:
+    """The file name of cassette ``name`` (see the module docstring).
+
+    >>> cassette_file_name("default")
+    'default.json'
+    >>> cassette_file_name("tests/test_x.py::test_a[1]")
+    'tests-test_x.py-test_a-1~c09d8c810546.json'
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"cassette name must be a non-empty str, got {name!r}")
+    if _SAFE_NAME.fullmatch(name) and not name.endswith(".json"):
+        return name + ".json"
+    slug = _UNSAFE_RUN.sub("-", name).strip("-.")[:80] or "cassette"
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug}~{digest}.json"
+
+
 class ResponseStore:
-    """A directory of recorded replies, one reviewable JSON file per request.
+    """A directory of recorded replies: one reviewable JSON file per cassette.
 
     Safe with several processes (pytest-xdist workers) writing at once, and
     never corrupted by a writer killed mid-way. Usually used through
     ``CachedLLM``.
 
-    >>> import tempfile
     >>> store = ResponseStore(tempfile.mkdtemp())
     >>> req = StoredRequest.build("smol", "What is 2+2?")
-    >>> _ = store.put(req, Completion(text="4"))
+    >>> store.put(req, Completion(text="4")).name
+    'default.json'
     >>> store.get(req.key).text, store.get(req.key).cached
     ('4', True)
-    >>> len(store)
-    1
+    >>> with store.holding("tests/test_math.py::test_add"):
+    ...     _ = store.put(StoredRequest.build("smol", "1+1?"), Completion(text="2"),
+    ...                   cassette="tests/test_math.py::test_add")  # written at the end
+    >>> len(store), sorted(store.cassettes())
+    (2, ['default', 'tests/test_math.py::test_add'])
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        # The replay path builds file names from plain strings: pathlib's
-        # object construction costs more than the file read it leads to.
         self._root = os.fspath(self.path)
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"response store path {str(self.path)!r} is not a directory")
+        self._cassettes: dict[str, _Cassette] = {}
+        self._lock = threading.RLock()
+        self._has_legacy: bool | None = None
+        # Redacting an address masks it too, which reads the environment: once per address.
+        self._servers: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"ResponseStore({str(self.path)!r})"
 
-    def path_for(self, key: str) -> Path:
-        """The file that holds (or would hold) the reply for ``key``."""
-        return Path(self._file(key))
+    # -- where things are ---------------------------------------------------
+    def cassette_path(self, cassette: str = DEFAULT_CASSETTE) -> Path:
+        """The file that holds (or would hold) ``cassette``."""
+        return Path(self._root, cassette_file_name(cassette))
 
-    def _file(self, key: str) -> str:
+    def legacy_path(self, key: str) -> Path:
+        """The per-reply file that formats 1 and 2 used for ``key``."""
+        return Path(self._legacy_file(key))
+
+    def _legacy_file(self, key: str) -> str:
         if not _is_key(key):
             raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
         return os.path.join(self._root, key[:2], key + ".json")
 
-    def __contains__(self, key: object) -> bool:
-        if not isinstance(key, str) or not _is_key(key):
-            return False
-        return self.path_for(key).is_file()
+    def cassettes(self) -> list[str]:
+        """The names of the cassettes on disk or waiting to be written, sorted."""
+        names = {c.name for c in self._cassettes.values() if c.pending or c.replies or c.format2}
+        if self.path.is_dir():
+            for file in self.path.glob("*.json"):
+                names.add(self._file_cassette_name(file))
+        return sorted(names)
+
+    def _file_cassette_name(self, file: Path) -> str:
+        data = _read_bytes(os.fspath(file))
+        value = decode_json(data or b"{}", os.fspath(file))
+        name = value.get("cassette") if isinstance(value, dict) else None
+        if not isinstance(name, str) or cassette_file_name(name) != file.name:
+            raise StoreError(
+                f"cassette file {str(file)!r} does not name the cassette it holds "
+                f"(its 'cassette' is {name!r:.80})",
+                location=os.fspath(file),
+            )
+        return name
 
     def __iter__(self) -> Iterator[str]:
-        """The keys held, in sorted order (temporary files are skipped)."""
-        if not self.path.is_dir():
-            return
-        for file in sorted(self.path.glob("??/*.json")):
-            yield file.stem
+        """Every key held (cassettes and per-reply files), sorted, once each."""
+        keys: set[str] = set()
+        with self._lock:
+            for name in self.cassettes():
+                cassette = self._cassette(name)
+                keys.update(cassette.replies, cassette.format2)
+        keys.update(self._legacy_keys())
+        yield from sorted(keys)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and _is_key(key) and key in set(self)
+
+    # -- reading ------------------------------------------------------------
+    def find(self, request: StoredRequest, cassette: str = DEFAULT_CASSETTE) -> Recording | None:
+        """The recorded reply to ``request``, or ``None``.
+
+        Looked up in ``cassette``, then in ``default``, then under the
+        request's format-2 key: among migrated replies and in per-reply files
+        of formats 1 and 2.
+        """
+        key = request.key
+        with self._lock:
+            own = self._cassette(cassette)
+            chain = (
+                [own] if cassette == DEFAULT_CASSETTE else [own, self._cassette(DEFAULT_CASSETTE)]
+            )
+            for held in chain:
+                entry = held.replies.get(key)
+                if entry is not None:
+                    return self._recording(entry, held.name, held.file)
+            old = request.format2_key
+            for held in chain:
+                entry = held.format2.get(old)
+                if entry is not None:
+                    return self._recording(entry, held.name, held.file, old_key=old != key)
+        found = self._legacy_entry(old)
+        if found is None:
+            return None
+        entry, file = found
+        return self._recording(entry, None, file, old_key=old != key)
+
+    def get(self, key: str, cassette: str = DEFAULT_CASSETTE) -> Completion | None:
+        """The reply recorded under ``key`` (``cached=True``) in ``cassette``, ``default``
+        or a per-reply file of format 1 or 2; ``None`` when there is none."""
+        if not _is_key(key):
+            raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
+        with self._lock:
+            names = dict.fromkeys([cassette, DEFAULT_CASSETTE])
+            for name in names:
+                held = self._cassette(name)
+                entry = held.replies.get(key) or held.format2.get(key)
+                if entry is not None:
+                    return self._recording(entry, name, held.file).completion
+        found = self._legacy_entry(key)
+        if found is None:
+            return None
+        entry, file = found
+        return self._recording(entry, None, file).completion
+
+    @staticmethod
+    def _recording(
+        entry: dict[str, Any], cassette: str | None, file: str, *, old_key: bool = False
+    ) -> Recording:
+        server = entry.get("server")
+        return Recording(
+            entry_completion(entry.get("response"), file),
+            server if isinstance(server, str) else None,
+            cassette,
+            old_key,
+        )
+
+    def _cassette(self, name: str) -> _Cassette:
+        """``name``'s cassette, read from disk the first time (hold the lock)."""
+        cassette = self._cassettes.get(name)
+        if cassette is None:
+            path = self.cassette_path(name)
+            cassette = _Cassette(name, os.fspath(path), path)
+            cassette.replies, cassette.format2, cassette.seen = _read_cassette(cassette.file, name)
+            self._cassettes[name] = cassette
+        return cassette
+
+    def _legacy_entry(self, key: str) -> tuple[dict[str, Any], str] | None:
+        if self._has_legacy is None:
+            # Checked once: nothing writes this layout any more, so a store
+            # without it (every store made since format 3) never pays a failed
+            # open per miss.
+            self._has_legacy = any(self._legacy_dirs())
+        if not self._has_legacy:
+            return None
+        file = self._legacy_file(key)
+        data = _read_bytes(file)
+        if data is None:
+            return None
+        entry = decode_json(data, file)
+        if not isinstance(entry, dict) or entry.get("format") not in _LEGACY_FORMATS:
+            raise StoreError(
+                f"recorded response {file!r} is not a format-1 or format-2 entry",
+                location=file,
+            )
+        return entry, file
+
+    def _legacy_dirs(self) -> Iterator[Path]:
+        if not self.path.is_dir():
+            return
+        for folder in self.path.iterdir():
+            name = folder.name
+            if len(name) == 2 and all(c in "0123456789abcdef" for c in name) and folder.is_dir():
+                yield folder
+
+    def _legacy_files(self) -> list[Path]:
+        return sorted(f for folder in self._legacy_dirs() for f in folder.glob("*.json"))
+
+    def _legacy_keys(self) -> list[str]:
+        return [f.stem for f in self._legacy_files() if _is_key(f.stem)]
+
+    # -- writing ------------------------------------------------------------
+    def put(
+        self,
+        request: StoredRequest,
+        completion: Completion,
+        *,
+        server: str | None = None,
+        cassette: str = DEFAULT_CASSETTE,
+    ) -> Path:
+        """Record ``completion`` as the reply to ``request`` in ``cassette``; returns its file.
+
+        Written at once (atomically) unless the cassette is held, then when it
+        is released. ``server`` is stored with credentials redacted; every
+        known secret is masked in the entry when it is written.
+        """
+        shown = None
+        if server:
+            shown = self._servers.get(server)
+            if shown is None:
+                shown = self._servers[server] = redact_url(server)
+        entry = encode_entry(request.to_dict(), completion, shown, request.prompt_start)
+        with self._lock:
+            held = self._cassette(cassette)
+            held.replies[request.key] = entry
+            held.pending[request.key] = entry
+            if not held.held:
+                self._save(held)
+        return held.path
+
+    def hold(self, cassette: str) -> None:
+        """Keep ``cassette``'s new replies in memory until ``release`` (calls nest)."""
+        with self._lock:
+            self._cassette(cassette).held += 1
+
+    def release(self, cassette: str) -> Path | None:
+        """End one ``hold``; the last one writes the replies kept. Returns the file written.
+
+        A released cassette is also let go from memory (it is read again if
+        asked for), so a session of many tests keeps only the running one's.
+        """
+        with self._lock:
+            held = self._cassette(cassette)
+            if held.held == 0:
+                raise ConfigError(f"cassette {cassette!r} is not held")
+            held.held -= 1
+            if held.held:
+                return None
+            written = bool(held.pending)
+            if written:
+                self._save(held)
+            if cassette != DEFAULT_CASSETTE:
+                del self._cassettes[cassette]
+            return held.path if written else None
+
+    @contextlib.contextmanager
+    def holding(self, cassette: str) -> Iterator[None]:
+        """``hold`` for the ``with`` block: its replies are written once, at its end."""
+        self.hold(cassette)
+        try:
+            yield
+        finally:
+            self.release(cassette)
+
+    def save(self) -> list[Path]:
+        """Write every cassette with replies not written yet, held or not; the files written."""
+        with self._lock:
+            waiting = [c for c in self._cassettes.values() if c.pending]
+            for cassette in waiting:
+                self._save(cassette)
+        return [c.path for c in waiting]
+
+    def _save(self, cassette: _Cassette) -> None:
+        """Merge ``cassette``'s pending replies with the file and write it (hold the lock)."""
+        with _exclusive(self._root):
+            if _stat(cassette.file) != cassette.seen:
+                # Another process wrote it since this one read it: keep its replies.
+                cassette.replies, cassette.format2, _ = _read_cassette(cassette.file, cassette.name)
+            # Masked now, once per entry, with the secrets known at this moment.
+            masked = masker()
+            for key, entry in cassette.pending.items():
+                target = cassette.format2 if entry.get("key_format") == 2 else cassette.replies
+                target[key] = masked(entry)
+            replies = {**cassette.format2, **cassette.replies}
+            document = {"format": FORMAT_VERSION, "cassette": cassette.name, "replies": replies}
+            text = dump_json(document) + "\n"
+            atomic_write_text(cassette.file, text)
+            cassette.seen = _stat(cassette.file)
+            cassette.pending.clear()
 
     def remove_temp_files(self, *, older_than_s: float = 600.0) -> int:
         """Delete temporary files left by killed writers; returns how many.
@@ -219,7 +583,7 @@ class ResponseStore:
             return 0
         cutoff = time.time() - older_than_s
         removed = 0
-        for file in self.path.glob("??/.*.tmp"):
+        for file in [*self.path.glob(".*.tmp"), *self.path.glob("??/.*.tmp")]:
             try:
                 if file.stat().st_mtime < cutoff:
                     file.unlink()
@@ -228,222 +592,131 @@ class ResponseStore:
                 continue
         return removed
 
-    def get(self, key: str) -> Completion | None:
-        """The recorded reply for ``key`` (``cached=True``), or ``None``."""
-        file = self._file(key)
-        entry = self._read(file)
-        if entry is None:
-            return None
-        return _completion(entry.get("response"), file)
+    # -- migration ------------------------------------------------------------
+    def migrate(
+        self,
+        cassette: str = DEFAULT_CASSETTE,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Move every per-reply file of formats 1 and 2 into ``cassette``; returns how many.
 
-    def lookup(self, key: str) -> tuple[Completion, str | None] | None:
-        """The recorded reply for ``key`` and the (redacted) server that gave it, or ``None``.
-
-        The server is ``None`` for the embedded model and for format-1 files.
+        Replies keep the keys they were recorded under (marked
+        ``"key_format": 2``), so a request whose key changed still finds its
+        reply, with an ``OldStoreKeyWarning``. The cassette is written before
+        any old file is removed, so an interrupted migration loses nothing;
+        running it again finishes the job. ``progress(done, total)`` is called
+        as files are read.
         """
-        file = self._file(key)
-        entry = self._read(file)
-        if entry is None:
-            return None
-        server = entry.get("server")
-        return _completion(entry.get("response"), file), server if isinstance(server, str) else None
-
-    def read_entry(self, key: str) -> dict[str, Any] | None:
-        """The whole decoded file for ``key`` (request and response), or ``None``."""
-        return self._read(self._file(key))
-
-    def _read(self, file: str) -> dict[str, Any] | None:
-        try:
-            with open(file, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:  # a directory where the file should be, no permission...
-            raise StoreError(
-                f"recorded response {file!r} cannot be read: {exc.strerror or exc}", location=file
-            ) from exc
-        try:
-            text = data.decode("utf-8")
-            # Only a hand edit or a bad merge can make a file unreadable; writes are atomic.
-            entry = json.loads(text, parse_constant=_reject_constant)
-        except UnicodeDecodeError as exc:
-            raise StoreError(
-                f"recorded response {file!r} is not UTF-8 (byte {exc.start})", location=file
-            ) from exc
-        except RecursionError as exc:
-            raise StoreError(
-                f"recorded response {file!r} is nested too deeply", location=file
-            ) from exc
-        except ValueError as exc:
-            raise StoreError(
-                f"recorded response {file!r} is not valid JSON: {exc}", location=file
-            ) from exc
-        if not isinstance(entry, dict) or entry.get("format") not in _READABLE_FORMATS:
-            raise StoreError(
-                f"recorded response {file!r} is not a format-{FORMAT_VERSION} entry "
-                f"(format 1 is read too)",
-                location=file,
-            )
-        if _depth(entry) > _MAX_DEPTH:
-            raise StoreError(f"recorded response {file!r} is nested too deeply", location=file)
-        return entry
-
-    def put(
-        self, request: StoredRequest, completion: Completion, *, server: str | None = None
-    ) -> Path:
-        """Record ``completion`` as the reply to ``request``, atomically; returns the file.
-
-        ``server`` is the address of the server that answered; it is stored
-        with credentials redacted.
-        """
-        key = request.key
-        file = self.path_for(key)
-        response: dict[str, Any] = {
-            "text": completion.text,
-            "model": completion.model,
-            "usage": {
-                "prompt_tokens": completion.usage.prompt_tokens,
-                "completion_tokens": completion.usage.completion_tokens,
-            },
-            "finish_reason": completion.finish_reason,
-            "tool_calls": [
-                {"id": call.id, "name": call.name, "arguments": drop_credentials(call.arguments)}
-                for call in completion.tool_calls
-            ],
-        }
-        if completion.logprobs is not None:
-            response["logprobs"] = [
-                {
-                    "token": item.token,
-                    "logprob": item.logprob,
-                    "top_logprobs": [[token, logprob] for token, logprob in item.top_logprobs],
-                }
-                for item in completion.logprobs
-            ]
-        entry = {
-            "format": FORMAT_VERSION,
-            "key": key,
-            "server": redact_url(server) if server else None,
-            "request": request.to_dict(),
-            "response": response,
-        }
-        try:
-            data = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-        except ValueError as exc:  # a NaN/inf log-probability: not JSON
-            raise ConfigError(
-                f"the reply to {request.prompt_start!r} cannot be recorded: {exc}"
-            ) from exc
-        data += "\n"
-        atomic_write_text(file, data)
-        return file
+        files = self._legacy_files()
+        moved: dict[str, dict[str, Any]] = {}
+        for done, file in enumerate(files, start=1):
+            where = os.fspath(file)
+            key = file.stem
+            if not _is_key(key):
+                raise StoreError(f"{where!r} is not named after a store key", location=where)
+            found = self._legacy_entry(key)
+            if found is None:  # removed by someone else meanwhile
+                continue
+            entry = found[0]
+            entry_completion(entry.get("response"), where)  # refuse a broken file before moving it
+            moved[key] = {
+                "key_format": 2,
+                "request": entry.get("request"),
+                "response": entry.get("response"),
+                "server": entry.get("server"),
+            }
+            if progress is not None:
+                progress(done, len(files))
+        if not moved:
+            return 0
+        with self._lock:
+            held = self._cassette(cassette)
+            for key, entry in moved.items():
+                if key not in held.replies:
+                    held.pending[key] = entry
+            self._save(held)
+        for file in files:
+            file.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # not empty: a temp file, a stray file
+                file.parent.rmdir()
+        self._has_legacy = None
+        return len(moved)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+def _read_bytes(file: str) -> bytes | None:
+    try:
+        with open(file, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a directory where the file should be, no permission...
+        raise StoreError(
+            f"recorded response {file!r} cannot be read: {exc.strerror or exc}", location=file
+        ) from exc
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if level > _MAX_DEPTH:
-        return level
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+def _stat(file: str) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(file)
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
-def _completion(response: Any, file: str) -> Completion:
-    """A ``Completion`` from a stored ``response``; StoreError names the bad field."""
-
-    def bad(field: str, value: Any, expected: str) -> StoreError:
-        return StoreError(
-            f"recorded response {file!r}: response.{field} must be {expected}, got {value!r:.80}",
+def _read_cassette(
+    file: str, name: str
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], tuple[int, int, int] | None]:
+    """(replies under today's keys, migrated replies under format-2 keys, stat) of ``file``."""
+    seen = _stat(file)
+    data = _read_bytes(file)
+    if data is None:
+        return {}, {}, None
+    document = decode_json(data, file)
+    if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
+        raise StoreError(
+            f"cassette {file!r} is not a format-{FORMAT_VERSION} cassette "
+            "(a per-reply file of format 1 or 2 belongs in a two-letter folder)",
             location=file,
         )
-
-    if not isinstance(response, dict):
-        raise bad("", response, "an object")
-    text = response.get("text")
-    if not isinstance(text, str):
-        raise bad("text", text, "a string")
-    model = response.get("model", "")
-    if not isinstance(model, str):
-        raise bad("model", model, "a string")
-    usage = response.get("usage") or {}
-    if not isinstance(usage, dict):
-        raise bad("usage", usage, "an object")
-    counts = []
-    for name in ("prompt_tokens", "completion_tokens"):
-        count = usage.get(name, 0)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise bad(f"usage.{name}", count, "an int >= 0")
-        counts.append(count)
-    finish = response.get("finish_reason")
-    if finish is not None and not isinstance(finish, str):
-        raise bad("finish_reason", finish, "a string or null")
-    calls = response.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise bad("tool_calls", calls, "a list")
-    tool_calls = []
-    for i, call in enumerate(calls):
-        if (
-            not isinstance(call, dict)
-            or not isinstance(call.get("id"), str)
-            or not isinstance(call.get("name"), str)
-            or not isinstance(call.get("arguments", {}), dict)
-        ):
-            raise bad(f"tool_calls[{i}]", call, "{id: str, name: str, arguments: object}")
-        tool_calls.append(ToolCall(call["id"], call["name"], call.get("arguments", {})))
-    return Completion(
-        text=text,
-        usage=Usage(*counts),
-        model=model,
-        cached=True,
-        finish_reason=finish,
-        tool_calls=tuple(tool_calls),
-        logprobs=_logprobs(response.get("logprobs"), bad),
-        attempts=0,
-    )
-
-
-def _logprobs(value: Any, bad: Any) -> tuple[TokenLogprob, ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise bad("logprobs", value, "a list or null")
-    out = []
-    for i, item in enumerate(value):
-        top = item.get("top_logprobs", []) if isinstance(item, dict) else None
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("token"), str)
-            or not _is_number(item.get("logprob"))
-            or not isinstance(top, list)
-            or not all(
-                isinstance(pair, list)
-                and len(pair) == 2
-                and isinstance(pair[0], str)
-                and _is_number(pair[1])
-                for pair in top
-            )
-        ):
-            raise bad(
-                f"logprobs[{i}]",
-                item,
-                "{token: str, logprob: number, top_logprobs: [[str, number]]}",
-            )
-        out.append(
-            TokenLogprob(
-                item["token"],
-                float(item["logprob"]),
-                tuple((str(t), float(lp)) for t, lp in top),
-            )
+    if document.get("cassette") != name:
+        raise StoreError(
+            f"cassette file {file!r} holds cassette {document.get('cassette')!r:.80}, "
+            f"not {name!r:.80}",
+            location=file,
         )
-    return tuple(out)
+    replies = document.get("replies")
+    if not isinstance(replies, dict):
+        raise StoreError(f"cassette {file!r}: 'replies' must be an object", location=file)
+    current: dict[str, dict[str, Any]] = {}
+    format2: dict[str, dict[str, Any]] = {}
+    for key, entry in replies.items():
+        if not _is_key(key) or not isinstance(entry, dict):
+            raise StoreError(
+                f"cassette {file!r}: replies must map 64-hex-digit keys to objects, "
+                f"got {key!r:.80}",
+                location=file,
+            )
+        (format2 if entry.get("key_format") == 2 else current)[key] = entry
+    return current, format2, seen
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+@contextlib.contextmanager
+def _exclusive(root: str) -> Iterator[None]:
+    """An exclusive lock on store ``root`` among the processes of this machine.
+
+    The lock file lives in the temporary directory, named after the store's
+    real path, so that the store itself holds only what is committed.
+    """
+    real = os.path.realpath(root)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    lock = os.path.join(tempfile.gettempdir(), f"tnsai-store-{digest}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 _KEY = re.compile(r"[0-9a-f]{64}")

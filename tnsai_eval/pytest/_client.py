@@ -120,7 +120,7 @@ def build_named_client(
     named: NamedModel,
     on_usage: Callable[[int, int], None],
     on_made: Callable[[OpenAIClient], None],
-) -> LLMClient:
+) -> UsageTap:
     """A named model's client (``--tnsai-model``), behind the store like ``build_client``'s.
 
     Its recordings are keyed by its own model name and server, so two named

@@ -56,12 +56,15 @@ __all__ = [
 def llm(pytestconfig: pytest.Config) -> LLMClient:
     """The model configured by --llm-base-url/--llm-model (else the embedded one),
     behind the response store in the --llm-record mode. Calls are counted per test."""
+    from tnsai_eval.llm import CachedLLM
     from tnsai_eval.pytest._client import build_client, describe_model
 
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
     session.llm_description = {"model": model, "base_url": base_url}
     client, session.http_client = build_client(session.options)
+    if isinstance(client, CachedLLM):
+        session.use_recorder(client)
     return session.meter(client)
 
 

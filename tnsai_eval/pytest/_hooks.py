@@ -72,8 +72,8 @@ class TnsaiHooks:
     # -- collection ----------------------------------------------------------
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         # The store lives under the tests (tests/llm-responses by default) and
-        # holds one JSON file per recorded reply: walking thousands of them at
-        # every collection cost more than replaying the calls did.
+        # holds a JSON file per test (older stores: one per reply): walking
+        # thousands of them at every collection cost more than replaying did.
         return True if collection_path == self._store else None
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:

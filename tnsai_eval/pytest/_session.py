@@ -24,7 +24,14 @@ from tnsai_eval.pytest._options import PluginOptions
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import CallBudget, Completion, LLMClient, NamedModel, OpenAIClient
+    from tnsai_eval.llm import (
+        CachedLLM,
+        CallBudget,
+        Completion,
+        LLMClient,
+        NamedModel,
+        OpenAIClient,
+    )
     from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
@@ -125,6 +132,9 @@ class PluginSession:
         self.llm_description: dict[str, object] = {}
         #: The --llm-max-calls bound (None: unbounded): an ``llm.CallBudget``.
         self.budget: CallBudget | None = None
+        #: The recording clients (none with --llm-record off): the ``llm`` fixture's
+        #: and each named model's, once made; each test's replies go to its cassette.
+        self.recorders: list[CachedLLM] = []
         #: The ``llm`` fixture's ``OpenAIClient`` (None: the embedded model, or not made yet).
         self.http_client: OpenAIClient | None = None
         self._said_capped = False
@@ -140,8 +150,39 @@ class PluginSession:
 
     @current.setter
     def current(self, nodeid: str | None) -> None:
+        if self._current is not None:
+            for recorder in self.recorders:
+                self._close_cassette(recorder, self._current)
         self._current = nodeid
         self._run = None
+        if nodeid is not None:
+            for recorder in self.recorders:
+                self._open_cassette(recorder, nodeid)
+
+    # -- the response store: one cassette per test ------------------------
+    def use_recorder(self, recorder: CachedLLM) -> None:
+        """Record ``recorder``'s replies per test, in a cassette named by its node id.
+
+        A recorder (the ``llm`` fixture's, a named model's) is made during the
+        first test that uses it, so that test's cassette is opened here; later
+        ones when they start.
+        """
+        self.recorders.append(recorder)
+        if self._current is not None:
+            self._open_cassette(recorder, self._current)
+
+    @staticmethod
+    def _open_cassette(recorder: CachedLLM, nodeid: str) -> None:
+        # Held while the test runs: its replies are written once, when it ends.
+        recorder.store.hold(nodeid)
+        recorder.cassette = nodeid
+
+    @staticmethod
+    def _close_cassette(recorder: CachedLLM, nodeid: str) -> None:
+        from tnsai_eval.llm import DEFAULT_CASSETTE
+
+        recorder.cassette = DEFAULT_CASSETTE
+        recorder.store.release(nodeid)
 
     # -- what the running test does -------------------------------------
     def track(self, nodeid: str) -> _Run:
@@ -268,11 +309,14 @@ class PluginSession:
                 run.named = named
             client = self._named_clients.get(named.name)
         if client is None:
+            from tnsai_eval.llm import CachedLLM
             from tnsai_eval.pytest._client import build_named_client
 
-            client = build_named_client(self.options, named, self.record_usage, self._grow)
+            made = build_named_client(self.options, named, self.record_usage, self._grow)
             with self._lock:
-                client = self._named_clients.setdefault(named.name, client)
+                client = self._named_clients.setdefault(named.name, made)
+            if client is made and isinstance(made.inner, CachedLLM):
+                self.use_recorder(made.inner)
         return client
 
     def use_model(self, named: NamedModel) -> MeteredLLM:

@@ -1,0 +1,77 @@
+"""``tnsai-eval store migrate DIR``: rewrite a response store of formats 1 and 2 as format 3.
+
+Formats 1 and 2 kept one JSON file per reply (``DIR/<k[:2]>/<k>.json``);
+format 3 keeps one file per cassette. ``migrate`` moves every old reply into
+one cassette (``default`` unless ``--cassette`` names another), under the key
+it was recorded with, then removes the old files. Every test and notebook
+still replays them (a lookup falls back to ``default``); one run in record
+mode then copies each reply into the cassette of the test or notebook that
+uses it.
+
+Exit codes: 0 done (or nothing to migrate), 2 a missing directory or a file
+that cannot be read (nothing is removed then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "store",
+        help="maintain a response store (migrate an older layout)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    migrate = actions.add_parser(
+        "migrate",
+        help="move the one-file-per-reply layout (formats 1 and 2) into a cassette",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    migrate.add_argument("directory", type=Path, help="the response store directory")
+    migrate.add_argument(
+        "--cassette",
+        default="default",
+        help="the cassette that receives the replies (default: default)",
+    )
+    migrate.set_defaults(func=_migrate)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    # Imported here: `tnsai-eval --help` and the other subcommands do not pay for it.
+    from tqdm.auto import tqdm
+
+    from tnsai_eval.errors import ConfigError
+    from tnsai_eval.llm import ResponseStore
+
+    directory: Path = args.directory
+    if not directory.is_dir():
+        raise ConfigError(f"store directory {str(directory)!r} does not exist")
+    store = ResponseStore(directory)
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="file", desc="migrate", file=sys.stderr, disable=None)
+        bar.update(1)
+
+    try:
+        moved = store.migrate(args.cassette, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    if moved == 0:
+        print(f"{directory}: nothing to migrate (no per-reply files of formats 1 and 2)")
+    else:
+        target = store.cassette_path(args.cassette)
+        print(f"{directory}: moved {moved} replies into {target} (format 3)")
+    return 0
