@@ -23,6 +23,7 @@ from tnsai_eval.reports import (
     Report,
     compare,
     format_comparison,
+    format_model_comparison,
     format_summary,
     read_report,
     summary_rows,
@@ -77,6 +78,21 @@ def add_parser(subparsers: Any) -> None:
         help="significance level of the paired gate (default: 0.05)",
     )
     parser.add_argument(
+        "--compare-models",
+        nargs=2,
+        metavar=("A", "B"),
+        help="the gate's paired verdict of model B against model A, on a report of a run "
+        "with both (pytest --tnsai-model A --tnsai-model B): flipped cases, sign test, "
+        "tokens and cost; exit 1 when B regressed",
+    )
+    parser.add_argument(
+        "--gate-costs",
+        type=_fraction,
+        metavar="FRACTION",
+        help="also gate tokens, calls and estimated cost with this relative tolerance "
+        "(0.2: 20%% more regresses); by default they are only shown",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "markdown"),
         default="text",
@@ -112,10 +128,30 @@ def _run(args: argparse.Namespace) -> int:
     comparison = None
     if baseline is not None:
         comparison = compare(
-            report, baseline, tolerance=args.tolerance, gate=args.gate, alpha=args.alpha
+            report,
+            baseline,
+            tolerance=args.tolerance,
+            gate=args.gate,
+            alpha=args.alpha,
+            gate_costs=args.gate_costs,
+        )
+    models = None
+    if args.compare_models:
+        from tnsai_eval.reports import compare_models
+
+        models = compare_models(
+            report,
+            *args.compare_models,
+            tolerance=args.tolerance,
+            gate=args.gate,
+            alpha=args.alpha,
+            gate_costs=args.gate_costs,
         )
     if args.format == "markdown":
         print(render_markdown(report, comparison, name=args.report, baseline_name=args.baseline))
+        if models is not None:
+            print()
+            print(format_model_comparison(models, markdown=True))
     else:
         config = report.config
         print(
@@ -127,6 +163,9 @@ def _run(args: argparse.Namespace) -> int:
             print()
             print(f"against baseline {args.baseline}:")
             print(format_comparison(comparison))
+        if models is not None:
+            print()
+            print(format_model_comparison(models))
     if args.junit:
         from tnsai_eval.reports import write_junit
 
@@ -137,10 +176,13 @@ def _run(args: argparse.Namespace) -> int:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison)
+        write_html(args.html, report, comparison=comparison, models=models)
         if args.format == "text":
             print(f"wrote {args.html}")
-    return 0 if comparison is None or comparison.passed else 1
+    failed = (comparison is not None and not comparison.passed) or (
+        models is not None and not models.passed
+    )
+    return 1 if failed else 0
 
 
 def render_markdown(

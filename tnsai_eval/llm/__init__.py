@@ -15,6 +15,7 @@ from tnsai_eval.llm._format import (
 )
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm._models import EMBEDDED_MODEL, ModelTable, NamedModel
 from tnsai_eval.llm._openai import OpenAIClient
 from tnsai_eval.llm._serve import LOCAL_SERVER_ALIAS, serve_local_model
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
@@ -36,6 +37,7 @@ from tnsai_eval.llm._types import (
 from tnsai_eval.settings import RecordMode
 
 __all__ = [
+    "EMBEDDED_MODEL",
     "LOCAL_SERVER_ALIAS",
     "AsyncLLMClient",
     "AttemptGate",
@@ -45,6 +47,8 @@ __all__ = [
     "LocalLLM",
     "Message",
     "MessagesInput",
+    "ModelTable",
+    "NamedModel",
     "OpenAIClient",
     "RecordMode",
     "ResponseFormatStyle",

@@ -27,6 +27,7 @@ from tnsai_eval.reports import (
     CaseChange,
     CaseState,
     Comparison,
+    ModelComparison,
     Report,
     TrackedTest,
     compare,
@@ -71,7 +72,8 @@ _FILTERS = ("all", "flipped", "failing", "unrecorded")
 # Columns of the per-test table, in the order the terminal summary shows them.
 _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_pass_rate",
                  "sample_pass_rate", "cases", "unrecorded", "iterations", "calls", "tokens",
-                 "cache_hits", "duration_s")  # fmt: skip
+                 "cache_hits", "duration_s",
+                 "model", "tokens_in", "tokens_out", "cost")  # fmt: skip
 
 
 def _img(fig: Figure, alt: str) -> str:
@@ -164,6 +166,41 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
     return "\n".join(parts)
 
 
+def _model_section(result: ModelComparison) -> list[str]:
+    """The model-against-model verdict: one row per test, each side's calls, tokens, cost."""
+    rows = [
+        {
+            "test": row.nodeid,
+            "verdict": row.verdict,
+            f"score {result.baseline}": row.baseline_score,
+            f"score {result.candidate}": row.candidate_score,
+            "sign test p": row.p_value,
+            "broken": row.broken,
+            "fixed": row.fixed,
+            **{
+                f"{what} {name}": getattr(side, what) if side is not None else None
+                for name, side in (
+                    (result.baseline, row.baseline),
+                    (result.candidate, row.candidate),
+                )
+                for what in ("calls", "tokens_in", "tokens_out", "cost")
+            },
+        }
+        for row in result.rows
+    ]
+    verdict = (
+        '<span class="verdict-pass">no regressions</span>'
+        if result.passed
+        else f'<span class="verdict-fail">{len(result.comparison.regressions)} regression(s)</span>'
+    )
+    frame = pd.DataFrame(rows)
+    return [
+        f"<h2>Model {html.escape(result.candidate)} against {html.escape(result.baseline)}: "
+        f"{verdict}</h2>",
+        _table(frame, row_class="verdict"),
+    ]
+
+
 def render_html(
     report: Report | str | os.PathLike[str],
     *,
@@ -171,11 +208,13 @@ def render_html(
     tolerance: float = 0.05,
     title: str | None = None,
     comparison: Comparison | None = None,
+    models: ModelComparison | None = None,
 ) -> str:
     """The page for ``report`` (a ``Report`` or a JSON path), compared with ``baseline``.
 
     ``comparison`` (from ``compare``) may be given instead of ``baseline``, so
     that the page shows the gate exactly as it was judged (mode, alpha).
+    ``models`` (from ``compare_models``) adds the model-against-model verdict.
     """
     run = read_report(report)
     if title is not None:
@@ -195,7 +234,9 @@ def render_html(
         f"<p>created {html.escape(run.created or '-')} · schema {run.schema_version} · "
         f"{html.escape(config)}</p>",
         f"<p>{totals['tests']} test(s), {totals['failed']} failed · {totals['calls']} call(s), "
-        f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)</p>",
+        f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)"
+        + ("" if run.cost is None else f" · estimated cost {run.cost:.6f}")
+        + "</p>",
     ]
     if comparison is None and baseline is not None:
         comparison = compare(run, read_report(baseline), tolerance=tolerance)
@@ -212,6 +253,8 @@ def render_html(
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
         ]
+    if models is not None:
+        parts += _model_section(models)
     tests = run.to_dataframe()
     parts.append("<h2>Tests</h2>")
     if not tests.empty:
@@ -243,10 +286,13 @@ def write_html(
     baseline: Report | str | os.PathLike[str] | None = None,
     tolerance: float = 0.05,
     comparison: Comparison | None = None,
+    models: ModelComparison | None = None,
 ) -> Path:
     """Write ``render_html(...)`` to ``path`` (parent folders created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(report, baseline=baseline, tolerance=tolerance, comparison=comparison)
+    page = render_html(
+        report, baseline=baseline, tolerance=tolerance, comparison=comparison, models=models
+    )
     target.write_text(page, encoding="utf-8")
     return target

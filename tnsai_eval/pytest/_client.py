@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import LocalModelUnavailable
@@ -26,7 +26,10 @@ from tnsai_eval.llm import (
 from tnsai_eval.pytest._options import PluginOptions
 from tnsai_eval.settings import resolve_model
 
-__all__ = ["LazyClient", "build_client", "describe_model"]
+if TYPE_CHECKING:
+    from tnsai_eval.llm import NamedModel
+
+__all__ = ["LazyClient", "build_client", "build_named_client", "describe_model"]
 
 
 class LazyClient:
@@ -85,6 +88,26 @@ def build_client(options: PluginOptions) -> LLMClient:
     """
     server, model = describe_model(options)
     inner = LazyClient(lambda: default_llm(base_url=options.base_url, model=options.model), model)
+    if options.record_mode == "off":
+        return inner
+    return CachedLLM(inner, ResponseStore(options.store), mode=options.record_mode, server=server)
+
+
+def build_named_client(options: PluginOptions, named: NamedModel) -> LLMClient:
+    """A named model's client (``--tnsai-model``), behind the store like ``build_client``'s.
+
+    Its recordings are keyed by its own model name and server, so two named
+    models never answer from each other's recordings.
+    """
+    if named.embedded:
+        try:
+            model = smollm2_gguf_path().stem
+        except LocalModelUnavailable:
+            model = "embedded (not installed)"
+        server = None
+    else:
+        model, server = named.model or "", redact_url(named.base_url or "")
+    inner = LazyClient(named.client, model)
     if options.record_mode == "off":
         return inner
     return CachedLLM(inner, ResponseStore(options.store), mode=options.record_mode, server=server)

@@ -29,7 +29,7 @@ from tnsai_eval.pytest._session import PluginSession, get_session
 if TYPE_CHECKING:
     from tnsai_eval.datasets import CasesInput
     from tnsai_eval.feedback import Agent, FeedbackStore
-    from tnsai_eval.llm import LLMClient
+    from tnsai_eval.llm import LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
@@ -47,6 +47,7 @@ __all__ = [
     "norm_engine",
     "prompt_optimizer",
     "refine",
+    "tnsai_model",
     "tnsai_record",
 ]
 
@@ -65,6 +66,23 @@ def llm(pytestconfig: pytest.Config) -> LLMClient:
 
 def _session(request: pytest.FixtureRequest) -> PluginSession:
     return get_session(request.config)
+
+
+@pytest.fixture
+def tnsai_model(request: pytest.FixtureRequest) -> NamedModel | None:
+    """The named model (``--tnsai-model``) this test runs against; None without one.
+
+    With several ``--tnsai-model`` names the plugin parametrizes this fixture,
+    so every test that uses ``evaluate_prompt`` or ``refine`` runs once per model.
+    """
+    named = _session(request).options.named
+    name = getattr(request, "param", None) or (named.names[0] if named.models else None)
+    return None if name is None else named.get(str(name))
+
+
+def _client_for(request: pytest.FixtureRequest, llm: LLMClient, model: NamedModel | None) -> Any:
+    session = _session(request)
+    return session.meter(llm) if model is None else session.use_model(model)
 
 
 class RecordMetric(Protocol):
@@ -160,7 +178,9 @@ def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
 
 
 @pytest.fixture
-def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., RefinementResult]:
+def refine(
+    request: pytest.FixtureRequest, llm: LLMClient, tnsai_model: NamedModel | None
+) -> Callable[..., RefinementResult]:
     """``refine(draft, input=None, check=True, **overrides)`` -> ``RefinementResult``.
 
     Runs a ``RefinementLoop`` with the ``@refine_until`` criteria (``overrides``
@@ -174,7 +194,7 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
     from tnsai_eval.refinement import RefinementLoop
 
     session = _session(request)
-    client = session.meter(llm)
+    client = _client_for(request, llm, tnsai_model)
     run = RefineRun()
     request.node.stash[REFINE_RUN_KEY] = run
     mark_spec = request.node.stash.get(REFINE_KEY, None)
@@ -293,7 +313,9 @@ class EvaluatePrompt(Protocol):
 
 
 @pytest.fixture
-def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluatePrompt:
+def evaluate_prompt(
+    request: pytest.FixtureRequest, llm: LLMClient, tnsai_model: NamedModel | None
+) -> EvaluatePrompt:
     """``evaluate_prompt(prompt, cases, *, evaluator=None, min_score=None, name=None,
     case_threshold=None, constrain=None, **options)`` -> ``PromptEvaluation``.
 
@@ -308,7 +330,7 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     command that records them).
     """
     session = _session(request)
-    client = session.meter(llm)
+    client = _client_for(request, llm, tnsai_model)
 
     def run(
         prompt: str | os.PathLike[str],

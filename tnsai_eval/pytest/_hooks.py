@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ from tnsai_eval.pytest._session import PluginSession
 
 if TYPE_CHECKING:
     from tnsai_eval.pytest._keys import NormActions
-    from tnsai_eval.reports import Comparison, Report
+    from tnsai_eval.reports import Comparison, MetricChange, ModelComparison, Report
 
 __all__ = ["GATE_STAT", "TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
 
@@ -56,6 +56,7 @@ class TnsaiHooks:
         self.session = session
         self.baseline = baseline
         self.comparison: Comparison | None = None
+        self.model_comparison: ModelComparison | None = None
         self.report_path_written: str | None = None
         self._store = _skippable_store(config, session.options.store)
 
@@ -65,6 +66,12 @@ class TnsaiHooks:
         # holds one JSON file per recorded reply: walking thousands of them at
         # every collection cost more than replaying the calls did.
         return True if collection_path == self._store else None
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        # Two or more --tnsai-model names: one test per model, the name in its id.
+        names = self.session.options.named.names
+        if len(names) > 1 and "tnsai_model" in metafunc.fixturenames:
+            metafunc.parametrize("tnsai_model", names, indirect=True, ids=names)
 
     # -- per test ----------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -175,19 +182,41 @@ class TnsaiHooks:
                 tolerance=options.tolerance,
                 gate=options.gate,
                 alpha=options.alpha,
+                gate_costs=options.named.gate_costs,
             )
             if not self.comparison.passed:
-                if session.exitstatus == pytest.ExitCode.OK:
-                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                # pytest's last line ("=== 3 passed in 0.1s ===") counts what is in
-                # the terminal reporter's stats, any category included: listing the
-                # regressions there makes it read "3 passed, 1 regressed (tnsai gate)",
-                # so a run failed only by the gate never ends on a plain passed line.
-                terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-                if terminal is not None:
-                    terminal.stats.setdefault(GATE_STAT, []).extend(
-                        _GateEntry(f"{c.nodeid} :: {c.metric}") for c in self.comparison.regressions
-                    )
+                self._fail_gate(session, self.comparison.regressions)
+        if options.named.compare is not None:
+            from tnsai_eval.reports import compare_models
+
+            baseline_model, candidate_model = options.named.compare
+            self.model_comparison = compare_models(
+                report,
+                baseline_model,
+                candidate_model,
+                tolerance=options.tolerance,
+                gate=options.gate,
+                alpha=options.alpha,
+                gate_costs=options.named.gate_costs,
+            )
+            if not self.model_comparison.passed:
+                regressions = self.model_comparison.comparison.regressions
+                self._fail_gate(session, regressions, suffix=f" [{candidate_model}]")
+
+    def _fail_gate(
+        self, session: pytest.Session, regressions: Iterable[MetricChange], suffix: str = ""
+    ) -> None:
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # pytest's last line ("=== 3 passed in 0.1s ===") counts what is in
+        # the terminal reporter's stats, any category included: listing the
+        # regressions there makes it read "3 passed, 1 regressed (tnsai gate)",
+        # so a run failed only by the gate never ends on a plain passed line.
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.stats.setdefault(GATE_STAT, []).extend(
+                _GateEntry(f"{c.nodeid}{suffix} :: {c.metric}") for c in regressions
+            )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):
@@ -201,6 +230,19 @@ class TnsaiHooks:
             report_path=self.report_path_written,
             budget=self.session.budget,
         )
+        if self.model_comparison is not None:
+            from tnsai_eval.reports import format_model_comparison
+
+            red = not self.model_comparison.passed
+            for line in format_model_comparison(self.model_comparison).splitlines():
+                terminalreporter.write_line(line, red=red, bold=red)
+            if red:
+                terminalreporter.write_line(
+                    f"tnsai-eval: model {self.model_comparison.candidate} regressed against "
+                    f"{self.model_comparison.baseline}; this fails the session",
+                    red=True,
+                    bold=True,
+                )
 
 
 class _GateEntry:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tnsai_eval.pytest._models import ModelOptions, add_model_options, model_options
 from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, RecordMode
 
 __all__ = ["DEFAULT_STORE", "PluginOptions", "add_options"]
@@ -109,6 +110,7 @@ def add_options(parser: pytest.Parser) -> None:
         group.addoption(spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help)
         # The ini help has no %-formatting; undo the argparse escape.
         parser.addini(spec.ini, help=spec.help.replace("%%", "%"), default=None)
+    add_model_options(parser)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,8 @@ class PluginOptions:
     gate: str = "tolerance"
     alpha: float = 0.05
     max_calls: int | None = None
+    #: --tnsai-model and its companions (see ``_models``).
+    named: ModelOptions = field(default_factory=ModelOptions)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -196,6 +200,7 @@ class PluginOptions:
             gate="tolerance" if gate is None else gate[0].strip().lower(),
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
+            named=model_options(config, mode),
         )
 
     def describe(self) -> dict[str, object]:
@@ -215,6 +220,7 @@ class PluginOptions:
             "alpha": self.alpha,
             "max_calls": self.max_calls,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
+            **self.named.describe(),
         }
 
     def _shown(self, path: Path) -> str:

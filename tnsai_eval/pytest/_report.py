@@ -28,8 +28,10 @@ def write_summary(
 
     terminal.write_sep("=", "tnsai-eval")
     config = report.config
+    models = config.get("models")
+    shown = f"models: {', '.join(models)}" if models else f"model: {config.get('model') or '-'}"
     terminal.write_line(
-        f"model: {config.get('model') or '-'}   record mode: {config.get('record_mode')} "
+        f"{shown}   record mode: {config.get('record_mode')} "
         f"({config.get('record_mode_source')})   store: {config.get('store')}"
     )
     if report.tests:

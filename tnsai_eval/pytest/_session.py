@@ -25,7 +25,7 @@ from tnsai_eval.pytest._options import PluginOptions
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import Completion, LLMClient
+    from tnsai_eval.llm import Completion, LLMClient, NamedModel
     from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
@@ -61,6 +61,9 @@ class _Run:
     cases: list[CaseRecord] = field(default_factory=list)
     prompts: dict[str, PromptRecord] = field(default_factory=dict)
     refinements: list[IterationRecord] = field(default_factory=list)
+    named: NamedModel | None = None  # --tnsai-model: the model this test runs against
+    tokens_in: int = 0
+    tokens_out: int = 0
 
     def finish(self) -> TrackedTest:
         from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest
@@ -91,6 +94,10 @@ class _Run:
             cases=tuple(self.cases),
             prompts=tuple(self.prompts.values()),
             refinements=tuple(self.refinements),
+            model=None if self.named is None else self.named.name,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            cost=None if self.named is None else self.named.cost(self.tokens_in, self.tokens_out),
         )
 
 
@@ -117,6 +124,8 @@ class PluginSession:
         self.llm_description: dict[str, object] = {}
         #: The --llm-max-calls bound (None: unbounded); see ``_budget``.
         self.budget: CallBudget | None = None
+        # One client per named model (--tnsai-model), made when a test first uses it.
+        self._named_clients: dict[str, MeteredLLM] = {}
 
     @property
     def current(self) -> str | None:
@@ -234,7 +243,25 @@ class PluginSession:
         with self._lock:
             run.calls += 1
             run.tokens += completion.usage.total_tokens
+            run.tokens_in += completion.usage.prompt_tokens
+            run.tokens_out += completion.usage.completion_tokens
             run.cache_hits += int(completion.cached)
+
+    def use_model(self, named: NamedModel) -> MeteredLLM:
+        """The running test runs against ``named``: its record says so; its metered client."""
+        run = self._current_run()
+        if run is not None:
+            with self._lock:
+                run.named = named
+        with self._lock:
+            client = self._named_clients.get(named.name)
+        if client is None:
+            from tnsai_eval.pytest._client import build_named_client
+
+            client = MeteredLLM(build_named_client(self.options, named), self)
+            with self._lock:
+                client = self._named_clients.setdefault(named.name, client)
+        return client
 
     def meter(self, client: LLMClient) -> MeteredLLM:
         """``client`` wrapped so that its calls count towards the running test."""

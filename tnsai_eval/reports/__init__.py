@@ -48,6 +48,13 @@ from tnsai_eval.reports._model import (
     prompt_hash,
     score_interval,
     shown_text,
+    strip_model,
+)
+from tnsai_eval.reports._models import (
+    ModelComparison,
+    ModelRow,
+    compare_models,
+    format_model_comparison,
 )
 from tnsai_eval.reports._text import (
     format_comparison,
@@ -70,6 +77,8 @@ __all__ = [
     "IterationRecord",
     "MetricChange",
     "MetricStats",
+    "ModelComparison",
+    "ModelRow",
     "PromptChange",
     "PromptRecord",
     "Report",
@@ -77,9 +86,11 @@ __all__ = [
     "TrackedTest",
     "case_ids",
     "compare",
+    "compare_models",
     "decode_report",
     "decode_test",
     "format_comparison",
+    "format_model_comparison",
     "format_summary",
     "format_table",
     "load_report",
@@ -90,6 +101,7 @@ __all__ = [
     "render_junit",
     "score_interval",
     "shown_text",
+    "strip_model",
     "summary_rows",
     "write_junit",
 ]

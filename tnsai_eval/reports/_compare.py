@@ -168,7 +168,8 @@ def compare(
     Metrics with case records are compared on the cases both runs recorded.
 
     ``gate_costs`` (a relative tolerance, e.g. 0.2) also gates each test's
-    token and call counts (lower is better); by default they are only shown.
+    token and call counts and, where both runs have declared prices, its
+    estimated cost (lower is better); by default they are only shown.
     """
     _check_fraction("tolerance", tolerance, upper=None)
     _check_fraction("alpha", alpha, upper=1.0)
@@ -209,7 +210,7 @@ def compare(
             change = _judge(test.nodeid, metric, old_metric.mean, tolerance, cases, mode, alpha)
             buckets[change.kind].append(change)
         if gate_costs is not None:
-            for name in ("tokens", "calls"):
+            for name in ("tokens", "calls", "cost"):
                 cost = _judge_cost(test, old, name, gate_costs)
                 if cost is not None:
                     buckets[cost.kind].append(cost)
@@ -316,7 +317,10 @@ def _judge(
 def _judge_cost(
     test: TrackedTest, old: TrackedTest, name: str, relative: float
 ) -> MetricChange | None:
-    now_value, old_value = float(getattr(test, name)), float(getattr(old, name))
+    now_raw, old_raw = getattr(test, name), getattr(old, name)
+    if now_raw is None or old_raw is None:
+        return None  # a cost needs declared prices on both sides
+    now_value, old_value = float(now_raw), float(old_raw)
     if old_value == 0 and now_value == 0:
         return None
     allowed = relative * old_value
