@@ -93,6 +93,13 @@ def add_parser(subparsers: Any) -> None:
         "(0.2: 20%% more regresses); by default they are only shown",
     )
     parser.add_argument(
+        "--gate-latency",
+        type=_fraction,
+        metavar="RATIO",
+        help="also gate each test's median latency of live calls with this ratio (0.5: half "
+        "as slow again regresses); a test either run replayed is skipped with a note",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "markdown"),
         default="text",
@@ -134,6 +141,7 @@ def _run(args: argparse.Namespace) -> int:
             gate=args.gate,
             alpha=args.alpha,
             gate_costs=args.gate_costs,
+            gate_latency=args.gate_latency,
         )
     models = None
     if args.compare_models:

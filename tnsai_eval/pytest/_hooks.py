@@ -183,6 +183,7 @@ class TnsaiHooks:
                 gate=options.gate,
                 alpha=options.alpha,
                 gate_costs=options.named.gate_costs,
+                gate_latency=options.gate_latency,
             )
             if not self.comparison.passed:
                 self._fail_gate(session, self.comparison.regressions)

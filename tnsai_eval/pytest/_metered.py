@@ -9,6 +9,7 @@ that this module and the session do not import each other.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tnsai_eval.pytest._budget import CallBudget
@@ -31,7 +32,7 @@ class Ledger(Protocol):
     @property
     def options(self) -> PluginOptions: ...
     def touch(self) -> None: ...
-    def record_call(self, completion: Completion) -> None: ...
+    def record_call(self, completion: Completion, wall_s: float = ...) -> None: ...
 
 
 class MeteredLLM:
@@ -71,6 +72,7 @@ class MeteredLLM:
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
         """``inner.chat``, counted towards the running test."""
         params, budget = self._begin(params)
+        started = time.perf_counter()
         try:
             completion = self._stored_or_reserve(messages, params, budget)
             if completion is None:
@@ -78,7 +80,7 @@ class MeteredLLM:
         except Exception as exc:
             self._failed(budget, exc)
             raise
-        self.session.record_call(completion)
+        self.session.record_call(completion, time.perf_counter() - started)
         return completion
 
     async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
@@ -86,6 +88,7 @@ class MeteredLLM:
         from tnsai_eval.llm import acall
 
         params, budget = self._begin(params)
+        started = time.perf_counter()
         try:
             completion = self._stored_or_reserve(messages, params, budget)
             if completion is None:
@@ -93,7 +96,7 @@ class MeteredLLM:
         except Exception as exc:
             self._failed(budget, exc)
             raise
-        self.session.record_call(completion)
+        self.session.record_call(completion, time.perf_counter() - started)
         return completion
 
     def _begin(self, params: dict[str, Any]) -> tuple[dict[str, Any], CallBudget | None]:

@@ -86,6 +86,14 @@ _SPECS = (
         "FLOAT",
     ),
     _Spec(
+        "--tnsai-gate-latency",
+        "tnsai_gate_latency",
+        "also gate each test's median latency of live calls against the baseline with this "
+        "ratio (0.5: half as slow again regresses); a test either run replayed is skipped "
+        "with a note (replayed replies have no latency). Off by default.",
+        "RATIO",
+    ),
+    _Spec(
         "--llm-max-calls",
         "tnsai_llm_max_calls",
         "stop calling the model once N calls (HTTP attempts, retries included; replies "
@@ -130,6 +138,8 @@ class PluginOptions:
     gate: str = "tolerance"
     alpha: float = 0.05
     max_calls: int | None = None
+    #: --tnsai-gate-latency: the median latency's allowed growth (None: not gated).
+    gate_latency: float | None = None
     #: --tnsai-model and its companions (see ``_models``).
     named: ModelOptions = field(default_factory=ModelOptions)
 
@@ -186,6 +196,7 @@ class PluginOptions:
                 f"got {values['tnsai_alpha'][0]!r}"
             )
         max_calls = values.get("tnsai_llm_max_calls")
+        gate_latency = values.get("tnsai_gate_latency")
         return cls(
             base_url=base_url,
             model=model,
@@ -200,6 +211,7 @@ class PluginOptions:
             gate="tolerance" if gate is None else gate[0].strip().lower(),
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
+            gate_latency=None if gate_latency is None else _number(gate_latency, 0.0, float),
             named=model_options(config, mode),
         )
 
@@ -219,6 +231,7 @@ class PluginOptions:
             "gate": self.gate,
             "alpha": self.alpha,
             "max_calls": self.max_calls,
+            "gate_latency": self.gate_latency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
             **self.named.describe(),
         }

@@ -64,10 +64,12 @@ class _Run:
     named: NamedModel | None = None  # --tnsai-model: the model this test runs against
     tokens_in: int = 0
     tokens_out: int = 0
+    latencies: list[float] = field(default_factory=list)  # of live calls only
 
     def finish(self) -> TrackedTest:
-        from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest
+        from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest, latency_figures
 
+        live_calls, p50, p95 = latency_figures(self.latencies)
         return TrackedTest(
             nodeid=self.nodeid,
             status=TestStatus(self.status),
@@ -98,6 +100,9 @@ class _Run:
             tokens_in=self.tokens_in,
             tokens_out=self.tokens_out,
             cost=None if self.named is None else self.named.cost(self.tokens_in, self.tokens_out),
+            live_calls=live_calls,
+            latency_p50_s=p50,
+            latency_p95_s=p95,
         )
 
 
@@ -235,8 +240,13 @@ class PluginSession:
         """Make the running test tracked (a call is starting; it may fail)."""
         self._current_run()
 
-    def record_call(self, completion: Completion) -> None:
-        """Count one model reply (tokens, cache hit) towards the running test."""
+    def record_call(self, completion: Completion, wall_s: float = 0.0) -> None:
+        """Count one model reply (tokens, cache hit, latency) towards the running test.
+
+        A live reply's latency is the client's own figure, else ``wall_s`` (the
+        time the call took here); a reply from a store took no model time and
+        has none.
+        """
         run = self._current_run()
         if run is None:
             return
@@ -246,6 +256,8 @@ class PluginSession:
             run.tokens_in += completion.usage.prompt_tokens
             run.tokens_out += completion.usage.completion_tokens
             run.cache_hits += int(completion.cached)
+            if not completion.cached:
+                run.latencies.append(completion.latency_s or wall_s)
 
     def use_model(self, named: NamedModel) -> MeteredLLM:
         """The running test runs against ``named``: its record says so; its metered client."""
