@@ -14,6 +14,14 @@ True
 
 from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
+from tnsai_eval.optimizer._models import (
+    MODEL_CASE_COLUMNS,
+    MODEL_SUMMARY_COLUMNS,
+    ModelEvaluation,
+    ModelResult,
+    ModelsInput,
+    evaluate_models,
+)
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
@@ -62,6 +70,8 @@ __all__ = [
     "DEFAULT_CALL_PARAMS",
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
+    "MODEL_CASE_COLUMNS",
+    "MODEL_SUMMARY_COLUMNS",
     "CaseResult",
     "CaseScore",
     "CaseState",
@@ -72,6 +82,9 @@ __all__ = [
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
     "LabelEvaluator",
+    "ModelEvaluation",
+    "ModelResult",
+    "ModelsInput",
     "OptimizationResult",
     "OptimizerConfig",
     "ProgressEvent",
@@ -91,6 +104,7 @@ __all__ = [
     "ascore_prompt",
     "check_rewrite",
     "demos_text",
+    "evaluate_models",
     "labels_response_format",
     "normalize_answer",
     "parse_judge_score",
