@@ -90,7 +90,7 @@ def test_one_row_per_model_and_case_and_a_summary_per_model(
     assert small_row["score_low"] < 0.5 < small_row["score_high"] <= 1.0
     assert (small_row["pass_rate"], small_row["live_calls"]) == (0.5, 4)
     # Tokens come from the servers' usage; the cost from them at each model's prices.
-    assert big_row["tokens_in"] > 0 and big_row["tokens_out"] > 0
+    assert min(big_row["tokens_in"], big_row["tokens_out"]) > 0
     expected = (big_row["tokens_in"] * 10 + big_row["tokens_out"] * 30) / 1e6
     assert big_row["cost"] == pytest.approx(expected)
     assert small_row["cost"] < big_row["cost"]
@@ -109,7 +109,7 @@ def test_a_missing_key_or_unknown_name_fails_before_any_call(
         compare_models("Answer.", CASES, ["small", "huge"], table=table(*servers), progress=False)
     with pytest.raises(ConfigError, match="no_such_dataset"):
         compare_models("Answer.", "no_such_dataset", ["small"], table=table(*servers))
-    assert servers[0].requests == [] and servers[1].requests == []
+    assert [len(s.requests) for s in servers] == [0, 0]
 
 
 def test_replayed_replies_have_no_latency(
@@ -165,5 +165,5 @@ def test_score_vs_cost_draws_intervals_and_the_frontier() -> None:
     assert sorted(t.get_text() for t in ax.texts) == ["cheap", "dear", "mid"]
     assert plots.cost_frontier([("a", 1.0, 0.5), ("b", 1.0, 0.7)]) == ["b"]
     # Without prices everywhere the x axis is tokens, which every model has.
-    unpriced = summary.assign(cost=[None, 0.002, 0.01])
+    unpriced = summary.assign(cost=[float("nan"), 0.002, 0.01])
     assert plots.score_vs_cost(unpriced).axes[0].get_xlabel() == "tokens (in + out)"

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.figure import Figure
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.plots._base import BASE_COLOR, CURRENT_COLOR, score_axis
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["cost_frontier", "score_vs_cost"]
 
@@ -41,9 +38,9 @@ def score_vs_cost(source: Any, *, title: str | None = None) -> Figure:
     model has declared prices, else tokens (in + out), which every model has.
     The frontier joins the models that no cheaper model outscores.
     """
-    from tnsai_eval.frames import model_summary
-
     import pandas as pd
+
+    from tnsai_eval.frames import model_summary
 
     summary = source if isinstance(source, pd.DataFrame) and "score_low" in source else (
         model_summary(source)
