@@ -60,7 +60,7 @@ def table(big: FakeOpenAIServer, small: FakeOpenAIServer) -> ModelTable:
                 "price_in": 0.1,
                 "price_out": 0.2,
             },
-        }  # fmt: skip
+        }
     )
 
 
