@@ -362,3 +362,30 @@ def test_report_keeps_model_fields(tmp_path: Path) -> None:
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match=r"\$\.tests\[0\]\.cost: expected a number"):
         read_report(path)
+
+
+REFINED = """
+from tnsai_eval.pytest import refine_until
+
+@refine_until(task="Return the order as JSON", valid_json=True, must_contain='"id"')
+def test_order_json(refine):
+    refine("id: 7")
+"""
+
+
+def test_refine_until_runs_once_per_model(
+    suite: pytest.Pytester, servers: tuple[FakeOpenAIServer, FakeOpenAIServer]
+) -> None:
+    for server in servers:
+        server.reset(default=Step.ok('{"id": 7}'))
+    suite.makepyfile(test_refined=REFINED)
+    result = suite.runpytest_inprocess(
+        "-v", "test_refined.py", "--tnsai-model", "old", "--tnsai-model", "new",
+        "--llm-record", "off", "--tnsai-report", "r.json",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_order_json?old? PASSED*", "*test_order_json?new? PASSED*"])
+    tests = _tests(read_json(suite.path / "r.json"))
+    assert tests["test_refined.py::test_order_json[old]"]["model"] == "old"
+    assert tests["test_refined.py::test_order_json[new]"]["model"] == "new"
+    assert len(servers[0].requests) == len(servers[1].requests) == 1

@@ -145,9 +145,9 @@ def _run(args: argparse.Namespace) -> int:
         )
     models = None
     if args.compare_models:
-        from tnsai_eval.reports import compare_models
+        from tnsai_eval.reports import compare_report_models
 
-        models = compare_models(
+        models = compare_report_models(
             report,
             *args.compare_models,
             tolerance=args.tolerance,
@@ -163,8 +163,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         config = report.config
         print(
-            f"report {args.report} (schema {report.schema_version}, model "
-            f"{config.get('model') or '-'}, record mode {config.get('record_mode') or '-'})"
+            f"report {args.report} (schema {report.schema_version}, {_models_shown(report)}, "
+            f"record mode {config.get('record_mode') or '-'})"
         )
         print(format_summary(report))
         if comparison is not None:
@@ -212,7 +212,7 @@ def render_markdown(
     lines = [f"### tnsai-eval {verdict}", ""]
     config = report.config
     lines.append(
-        f"`{name}`: model `{config.get('model') or '-'}`, record mode "
+        f"`{name}`: {_models_shown(report, '`')}, record mode "
         f"`{config.get('record_mode') or '-'}`, schema {report.schema_version}"
     )
     lines.append("")
@@ -221,3 +221,10 @@ def render_markdown(
         lines += ["", f"Against baseline `{baseline_name or '-'}`:", ""]
         lines.append(format_comparison(comparison, markdown=True))
     return "\n".join(lines)
+
+
+def _models_shown(report: Report, quote: str = "") -> str:
+    # A run against named models (--tnsai-model) names them; others name the one model.
+    if report.models:
+        return "models " + ", ".join(f"{quote}{m}{quote}" for m in report.models)
+    return f"model {quote}{report.config.get('model') or '-'}{quote}"

@@ -215,7 +215,7 @@ def render_html(
 
     ``comparison`` (from ``compare``) may be given instead of ``baseline``, so
     that the page shows the gate exactly as it was judged (mode, alpha).
-    ``models`` (from ``compare_models``) adds the model-against-model verdict.
+    ``models`` (from ``compare_report_models``) adds the model-against-model verdict.
     """
     run = read_report(report)
     if title is not None:

@@ -188,10 +188,10 @@ class TnsaiHooks:
             if not self.comparison.passed:
                 self._fail_gate(session, self.comparison.regressions)
         if options.named.compare is not None:
-            from tnsai_eval.reports import compare_models
+            from tnsai_eval.reports import compare_report_models
 
             baseline_model, candidate_model = options.named.compare
-            self.model_comparison = compare_models(
+            self.model_comparison = compare_report_models(
                 report,
                 baseline_model,
                 candidate_model,

@@ -54,7 +54,7 @@ from tnsai_eval.reports._model import (
 from tnsai_eval.reports._models import (
     ModelComparison,
     ModelRow,
-    compare_models,
+    compare_report_models,
     format_model_comparison,
 )
 from tnsai_eval.reports._text import (
@@ -87,7 +87,7 @@ __all__ = [
     "TrackedTest",
     "case_ids",
     "compare",
-    "compare_models",
+    "compare_report_models",
     "decode_report",
     "decode_test",
     "format_comparison",

@@ -17,7 +17,7 @@ and estimated cost.
 ...     return TrackedTest(f"t.py::test_q[{model}]", TestStatus.PASSED, {"score": score},
 ...                        cases=cases, model=model, tokens_in=10, tokens_out=2)
 >>> report = Report((run("old", "aaaa"), run("new", "aabb")), {"models": ["old", "new"]})
->>> result = compare_models(report, "old", "new")
+>>> result = compare_report_models(report, "old", "new")
 >>> [(row.nodeid, row.verdict) for row in result.rows]
 [('t.py::test_q', 'regressed')]
 >>> [c.id for c in result.comparison.flipped]
@@ -33,7 +33,7 @@ from typing import Any
 from tnsai_eval.reports._compare import Comparison, MetricChange, compare
 from tnsai_eval.reports._model import ReportSource, TrackedTest
 
-__all__ = ["ModelComparison", "ModelRow", "compare_models", "format_model_comparison"]
+__all__ = ["ModelComparison", "ModelRow", "compare_report_models", "format_model_comparison"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ class ModelComparison:
         return self.comparison.passed
 
 
-def compare_models(
+def compare_report_models(
     report: ReportSource, baseline: str, candidate: str, **gate: Any
 ) -> ModelComparison:
     """``candidate`` against ``baseline`` on every test both ran, with ``compare``'s rules.
