@@ -78,7 +78,7 @@ def test_optimize_options_reach_the_optimizer(
     code = main(
         [
             "optimize", "capitals", "--prompt", "Capital?", "--strategies", "concise,role",
-            "--search", "racing", "--no-rewrite", "--max-calls", "30", "--reply-tokens", "8",
+            "--search", "racing", "--no-rewrite", "--max-calls", "70", "--reply-tokens", "8",
             "--validation", "capitals", "--out", str(tmp_path), "--no-progress",
         ],
         llm=scripted_default,
@@ -86,7 +86,11 @@ def test_optimize_options_reach_the_optimizer(
     assert code == 0
     printed = capsys.readouterr().out
     assert "stopped: max_calls" in printed
-    assert len(scripted_default.calls) == 30
+    # 40 of the 70 are set aside for the held-out check (the initial and the best
+    # prompt on 20 cases): the search spends 30, the check what it needs (here
+    # the held-out cases are the selection cases, whose replies it reuses).
+    assert 30 < len(scripted_default.calls) <= 70
+    assert "held-out score incomplete" not in printed
     assert scripted_default.prompts[0].startswith("Capital?\n\n")
     assert not any(p.startswith("You improve prompts") for p in scripted_default.prompts)
 

@@ -12,7 +12,7 @@ from tests.optimizer.conftest import REWRITE_MARK, split_message
 from tnsai_eval._util.stats import sign_test
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy
+from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, StopReason
 from tnsai_eval.scoring import ContainsEvaluator, TestCase, split_cases
 from tnsai_eval.testing import ScriptedLLM
 
@@ -174,17 +174,23 @@ def test_explicit_validation_cases_mean_selection_on_every_case() -> None:
     assert (result.validation_better, result.validation_worse) == (1, 0)
 
 
-def test_the_budget_can_leave_the_held_out_score_unknown() -> None:
+def test_the_held_out_check_is_set_aside_before_the_search_spends_the_budget() -> None:
+    llm = ScriptedLLM(fn=right_when_brief)
     result = PromptOptimizer(
-        ScriptedLLM(fn=right_when_brief),
+        llm,
         candidate_strategies=[S.CONCISE],
         rewrite=False,
         concurrency=1,
         max_calls=14 + 14 + 3,
     ).optimize("P", numbered(20))
-    assert result.validation_score is None
-    assert result.validation_p_value is None
-    assert result.headline.startswith("held-out score incomplete (budget)")
+    # 12 of the 31 calls (6 held-out cases, twice) are kept for the check: the
+    # search gets 19, so round 1 is cut after 5 cases and the check still runs.
+    assert result.stop_reason is StopReason.MAX_CALLS
+    assert [v.cases_scored for v in result.variants] == [14, 5]
+    assert result.validation_score is not None
+    assert result.validation_p_value is not None
+    assert not result.headline.startswith("held-out score incomplete")
+    assert len(llm.calls) == result.calls == 14 + 5 + 6
 
 
 def test_contains_evaluator_and_the_split_together() -> None:

@@ -120,7 +120,7 @@ def test_two_models_one_test_each_with_the_model_in_the_id(
     tests = _tests(report)
     assert tests["test_suite.py::test_capitals[old]"]["model"] == "old"
     assert tests["test_suite.py::test_capitals[new]"]["model"] == "new"
-    assert tests["test_suite.py::test_plain"]["model"] is None  # not a scoring test
+    assert "model" not in tests["test_suite.py::test_plain"]  # not a scoring test
     scores = {nodeid: [c["output"] for c in t["cases"]] for nodeid, t in tests.items()}
     assert scores["test_suite.py::test_capitals[old]"] == ["Paris", "Rome", "Madrid", "Tokyo"]
     assert scores["test_suite.py::test_capitals[new]"] == ["Paris", "Rome", "Lisbon", "Kyoto"]
@@ -389,3 +389,19 @@ def test_refine_until_runs_once_per_model(
     assert tests["test_refined.py::test_order_json[old]"]["model"] == "old"
     assert tests["test_refined.py::test_order_json[new]"]["model"] == "new"
     assert len(servers[0].requests) == len(servers[1].requests) == 1
+
+
+def test_xdist_workers_keep_each_records_model_and_cost(suite: pytest.Pytester) -> None:
+    result = suite.runpytest_subprocess(
+        "-n", "2", "--tnsai-model", "old", "--tnsai-model", "new",
+        "--tnsai-compare-models", "old", "new", "--llm-record", "off", "--tnsai-report", "r.json",
+    )  # fmt: skip
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the controller judged new against old
+    result.stdout.fnmatch_lines(["*test_suite.py::test_capitals*regressed*1.000 -> 0.500*"])
+    tests = _tests(read_json(suite.path / "r.json"))
+    for model in ("old", "new"):
+        record = tests[f"test_suite.py::test_capitals[{model}]"]
+        assert record["model"] == model
+        assert record["tokens_out"] == 4
+        assert record["cost"] > 0

@@ -28,7 +28,7 @@ from typing import Any, Literal, cast
 
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import LLMClient
+from tnsai_eval.llm import CallBudget, LLMClient
 from tnsai_eval.optimizer._engine import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
@@ -78,6 +78,7 @@ class OptimizerConfig:
     demo_sets: int = 0
     rewrite_max_tokens: int = 256
     labels: Sequence[str] | None = None
+    budget: CallBudget | None = None
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -92,6 +93,10 @@ class OptimizerConfig:
         for name, limit in (("max_calls", self.max_calls), ("max_tokens", self.max_tokens)):
             if limit is not None and limit < 0:
                 raise ConfigError(f"{name} must be >= 0 or None, got {limit!r}")
+        if self.budget is not None and not isinstance(self.budget, CallBudget):
+            raise ConfigError(
+                f"budget must be an llm.CallBudget or None, got {type(self.budget).__name__}"
+            )
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ConfigError(f"max_seconds must be > 0 or None, got {self.max_seconds!r}")
         check_template(self.template)

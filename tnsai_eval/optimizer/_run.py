@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tnsai_eval._util.stats import mean_interval, sign_test
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
@@ -72,6 +73,7 @@ class Run:
             max_seconds=options.max_seconds,
             clock=options.clock,
             stop_event=stop_event,
+            shared=options.budget,
         )
         self.engine = Engine(
             llm,
@@ -115,8 +117,30 @@ class Run:
             self.by_key[key] = variant.id
         return variant
 
+    def _set_aside_held_out(self) -> None:
+        """Hold back the held-out check's calls before the search may spend them.
+
+        The check scores the initial and the best prompt on every held-out
+        case: at most two calls each. A budget without that much left refuses
+        the run now, rather than ending it with an incomplete held-out check.
+        """
+        need = 2 * len(self.validation)
+        if not need:
+            return
+        for budget in self.budget.call_budgets:
+            if budget.left < need:
+                raise ConfigError(
+                    f"max_calls: the call budget has {budget.left} of {budget.limit} attempt(s) "
+                    f"left, but the held-out check needs {need} (the initial and the best "
+                    f"prompt on {len(self.validation)} held-out case(s)); raise max_calls to "
+                    f"at least {budget.limit - budget.left + need} plus what the search may "
+                    "spend, or hold out fewer cases (split=)"
+                )
+        self.budget.hold(need)
+
     async def execute(self) -> OptimizationResult:
         n = len(self.cases)
+        self._set_aside_held_out()
         initial = self._new_variant(0, "initial", self.prompt, None)
         self.best = initial
         initial.became_best = True
@@ -192,6 +216,8 @@ class Run:
         if initial.status is VariantStatus.SCORED:
             # Scored on the first rung only, when the run stopped before round 1's race.
             self._finish_statuses([initial])
+        # The search is over: what it left, and what was set aside, is the check's.
+        self.budget.release()
         held_out = await self._validate(initial)
         return self._result(stop, round_no, held_out)
 

@@ -25,7 +25,6 @@ from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
     CaseChange,
-    CaseState,
     Comparison,
     ModelComparison,
     Report,
@@ -123,7 +122,7 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         kinds = ["all"]
         if change is not None:
             kinds += ["flipped", change.flip]
-        if case.state is CaseState.UNRECORDED:
+        if not case.state.asked:
             kinds.append("unrecorded")
         elif not case.passed:
             kinds.append("failing")

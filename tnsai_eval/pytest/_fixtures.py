@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tnsai_eval.feedback import Agent, FeedbackStore
     from tnsai_eval.llm import LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
+    from tnsai_eval.optimizer import CaseScore, PromptEvaluation, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
     from tnsai_eval.reports import IterationRecord
     from tnsai_eval.scoring import PromptEvaluator
@@ -61,7 +61,8 @@ def llm(pytestconfig: pytest.Config) -> LLMClient:
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
     session.llm_description = {"model": model, "base_url": base_url}
-    return session.meter(build_client(session.options))
+    client, session.http_client = build_client(session.options)
+    return session.meter(client)
 
 
 def _session(request: pytest.FixtureRequest) -> PluginSession:
@@ -81,6 +82,7 @@ def tnsai_model(request: pytest.FixtureRequest) -> NamedModel | None:
 
 
 def _client_for(request: pytest.FixtureRequest, llm: LLMClient, model: NamedModel | None) -> Any:
+    # A named model (--tnsai-model) has a client of its own, in place of `llm`.
     session = _session(request)
     return session.meter(llm) if model is None else session.use_model(model)
 
@@ -330,7 +332,11 @@ def evaluate_prompt(
     command that records them).
     """
     session = _session(request)
-    client = _client_for(request, llm, tnsai_model)
+    # The core scores the prompt through the session's client itself (the
+    # store and the model: no metering wrapper in between), under the
+    # session's one call budget; the replies are counted from the cases. A
+    # named model (--tnsai-model) has a client of its own.
+    client = session.unmetered(llm) if tnsai_model is None else session.named_client(tnsai_model)
 
     def run(
         prompt: str | os.PathLike[str],
@@ -352,6 +358,7 @@ def evaluate_prompt(
             record,
             verdict,
         )
+        from tnsai_eval.pytest._metered import add_hint
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
@@ -363,7 +370,23 @@ def evaluate_prompt(
         text, file = load_prompt(prompt)
         if plan.params is not None:
             options["params"] = plan.params
-        result = score_prompt(client, text, plan.cases, evaluator=plan.evaluator, **options)
+        given_on_case = options.pop("on_case", None)
+
+        def on_case(case: CaseScore) -> None:
+            if case.output is not None:
+                session.record_reply(case.tokens, cached=case.cached, latency_s=case.latency_s)
+            if given_on_case is not None:
+                given_on_case(case)
+
+        options.setdefault("budget", session.budget)
+        options["concurrency"] = session.concurrency_for(options.get("concurrency"))
+        try:
+            result = score_prompt(
+                client, text, plan.cases, evaluator=plan.evaluator, on_case=on_case, **options
+            )
+        except Exception as exc:
+            add_hint(exc, session.options)
+            raise
         metric = name or _free_name(session, "score")
         record(session, metric, result, plan, prompt_record(text, file, options))
         problem = verdict(result, min_score, request.node.nodeid, session)
@@ -379,4 +402,6 @@ def prompt_optimizer(request: pytest.FixtureRequest, llm: LLMClient) -> PromptOp
     """A ``PromptOptimizer`` on the ``llm`` fixture, with its default settings."""
     from tnsai_eval.optimizer import PromptOptimizer
 
-    return PromptOptimizer(_session(request).meter(llm))
+    session = _session(request)
+    # Its calls count towards the test and draw on --llm-max-calls, like every call.
+    return PromptOptimizer(session.meter(llm), budget=session.budget)

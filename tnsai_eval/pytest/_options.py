@@ -98,7 +98,16 @@ _SPECS = (
         "tnsai_llm_max_calls",
         "stop calling the model once N calls (HTTP attempts, retries included; replies "
         "from the store never count) were made in this session, across xdist workers; "
-        "later cases are marked unrecorded.",
+        "later cases are marked not run (budget). The optimizer's calls draw on it too.",
+        "N",
+    ),
+    _Spec(
+        "--llm-concurrency",
+        "tnsai_llm_concurrency",
+        "model calls in flight at once: the default of evaluate_prompt(concurrency=...) "
+        "and, when given, its ceiling (a larger request is capped, with one warning). "
+        "Without it evaluate_prompt uses 4 unless a call asks for more, and the client's "
+        "connection pool grows to what is asked.",
         "N",
     ),
     _Spec(
@@ -140,6 +149,7 @@ class PluginOptions:
     max_calls: int | None = None
     #: --tnsai-gate-latency: the median latency's allowed growth (None: not gated).
     gate_latency: float | None = None
+    concurrency: int | None = None
     #: --tnsai-model and its companions (see ``_models``).
     named: ModelOptions = field(default_factory=ModelOptions)
 
@@ -197,6 +207,7 @@ class PluginOptions:
             )
         max_calls = values.get("tnsai_llm_max_calls")
         gate_latency = values.get("tnsai_gate_latency")
+        concurrency = values.get("tnsai_llm_concurrency")
         return cls(
             base_url=base_url,
             model=model,
@@ -212,6 +223,9 @@ class PluginOptions:
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
             gate_latency=None if gate_latency is None else _number(gate_latency, 0.0, float),
+            concurrency=(
+                None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
+            ),
             named=model_options(config, mode),
         )
 
@@ -232,6 +246,7 @@ class PluginOptions:
             "alpha": self.alpha,
             "max_calls": self.max_calls,
             "gate_latency": self.gate_latency,
+            "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
             **self.named.describe(),
         }

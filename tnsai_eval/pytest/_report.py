@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from tnsai_eval.pytest._budget import CallBudget
+    from tnsai_eval.llm import CallBudget
     from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["write_summary"]
@@ -40,7 +40,7 @@ def write_summary(
     if budget is not None:
         spent = budget.spent
         note = (
-            "; the bound is reached: any later call was not sent (its case is unrecorded)"
+            "; the bound is reached: any later call was not sent (its case is not run: budget)"
             if spent >= budget.limit
             else ""
         )

@@ -18,20 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tnsai_eval.pytest._budget import CallBudget
 from tnsai_eval.pytest._metered import MeteredLLM
 from tnsai_eval.pytest._options import PluginOptions
 
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import Completion, LLMClient, NamedModel
+    from tnsai_eval.llm import CallBudget, Completion, LLMClient, NamedModel, OpenAIClient
     from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
 
 #: user_properties key carrying (passed, total) samples on a --tnsai-repeat call report.
 SAMPLES_PROPERTY = "tnsai_samples"
+#: evaluate_prompt's concurrency without --llm-concurrency or concurrency= (score_prompt's).
+DEFAULT_CONCURRENCY = 4
 
 
 @dataclass(slots=True)
@@ -127,10 +128,15 @@ class PluginSession:
         self._lock = threading.Lock()
         self.started = time.time()
         self.llm_description: dict[str, object] = {}
-        #: The --llm-max-calls bound (None: unbounded); see ``_budget``.
+        #: The --llm-max-calls bound (None: unbounded): an ``llm.CallBudget``.
         self.budget: CallBudget | None = None
+        #: The ``llm`` fixture's ``OpenAIClient`` (None: the embedded model, or not made yet).
+        self.http_client: OpenAIClient | None = None
+        self._said_capped = False
         # One client per named model (--tnsai-model), made when a test first uses it.
-        self._named_clients: dict[str, MeteredLLM] = {}
+        self._named_clients: dict[str, LLMClient] = {}
+        self._http_named: list[OpenAIClient] = []
+        self._concurrency_seen = 0
 
     @property
     def current(self) -> str | None:
@@ -244,36 +250,70 @@ class PluginSession:
         """Count one model reply (tokens, cache hit, latency) towards the running test.
 
         A live reply's latency is the client's own figure, else ``wall_s`` (the
-        time the call took here); a reply from a store took no model time and
-        has none.
+        time the call took here).
+        """
+        self.record_reply(
+            completion.usage.total_tokens,
+            cached=completion.cached,
+            latency_s=completion.latency_s or wall_s,
+        )
+
+    def record_reply(self, tokens: int, *, cached: bool, latency_s: float | None = None) -> None:
+        """Count one reply of ``tokens`` (from a store when ``cached``) towards the running test.
+
+        ``latency_s`` is the wall time of a live reply; a reply from a store took
+        no model time and has none, whatever is given.
         """
         run = self._current_run()
         if run is None:
             return
         with self._lock:
             run.calls += 1
-            run.tokens += completion.usage.total_tokens
-            run.tokens_in += completion.usage.prompt_tokens
-            run.tokens_out += completion.usage.completion_tokens
-            run.cache_hits += int(completion.cached)
-            if not completion.cached:
-                run.latencies.append(completion.latency_s or wall_s)
+            run.tokens += tokens
+            run.cache_hits += int(cached)
+            if not cached and latency_s is not None:
+                run.latencies.append(latency_s)
 
-    def use_model(self, named: NamedModel) -> MeteredLLM:
-        """The running test runs against ``named``: its record says so; its metered client."""
+    def named_client(self, named: NamedModel) -> LLMClient:
+        """The running test runs against ``named`` (its record says so): that model's client.
+
+        Made on first use and shared by every test on that model: the store in
+        the --llm-record mode, then the model; each reply's input and output
+        tokens go to the running test's record, for its cost.
+        """
         run = self._current_run()
-        if run is not None:
-            with self._lock:
-                run.named = named
         with self._lock:
+            if run is not None:
+                run.named = named
             client = self._named_clients.get(named.name)
         if client is None:
             from tnsai_eval.pytest._client import build_named_client
 
-            client = MeteredLLM(build_named_client(self.options, named), self)
+            client = build_named_client(self.options, named, self.record_usage, self._grow)
             with self._lock:
                 client = self._named_clients.setdefault(named.name, client)
         return client
+
+    def use_model(self, named: NamedModel) -> MeteredLLM:
+        """``named_client(named)`` behind the metering adapter (for ``refine``)."""
+        return self.meter(self.named_client(named))
+
+    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Add one reply's input and output tokens to the running test (named models)."""
+        run = self._current_run()
+        if run is not None:
+            with self._lock:
+                run.tokens_in += prompt_tokens
+                run.tokens_out += completion_tokens
+
+    def _grow(self, client: OpenAIClient) -> None:
+        # A named model's client, made on its first call: as large a pool as
+        # any evaluate_prompt call has asked for so far.
+        with self._lock:
+            self._http_named.append(client)
+            wanted = self._concurrency_seen
+        if wanted:
+            client.ensure_concurrency(wanted)
 
     def meter(self, client: LLMClient) -> MeteredLLM:
         """``client`` wrapped so that its calls count towards the running test."""
@@ -285,6 +325,48 @@ class PluginSession:
                 getattr(client, "model", "") or type(client).__name__
             )
         return MeteredLLM(client, self)
+
+    def concurrency_for(self, asked: object) -> int:
+        """The concurrency an ``evaluate_prompt`` call gets, the client's pool grown to fit.
+
+        ``asked`` (the call's ``concurrency=``) is honoured, up to
+        ``--llm-concurrency`` when that is given (a cap said once per session,
+        as a warning); without it the call gets ``--llm-concurrency``, else 4.
+        """
+        import warnings
+
+        ceiling = self.options.concurrency
+        if asked is None:
+            chosen = ceiling if ceiling is not None else DEFAULT_CONCURRENCY
+        elif isinstance(asked, bool) or not isinstance(asked, int) or asked < 1:
+            from tnsai_eval.errors import ConfigError
+
+            raise ConfigError(f"concurrency must be an int >= 1, got {asked!r}")
+        elif ceiling is not None and asked > ceiling:
+            chosen = ceiling
+            if not self._said_capped:
+                self._said_capped = True
+                warnings.warn(
+                    f"evaluate_prompt(concurrency={asked}) is capped at --llm-concurrency "
+                    f"{ceiling} (tnsai_llm_concurrency); later calls above it are capped "
+                    "too, without another warning",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        else:
+            chosen = asked
+        if self.http_client is not None:
+            self.http_client.ensure_concurrency(chosen)
+        with self._lock:
+            self._concurrency_seen = max(self._concurrency_seen, chosen)
+            named = list(self._http_named)
+        for client in named:
+            client.ensure_concurrency(chosen)
+        return chosen
+
+    def unmetered(self, client: LLMClient) -> LLMClient:
+        """``client`` without this session's ``MeteredLLM`` (for the core, which meters itself)."""
+        return self.meter(client).inner
 
     # -- what pytest reports --------------------------------------------
     def on_report(self, report: pytest.TestReport) -> None:

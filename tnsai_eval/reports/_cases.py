@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from tnsai_eval._util.stats import mean_interval, sign_test
-from tnsai_eval.reports._model import CaseRecord, CaseState, PromptRecord
+from tnsai_eval.reports._model import CaseRecord, PromptRecord
 
 __all__ = [
     "CaseChange",
@@ -73,7 +73,7 @@ def aggregate_cases(records: Iterable[CaseRecord]) -> tuple[dict[str, _Verdict],
     verdicts: dict[str, _Verdict] = {}
     unrecorded: list[str] = []
     for case_id, group in grouped.items():
-        judged = [r for r in group if r.state is not CaseState.UNRECORDED]
+        judged = [r for r in group if r.state.asked]
         if not judged:
             unrecorded.append(case_id)
             continue

@@ -61,6 +61,8 @@ def _case_element(test: TrackedTest, case: CaseRecord, broken: set[tuple[str, st
     )
     if case.state is CaseState.UNRECORDED:
         body = '<skipped message="no recorded reply (run pytest --llm-record record)"/>'
+    elif case.state is CaseState.NOT_RUN:
+        body = '<skipped message="not run: budget (--llm-max-calls was spent)"/>'
     elif case.state is CaseState.ERROR:
         body = f"<error message={_attr(case.error or 'error')}>{_escape(detail)}</error>"
     elif case.passed:
@@ -92,7 +94,7 @@ def render_junit(report: Report, *, comparison: Comparison | None = None) -> str
             for case in test.cases:
                 elements.append(_case_element(test, case, broken))
                 counts["tests"] += 1
-                if case.state is CaseState.UNRECORDED:
+                if not case.state.asked:
                     counts["skipped"] += 1
                 elif case.state is CaseState.ERROR:
                     counts["errors"] += 1

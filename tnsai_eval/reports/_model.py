@@ -154,12 +154,19 @@ class MetricStats:
 
 
 class CaseState(StrEnum):
-    """What happened to one case: scored, failed to run, or had no recorded reply."""
+    """What happened to one case: scored, failed to run, had no recorded reply, or was not run."""
 
     SCORED = "scored"
     ERROR = "error"
-    #: Replay mode had no recording (or --llm-max-calls was spent): never a score of 0.
+    #: Replay mode had no recording: never a score of 0.
     UNRECORDED = "unrecorded"
+    #: The call budget (--llm-max-calls) was spent before it was sent: never a score of 0.
+    NOT_RUN = "not_run"
+
+    @property
+    def asked(self) -> bool:
+        """Whether the model (or a store) answered: ``scored`` or ``error``."""
+        return self in (CaseState.SCORED, CaseState.ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,16 +364,22 @@ class TrackedTest:
 
     @property
     def case_pass_rate(self) -> float | None:
-        """Share of recorded cases that passed (unrecorded ones left out); None without cases."""
-        judged = [c for c in self.cases if c.state is not CaseState.UNRECORDED]
+        """Share of asked cases that passed (unrecorded and not run ones left out); None without
+        cases."""
+        judged = [c for c in self.cases if c.state.asked]
         if not judged:
             return None
         return sum(c.passed is True for c in judged) / len(judged)
 
     @property
     def unrecorded(self) -> tuple[CaseRecord, ...]:
-        """Cases that had no recorded reply (replay miss or spent --llm-max-calls)."""
+        """Cases that had no recorded reply (replay miss)."""
         return tuple(c for c in self.cases if c.state is CaseState.UNRECORDED)
+
+    @property
+    def not_run(self) -> tuple[CaseRecord, ...]:
+        """Cases the call budget (--llm-max-calls) left unsent."""
+        return tuple(c for c in self.cases if c.state is CaseState.NOT_RUN)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -386,13 +399,28 @@ class TrackedTest:
             "prompts": [p.to_dict() for p in self.prompts],
             "cases": [c.to_dict() for c in self.cases],
             "refinements": [r.to_dict() for r in self.refinements],
-            "model": self.model,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "cost": self.cost,
-            "live_calls": self.live_calls,
-            "latency_p50_s": self.latency_p50_s,
-            "latency_p95_s": self.latency_p95_s,
+            # Only for a record of a named model: other reports (and their
+            # committed baselines) keep the fields they always had.
+            **(
+                {
+                    "model": self.model,
+                    "tokens_in": self.tokens_in,
+                    "tokens_out": self.tokens_out,
+                    "cost": self.cost,
+                }
+                if self.model is not None or self.cost is not None
+                else {}
+            ),
+            # Only for a run with live calls: a replayed run has no latency to record.
+            **(
+                {
+                    "live_calls": self.live_calls,
+                    "latency_p50_s": self.latency_p50_s,
+                    "latency_p95_s": self.latency_p95_s,
+                }
+                if self.live_calls
+                else {}
+            ),
         }
 
 
@@ -588,7 +616,7 @@ def score_interval(test: TrackedTest) -> tuple[float, float, float] | None:
     scores = [
         0.0 if c.score is None else c.score
         for c in test.cases
-        if c.metric == score.name and c.state is not CaseState.UNRECORDED
+        if c.metric == score.name and c.state.asked
     ]
     if len(scores) > 1:
         _, low, high = mean_interval(scores)
