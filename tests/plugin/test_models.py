@@ -405,3 +405,24 @@ def test_xdist_workers_keep_each_records_model_and_cost(suite: pytest.Pytester) 
         assert record["model"] == model
         assert record["tokens_out"] == 4
         assert record["cost"] > 0
+
+
+def test_a_swap_gated_against_the_other_models_baseline(suite: pytest.Pytester) -> None:
+    # One model each time: the ids match, so the gate judges the swap itself.
+    off = ["--llm-record", "off"]
+    baseline = suite.runpytest_inprocess("--tnsai-model", "old", *off, "--tnsai-report", "b.json")
+    baseline.assert_outcomes(passed=2)
+    swapped = suite.runpytest_inprocess(
+        "--tnsai-model", "new", *off, "--tnsai-baseline", "b.json", "--tnsai-report", "r.json"
+    )
+    assert swapped.ret == pytest.ExitCode.TESTS_FAILED
+    swapped.stdout.fnmatch_lines(
+        [
+            "*test_suite.py::test_capitals*score*1.000*0.500*-0.500*",
+            "model changed: test_suite.py::test_capitals (old -> new)",
+        ]
+    )
+    command = [sys.executable, "-m", "tnsai_eval.cli", "report", "r.json", "--baseline", "b.json"]
+    cli = subprocess.run(command, cwd=suite.path, capture_output=True, text=True, check=False)
+    assert cli.returncode == 1, cli.stderr
+    assert "model changed: test_suite.py::test_capitals (old -> new)" in cli.stdout

@@ -5,8 +5,18 @@ Prints one row per tracked test (the mean with its 95% interval) and, with
 gate prints: regressed metrics, then the cases that flipped (broken ones
 first, worst first) and the prompts that changed.
 
-Exit codes: 0 no regression, 1 a regression, 2 bad arguments or a report that
-cannot be read (the message names the file and the JSON path of the field).
+The gate, tolerance, alpha and minimum common share are the ones recorded in
+the report (the settings of the pytest run that wrote it) unless given here;
+the output says which it used and where each came from.
+
+No pass without evidence: a test with cases that were not run (unrecorded,
+or refused by the call budget; --allow-unrecorded accepts them) or that
+errored, or with fewer cases in common with the baseline than --min-common
+of the baseline's, is never reported as a pass.
+
+Exit codes: 0 no regression, 1 a regression or missing evidence, 2 bad
+arguments or a report that cannot be read (the message names the file and
+the JSON path of the field).
 """
 
 from __future__ import annotations
@@ -16,20 +26,25 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval._util.text import escape_markdown
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
     Comparison,
     GateMode,
     Report,
     compare,
+    describe_settings,
     format_comparison,
+    format_model_changes,
     format_model_comparison,
     format_summary,
+    gate_settings,
+    model_changes,
     read_report,
     summary_rows,
 )
 
-__all__ = ["add_parser", "render_markdown"]
+__all__ = ["add_parser", "headline", "render_markdown"]
 
 
 def _fraction(text: str) -> float:
@@ -49,6 +64,13 @@ def _alpha(text: str) -> float:
     return value
 
 
+def _share(text: str) -> float:
+    value = _fraction(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
+
+
 def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "report",
@@ -61,21 +83,36 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--tolerance",
         type=_fraction,
-        default=0.05,
-        help="largest allowed absolute drop of a gated metric (default: 0.05)",
+        default=None,
+        help="largest allowed absolute drop of a gated metric (default: the report's, else 0.05)",
     )
     parser.add_argument(
         "--gate",
         choices=[m.value for m in GateMode],
-        default=GateMode.TOLERANCE.value,
-        help="tolerance: a drop beyond the tolerance regresses (default); paired: only when "
-        "the exact sign test on the flipped cases also has p < --alpha",
+        default=None,
+        help="tolerance: a drop beyond the tolerance regresses; paired: only when "
+        "the exact sign test on the flipped cases also has p < --alpha "
+        "(default: the report's, else tolerance)",
     )
     parser.add_argument(
         "--alpha",
         type=_alpha,
-        default=0.05,
-        help="significance level of the paired gate (default: 0.05)",
+        default=None,
+        help="significance level of the paired gate (default: the report's, else 0.05)",
+    )
+    parser.add_argument(
+        "--min-common",
+        type=_share,
+        default=None,
+        help="least share of the baseline's cases this run must have in common with it "
+        "for a score to be judged (default: the report's, else 0.8)",
+    )
+    parser.add_argument(
+        "--allow-unrecorded",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="accept cases that were not run (unrecorded, or refused by the call budget) "
+        "instead of refusing to pass (default: the report's, else refused)",
     )
     parser.add_argument(
         "--compare-models",
@@ -133,30 +170,48 @@ def _run(args: argparse.Namespace) -> int:
     report = read_report(args.report)
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
-    if baseline is not None:
-        comparison = compare(
-            report,
-            baseline,
-            tolerance=args.tolerance,
-            gate=args.gate,
-            alpha=args.alpha,
-            gate_costs=args.gate_costs,
-            gate_latency=args.gate_latency,
-        )
     models = None
-    if args.compare_models:
-        from tnsai_eval.reports import compare_report_models
-
-        models = compare_report_models(
-            report,
-            *args.compare_models,
-            tolerance=args.tolerance,
-            gate=args.gate,
-            alpha=args.alpha,
-            gate_costs=args.gate_costs,
+    settings = ""
+    if baseline is not None or args.compare_models:
+        values, sources = gate_settings(
+            report.config,
+            {
+                "gate": args.gate,
+                "tolerance": args.tolerance,
+                "alpha": args.alpha,
+                "min_common": args.min_common,
+                "allow_unrecorded": args.allow_unrecorded,
+            },
         )
+        settings = describe_settings(values, sources)
+        if baseline is not None:
+            comparison = compare(
+                report,
+                baseline,
+                **values,
+                gate_costs=args.gate_costs,
+                gate_latency=args.gate_latency,
+            )
+        if args.compare_models:
+            from tnsai_eval.reports import compare_report_models
+
+            models = compare_report_models(
+                report, *args.compare_models, **values, gate_costs=args.gate_costs
+            )
     if args.format == "markdown":
-        print(render_markdown(report, comparison, name=args.report, baseline_name=args.baseline))
+        print(
+            render_markdown(
+                report,
+                comparison,
+                name=args.report,
+                baseline_name=args.baseline,
+                settings=settings,
+            )
+        )
+        if baseline is not None:
+            for nodeid, old, new in model_changes(report, baseline):
+                shown = ", ".join(escape_markdown(t) for t in (nodeid, old, new))
+                print(f"- model changed (test, baseline, current): {shown}")
         if models is not None:
             print()
             print(format_model_comparison(models, markdown=True))
@@ -170,7 +225,12 @@ def _run(args: argparse.Namespace) -> int:
         if comparison is not None:
             print()
             print(f"against baseline {args.baseline}:")
+            print(settings)
             print(format_comparison(comparison))
+            if baseline is not None:
+                changed = format_model_changes(model_changes(report, baseline))
+                if changed:
+                    print(changed)
         if models is not None:
             print()
             print(format_model_comparison(models))
@@ -184,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison, models=models)
+        write_html(args.html, report, comparison=comparison, settings=settings, models=models)
         if args.format == "text":
             print(f"wrote {args.html}")
     failed = (comparison is not None and not comparison.passed) or (
@@ -199,17 +259,12 @@ def render_markdown(
     *,
     name: str = "report",
     baseline_name: str | None = None,
+    settings: str = "",
 ) -> str:
     """The run (and its comparison) as Markdown, for a PR comment or a job summary."""
     from tnsai_eval.reports import markdown_table
 
-    if comparison is None:
-        verdict = "report"
-    elif comparison.passed:
-        verdict = "PASS: no regressions"
-    else:
-        verdict = f"FAIL: {len(comparison.regressions)} regression(s)"
-    lines = [f"### tnsai-eval {verdict}", ""]
+    lines = [f"### tnsai-eval {headline(comparison)}", ""]
     config = report.config
     lines.append(
         f"`{name}`: {_models_shown(report, '`')}, record mode "
@@ -219,8 +274,23 @@ def render_markdown(
     lines.append(markdown_table(*summary_rows(report)))
     if comparison is not None:
         lines += ["", f"Against baseline `{baseline_name or '-'}`:", ""]
+        if settings:
+            lines += [settings, ""]
         lines.append(format_comparison(comparison, markdown=True))
     return "\n".join(lines)
+
+
+def headline(comparison: Comparison | None) -> str:
+    """PASS only with evidence; otherwise what failed the gate, or what is missing."""
+    if comparison is None:
+        return "report"
+    if comparison.regressions:
+        return f"FAIL: {len(comparison.regressions)} regression(s)"
+    if comparison.shortfalls:
+        return f"FAIL: missing evidence in {len(comparison.shortfalls)} test metric(s)"
+    if comparison.dropped:
+        return f"PASS: no regressions; {len(comparison.dropped)} dropped score(s) not significant"
+    return "PASS: no regressions"
 
 
 def _models_shown(report: Report, quote: str = "") -> str:

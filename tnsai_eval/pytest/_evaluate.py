@@ -44,6 +44,7 @@ __all__ = [
     "not_run_message",
     "prompt_record",
     "record",
+    "shown_path",
     "unrecorded_message",
     "verdict",
 ]
@@ -115,8 +116,15 @@ def not_run_message(result: PromptEvaluation, limit: int | None) -> str:
     return "\n".join(lines)
 
 
-def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """``(text, file)``: a ``str`` is the prompt itself; a ``pathlib.Path`` is a prompt file."""
+def load_prompt(
+    prompt: str | os.PathLike[str], rootdir: Path | None = None
+) -> tuple[str, str | None]:
+    """``(text, file)``: a ``str`` is the prompt itself; a ``pathlib.Path`` is a prompt file.
+
+    ``file`` is relative to ``rootdir`` (pytest's): a committed report names the
+    prompt the same way on every machine, even when the test built the path
+    from ``__file__``.
+    """
     if isinstance(prompt, os.PathLike):
         path = Path(prompt)
         try:
@@ -125,8 +133,25 @@ def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
             raise ConfigError(f"cannot read prompt file {str(path)!r}: {exc}") from exc
         if not text.strip():
             raise ConfigError(f"prompt file {str(path)!r} is empty")
-        return text, path.as_posix()
+        return text, shown_path(path, rootdir)
     return prompt, None
+
+
+def shown_path(path: Path, rootdir: Path | None) -> str:
+    """``path`` as a report keeps it: relative to ``rootdir`` (POSIX separators).
+
+    >>> shown_path(Path("/repo/prompts/a.txt"), Path("/repo"))
+    'prompts/a.txt'
+    >>> shown_path(Path("/elsewhere/a.txt"), Path("/repo"))
+    '../elsewhere/a.txt'
+    """
+    if rootdir is None:
+        return path.as_posix()
+    absolute = Path(os.path.abspath(path))
+    try:
+        return Path(os.path.relpath(absolute, os.path.abspath(rootdir))).as_posix()
+    except ValueError:  # another drive on Windows: no relative form exists
+        return absolute.as_posix()
 
 
 def check_min_score(value: object) -> None:

@@ -367,7 +367,7 @@ def evaluate_prompt(
                             threshold=case_threshold, params=params)  # fmt: skip
         for note in plan.notes:
             print(f"evaluate_prompt: {note}")
-        text, file = load_prompt(prompt)
+        text, file = load_prompt(prompt, session.options.rootdir)
         if plan.params is not None:
             options["params"] = plan.params
         given_on_case = options.pop("on_case", None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,12 +17,21 @@ from tnsai_eval.pytest._session import PluginSession
 
 if TYPE_CHECKING:
     from tnsai_eval.pytest._keys import NormActions
-    from tnsai_eval.reports import Comparison, MetricChange, ModelComparison, Report
+    from tnsai_eval.reports import Comparison, ModelComparison, Report
 
-__all__ = ["GATE_STAT", "TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
+__all__ = [
+    "EVIDENCE_STAT",
+    "GATE_STAT",
+    "TRACKING_FIXTURES",
+    "RepeatHooks",
+    "TnsaiHooks",
+    "is_tracked",
+]
 
 #: The category under which gate regressions are counted in pytest's final summary line.
 GATE_STAT = "regressed (tnsai gate)"
+#: The category for tests the gate could not judge (cases not run or errored, too few in common).
+EVIDENCE_STAT = "missing evidence (tnsai gate)"
 
 #: With --tnsai-repeat, tests requesting any of these (or marked) are repeated.
 TRACKING_FIXTURES = frozenset(
@@ -182,11 +191,13 @@ class TnsaiHooks:
                 tolerance=options.tolerance,
                 gate=options.gate,
                 alpha=options.alpha,
+                min_common=options.min_common,
+                allow_unrecorded=options.allow_unrecorded,
                 gate_costs=options.named.gate_costs,
                 gate_latency=options.gate_latency,
             )
             if not self.comparison.passed:
-                self._fail_gate(session, self.comparison.regressions)
+                self._fail_gate(session, self.comparison)
         if options.named.compare is not None:
             from tnsai_eval.reports import compare_report_models
 
@@ -198,15 +209,16 @@ class TnsaiHooks:
                 tolerance=options.tolerance,
                 gate=options.gate,
                 alpha=options.alpha,
+                min_common=options.min_common,
+                allow_unrecorded=options.allow_unrecorded,
                 gate_costs=options.named.gate_costs,
             )
             if not self.model_comparison.passed:
-                regressions = self.model_comparison.comparison.regressions
-                self._fail_gate(session, regressions, suffix=f" [{candidate_model}]")
+                self._fail_gate(
+                    session, self.model_comparison.comparison, suffix=f" [{candidate_model}]"
+                )
 
-    def _fail_gate(
-        self, session: pytest.Session, regressions: Iterable[MetricChange], suffix: str = ""
-    ) -> None:
+    def _fail_gate(self, session: pytest.Session, comparison: Comparison, suffix: str = "") -> None:
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # pytest's last line ("=== 3 passed in 0.1s ===") counts what is in
@@ -216,8 +228,12 @@ class TnsaiHooks:
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
             terminal.stats.setdefault(GATE_STAT, []).extend(
-                _GateEntry(f"{c.nodeid}{suffix} :: {c.metric}") for c in regressions
+                _GateEntry(f"{c.nodeid}{suffix} :: {c.metric}") for c in comparison.regressions
             )
+            if comparison.shortfalls:
+                terminal.stats.setdefault(EVIDENCE_STAT, []).extend(
+                    _GateEntry(f"{s.nodeid}{suffix} :: {s.metric}") for s in comparison.shortfalls
+                )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):
@@ -231,6 +247,12 @@ class TnsaiHooks:
             report_path=self.report_path_written,
             budget=self.session.budget,
         )
+        if self.baseline is not None and self.session.options.named.models:
+            from tnsai_eval.reports import format_model_changes, model_changes
+
+            changed = format_model_changes(model_changes(self.session.report(), self.baseline))
+            for line in changed.splitlines():
+                terminalreporter.write_line(line)
         if self.model_comparison is not None:
             from tnsai_eval.reports import format_model_comparison
 

@@ -32,6 +32,8 @@ class _Spec:
     ini: str
     help: str
     metavar: str
+    #: A flag without a value on the command line (its ini twin takes true/false).
+    boolean: bool = False
 
 
 _SPECS = (
@@ -94,6 +96,22 @@ _SPECS = (
         "RATIO",
     ),
     _Spec(
+        "--tnsai-min-common",
+        "tnsai_min_common",
+        "least share of the baseline's cases a test must have in common with it (run in "
+        "both) for its score to be judged; below it the score is inconclusive and the "
+        "session fails (default 0.8).",
+        "SHARE",
+    ),
+    _Spec(
+        "--tnsai-allow-unrecorded",
+        "tnsai_allow_unrecorded",
+        "let the baseline gate pass with cases that were not run (unrecorded, or refused "
+        "by the call budget); ini: true or false (default false).",
+        "",
+        boolean=True,
+    ),
+    _Spec(
         "--llm-max-calls",
         "tnsai_llm_max_calls",
         "stop calling the model once N calls (HTTP attempts, retries included; replies "
@@ -124,7 +142,19 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("tnsai", "tnsai-eval: LLM prompt regression tests")
     for spec in _SPECS:
         dest = spec.ini
-        group.addoption(spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help)
+        if spec.boolean:
+            group.addoption(
+                spec.flag,
+                dest=dest,
+                default=None,
+                action="store_const",
+                const="true",
+                help=spec.help,
+            )
+        else:
+            group.addoption(
+                spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help
+            )
         # The ini help has no %-formatting; undo the argparse escape.
         parser.addini(spec.ini, help=spec.help.replace("%%", "%"), default=None)
     add_model_options(parser)
@@ -149,6 +179,8 @@ class PluginOptions:
     max_calls: int | None = None
     #: --tnsai-gate-latency: the median latency's allowed growth (None: not gated).
     gate_latency: float | None = None
+    min_common: float = 0.8
+    allow_unrecorded: bool = False
     concurrency: int | None = None
     #: --tnsai-model and its companions (see ``_models``).
     named: ModelOptions = field(default_factory=ModelOptions)
@@ -207,6 +239,12 @@ class PluginOptions:
             )
         max_calls = values.get("tnsai_llm_max_calls")
         gate_latency = values.get("tnsai_gate_latency")
+        min_common = _number(values.get("tnsai_min_common"), 0.8, float)
+        if min_common > 1:
+            raise pytest.UsageError(
+                f"{values['tnsai_min_common'][1]}: expected a share between 0 and 1, "
+                f"got {values['tnsai_min_common'][0]!r}"
+            )
         concurrency = values.get("tnsai_llm_concurrency")
         return cls(
             base_url=base_url,
@@ -223,6 +261,8 @@ class PluginOptions:
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
             gate_latency=None if gate_latency is None else _number(gate_latency, 0.0, float),
+            min_common=min_common,
+            allow_unrecorded=_flag(values.get("tnsai_allow_unrecorded")),
             concurrency=(
                 None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
             ),
@@ -246,6 +286,8 @@ class PluginOptions:
             "alpha": self.alpha,
             "max_calls": self.max_calls,
             "gate_latency": self.gate_latency,
+            "min_common": self.min_common,
+            "allow_unrecorded": self.allow_unrecorded,
             "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
             **self.named.describe(),
@@ -257,6 +299,18 @@ class PluginOptions:
         if self.rootdir is not None and path.is_relative_to(self.rootdir):
             return path.relative_to(self.rootdir).as_posix()
         return str(path)
+
+
+def _flag(given: tuple[str, str] | None) -> bool:
+    if given is None:
+        return False
+    value, origin = given
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise pytest.UsageError(f"{origin}: expected true or false, got {value!r}")
 
 
 def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:

@@ -65,7 +65,14 @@ def write_summary(
         red = not comparison.passed
         for line in format_comparison(comparison).splitlines():
             terminal.write_line(line, red=red, bold=red)
-        if red:
+        if comparison.regressions:
             terminal.write_line(
                 "tnsai-eval: regressions beyond tolerance fail this session", red=True, bold=True
+            )
+        elif red:
+            terminal.write_line(
+                "tnsai-eval: missing evidence fails this session (record the missing cases; "
+                "--tnsai-allow-unrecorded and --tnsai-min-common set what is enough)",
+                red=True,
+                bold=True,
             )

@@ -28,10 +28,12 @@ from tnsai_eval.reports._compare import (
     ChangeKind,
     Comparison,
     MetricChange,
+    Shortfall,
     compare,
     load_report,
 )
 from tnsai_eval.reports._decode import decode_report, decode_test, read_report
+from tnsai_eval.reports._gate import GATE_DEFAULTS, describe_settings, gate_settings
 from tnsai_eval.reports._junit import render_junit, write_junit
 from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
@@ -50,23 +52,30 @@ from tnsai_eval.reports._model import (
     score_interval,
     shown_text,
     strip_model,
+    was_run,
 )
 from tnsai_eval.reports._models import (
     ModelComparison,
     ModelRow,
     compare_report_models,
+    format_model_changes,
     format_model_comparison,
+    model_changes,
 )
+from tnsai_eval.reports._power import Detectability, detectability
 from tnsai_eval.reports._text import (
     format_comparison,
     format_summary,
     format_table,
     markdown_table,
+    prompt_diff,
     summary_rows,
+    verdict_line,
 )
 
 __all__ = [
     "COMPARISON_COLUMNS",
+    "GATE_DEFAULTS",
     "SCHEMA_VERSION",
     "CaseChange",
     "CaseComparison",
@@ -74,6 +83,7 @@ __all__ = [
     "CaseState",
     "ChangeKind",
     "Comparison",
+    "Detectability",
     "GateMode",
     "IterationRecord",
     "MetricChange",
@@ -83,6 +93,7 @@ __all__ = [
     "PromptChange",
     "PromptRecord",
     "Report",
+    "Shortfall",
     "TestStatus",
     "TrackedTest",
     "case_ids",
@@ -90,14 +101,20 @@ __all__ = [
     "compare_report_models",
     "decode_report",
     "decode_test",
+    "describe_settings",
+    "detectability",
     "format_comparison",
+    "format_model_changes",
     "format_model_comparison",
     "format_summary",
     "format_table",
+    "gate_settings",
     "latency_figures",
     "load_report",
     "markdown_table",
     "masked",
+    "model_changes",
+    "prompt_diff",
     "prompt_hash",
     "read_report",
     "render_junit",
@@ -105,5 +122,7 @@ __all__ = [
     "shown_text",
     "strip_model",
     "summary_rows",
+    "verdict_line",
+    "was_run",
     "write_junit",
 ]

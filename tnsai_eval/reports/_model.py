@@ -42,6 +42,7 @@ __all__ = [
     "score_interval",
     "shown_text",
     "strip_model",
+    "was_run",
 ]
 
 #: Bumped whenever a field changes meaning or disappears; adding fields does not bump it.
@@ -167,6 +168,16 @@ class CaseState(StrEnum):
     def asked(self) -> bool:
         """Whether the model (or a store) answered: ``scored`` or ``error``."""
         return self in (CaseState.SCORED, CaseState.ERROR)
+
+
+def was_run(record: CaseRecord) -> bool:
+    """Whether the case was asked: scored, or failed while running (state ``error``).
+
+    Any other state (``unrecorded``: no reply in the store; a case the call
+    budget refused) was never run: it has no score, not 0, and is left out of
+    every number.
+    """
+    return record.state.asked
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,14 @@ from typing import Any
 from tnsai_eval.reports._compare import Comparison, MetricChange, compare
 from tnsai_eval.reports._model import ReportSource, TrackedTest
 
-__all__ = ["ModelComparison", "ModelRow", "compare_report_models", "format_model_comparison"]
+__all__ = [
+    "ModelComparison",
+    "ModelRow",
+    "compare_report_models",
+    "format_model_changes",
+    "format_model_comparison",
+    "model_changes",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +104,14 @@ def compare_report_models(
 
 
 def _changes(comparison: Comparison) -> list[MetricChange]:
-    # The gate's buckets, read by name: the paired gate's "dropped" and
-    # "inconclusive" come with it where it has them.
-    buckets = ("regressions", "inconclusive", "dropped", "improved", "unchanged")
-    return [c for name in buckets for c in getattr(comparison, name, ())]
+    """Every judged metric, whatever the gate called it."""
+    return [
+        *comparison.regressions,
+        *comparison.inconclusive,
+        *comparison.dropped,
+        *comparison.improved,
+        *comparison.unchanged,
+    ]
 
 
 def _row(
@@ -198,3 +209,31 @@ def format_model_comparison(result: ModelComparison, *, markdown: bool = False) 
     )
     lines.append(format_comparison(result.comparison, markdown=markdown))
     return ("\n\n" if markdown else "\n").join(lines)
+
+
+def model_changes(current: ReportSource, baseline: ReportSource) -> list[tuple[str, str, str]]:
+    """``(nodeid, baseline model, current model)`` of every test whose named model changed.
+
+    A swap gated against a baseline of the other model (one ``--tnsai-model``
+    each time, so the test ids match) is listed beside the gate's verdict, as
+    a changed prompt is.
+
+    >>> from tnsai_eval.reports._model import Report, TestStatus
+    >>> old = Report((TrackedTest("t::a", TestStatus.PASSED, model="big"),))
+    >>> new = Report((TrackedTest("t::a", TestStatus.PASSED, model="small"),))
+    >>> model_changes(new, old)
+    [('t::a', 'big', 'small')]
+    """
+    from tnsai_eval.reports._decode import read_report
+
+    before = {t.nodeid: t.model for t in read_report(baseline).tests}
+    return [
+        (t.nodeid, before[t.nodeid] or "-", t.model or "-")
+        for t in read_report(current).tests
+        if t.nodeid in before and before[t.nodeid] != t.model
+    ]
+
+
+def format_model_changes(changes: Sequence[tuple[str, str, str]]) -> str:
+    """One line per test whose model changed (empty when none did)."""
+    return "\n".join(f"model changed: {nodeid} ({old} -> {new})" for nodeid, old, new in changes)
