@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -281,3 +282,37 @@ def test_rewrite_llm_bad_settings_exit_2_naming_them(
     assert message in err
     assert "hunter2pass" not in err
     assert scripted_default.calls == []
+
+
+def test_a_label_dataset_prints_the_constant_answer_and_the_gains_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The brief prompt makes the model answer "sports" to every headline: a
+    # training gain, and exactly what a constant answer scores held out.
+    llm = ScriptedLLM(
+        rules=[(r"^You improve prompts", ""), (r"Be brief", "sports")],
+        default="It is a news headline.",
+    )
+    out = tmp_path / "out"
+    argv = ["optimize", "headlines", "--strategies", "concise", "--rounds", "1",
+            "--no-rewrite", "--no-progress", "--alpha", "0.1", "--out", str(out)]  # fmt: skip
+    assert main(argv, llm=llm) == 0
+    printed = capsys.readouterr().out
+    headline = next(line for line in printed.splitlines() if line.startswith("held-out"))
+    assert "gain +0.333, 90% CI [+" in headline
+    assert "constant answer 'sports' 0.333 (majority class 0.333)" in headline
+    assert headline.endswith("answers 'sports' to 21 of 21: no better than a constant answer")
+    assert ": inconclusive;" in headline
+    assert "(training gain) on 45 selection cases" in printed
+    held_out = json.loads((out / "variants.json").read_text())["held_out"]
+    assert held_out["verdict"] == "inconclusive"
+    assert held_out["alpha"] == 0.1
+    assert held_out["constant_baseline"]["label"] == "sports"
+    assert held_out["gain_interval"][0] > 0
+
+
+def test_alpha_must_be_a_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["optimize", "headlines", "--alpha", "1.5", "--out", str(tmp_path)], llm=ScriptedLLM())
+    assert exited.value.code == 2
+    assert "expected a level in (0, 1), got '1.5'" in capsys.readouterr().err

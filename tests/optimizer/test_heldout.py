@@ -119,9 +119,15 @@ def test_the_result_reports_held_out_scores_and_the_paired_test() -> None:
     assert (result.validation_better, result.validation_worse) == (6, 0)
     assert result.validation_p_value == sign_test(6, 0) == pytest.approx(0.03125)
     assert result.validation_interval == (1.0, 1.0)
+    # Partial credit: the gain's interval is a paired bootstrap, here of six
+    # equal differences (0.1 -> 1.0 on each), so it is that difference.
+    assert result.gain_interval == pytest.approx((0.9, 0.9))
     assert result.headline == (
-        "held-out 0.100 -> 1.000 [1.000, 1.000] on 6 cases: +6/-0 cases, p=0.0312"
+        "held-out 0.100 -> 1.000 on 6 cases: gain +0.900, 95% CI [+0.900, +0.900]; "
+        "+6/-0 cases, p=0.0312: improved"
     )
+    assert result.was_improved
+    assert result.verdict == "improved"
     # Chosen on the selection cases only: the training score is over 14.
     assert result.score == 1.0
     assert sum(1 for r in result.case_results if r.split == "train" and r.variant == 0) == 14
@@ -134,7 +140,9 @@ def test_an_unchanged_prompt_has_no_flips_and_p_one() -> None:
     assert result.best_variant == 0
     assert (result.validation_better, result.validation_worse) == (0, 0)
     assert result.validation_p_value == 1.0
-    assert result.headline.endswith("+0/-0 cases, p=1")
+    assert result.headline.endswith("+0/-0 cases, p=1: unchanged")
+    assert result.verdict == "unchanged"
+    assert not result.was_improved
 
 
 def test_split_none_keeps_the_old_behaviour() -> None:

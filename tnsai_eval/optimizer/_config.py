@@ -78,6 +78,7 @@ class OptimizerConfig:
     demo_sets: int = 0
     rewrite_max_tokens: int = 256
     labels: Sequence[str] | None = None
+    alpha: float = 0.05
     budget: CallBudget | None = None
 
     def __post_init__(self) -> None:
@@ -100,6 +101,9 @@ class OptimizerConfig:
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ConfigError(f"max_seconds must be > 0 or None, got {self.max_seconds!r}")
         check_template(self.template)
+        alpha = self.alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+            raise ConfigError(f"alpha must be a level in (0, 1), got {alpha!r}")
         split = self.split
         if split is not None and (
             isinstance(split, bool) or not isinstance(split, int | float) or not 0.0 < split < 1.0

@@ -100,7 +100,7 @@ class PromptOptimizer:
     >>> llm = ScriptedLLM(rules=[(r"only the answer", "Paris")], default="I think it is Paris.")
     >>> optimizer = PromptOptimizer(llm, candidate_strategies=["answer_only"])
     >>> result = optimizer.optimize("Capital of France?", [TestCase("France", "Paris")])
-    >>> result.was_improved, result.score, result.calls
+    >>> result.training_improved, result.score, result.calls
     (True, 1.0, 4)
     """
 

@@ -22,6 +22,7 @@ from tnsai_eval.plots._html import render_html, write_html
 from tnsai_eval.plots._models import cost_frontier, score_vs_cost
 from tnsai_eval.plots._optimizer import (
     plot_check_matrix,
+    plot_confusion,
     plot_cost_per_round,
     plot_norm_checks,
     plot_optimizer_rounds,
@@ -40,6 +41,7 @@ __all__ = [
     "cost_frontier",
     "plot_case_deltas",
     "plot_check_matrix",
+    "plot_confusion",
     "plot_cost_per_round",
     "plot_norm_checks",
     "plot_optimizer_rounds",
