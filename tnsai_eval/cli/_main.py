@@ -50,6 +50,10 @@ SUBCOMMANDS: Mapping[str, tuple[str, str]] = MappingProxyType(
             "tnsai_eval.cli._eval",
             "score a prompt on a dataset, once per model: leaderboard, CSV, report, PNG",
         ),
+        "doctor": (
+            "tnsai_eval.cli._doctor",
+            "check that the model tnsai-eval would use works here",
+        ),
     }
 )
 

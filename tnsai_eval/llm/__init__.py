@@ -7,6 +7,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 from tnsai_eval.llm._budget import CallBudget, ametered_call, metered_call
 from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
+from tnsai_eval.llm._diagnose import Diagnosis, DiagnosisItem, diagnose
 from tnsai_eval.llm._format import (
     ResponseFormatStyle,
     check_response_format,
@@ -43,6 +44,8 @@ __all__ = [
     "CachedLLM",
     "CallBudget",
     "Completion",
+    "Diagnosis",
+    "DiagnosisItem",
     "LLMClient",
     "LocalLLM",
     "Message",
@@ -62,6 +65,7 @@ __all__ = [
     "call_tokens",
     "check_response_format",
     "default_llm",
+    "diagnose",
     "estimate_tokens",
     "json_schema_format",
     "last_user_message",
