@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         LearningResult,
         LearningStrategy,
     )
+    from tnsai_eval.frames import compare_models
     from tnsai_eval.llm import (
         CachedLLM,
         CallBudget,
@@ -156,6 +157,7 @@ __all__ = [
     "TokenF1Evaluator",
     "Usage",
     "__version__",
+    "compare_models",
     "default_llm",
     "norm",
     "suggest_strategies",
@@ -208,6 +210,7 @@ _LAZY: dict[str, str] = {
     "TestCase": "tnsai_eval.optimizer",
     "TokenF1Evaluator": "tnsai_eval.optimizer",
     "Usage": "tnsai_eval.llm",
+    "compare_models": "tnsai_eval.frames",
     "default_llm": "tnsai_eval.llm",
     "norm": "tnsai_eval.norms",
     "suggest_strategies": "tnsai_eval.optimizer",

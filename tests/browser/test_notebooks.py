@@ -235,12 +235,24 @@ def _reports(page: Any) -> None:
     _wait_text(browser.locator(".widget-html"), r"error:.*no-such-report")
 
 
+def _models(page: Any) -> None:
+    # No widget: the tidy frame, its summary, the score/cost figure and the disagreements.
+    assert page.locator(".jp-OutputArea-output table").count() >= 3
+    figure = page.locator(".jp-OutputArea-output img").first
+    figure.scroll_into_view_if_needed()
+    assert figure.evaluate("(img) => img.complete && img.naturalWidth > 0")
+    text = page.inner_text("body")
+    assert "served, 2 tokens" in text
+    assert re.search(r"\d+ of 20 reviews scored differently", text)
+
+
 CHECKS: dict[str, Callable[[Any], None]] = {
     "01_quickstart": _quickstart,
     "02_prompt_optimizer": _optimizer,
     "03_refinement_loop": _refinement,
     "04_feedback_and_norms": _feedback,
     "05_ci_reports": _reports,
+    "06_model_comparison": _models,
 }
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "mean_interval",
     "paired_bootstrap_interval",
     "paired_proportions_interval",
+    "percentile",
     "sequential_level",
     "sequential_sign_level",
     "sign_test",
@@ -56,6 +57,32 @@ _T95 = (
     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
     2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
 )  # fmt: skip
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values``, interpolated linearly between ranks.
+
+    The same rule as numpy's default and ``statistics.quantiles(method="inclusive")``,
+    without either: with one value every percentile is that value.
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
+    2.5
+    >>> round(percentile([0.1, 0.2, 0.3, 0.4, 1.0], 95), 3)
+    0.88
+    >>> percentile([], 50)
+    Traceback (most recent call last):
+    ...
+    ValueError: percentile of no values
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be in [0, 100], got {q!r}")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def t_critical_95(dof: int) -> float:

@@ -130,6 +130,13 @@ def add_parser(subparsers: Any) -> None:
         "(0.2: 20%% more regresses); by default they are only shown",
     )
     parser.add_argument(
+        "--gate-latency",
+        type=_fraction,
+        metavar="RATIO",
+        help="also gate each test's median latency of live calls with this ratio (0.5: half "
+        "as slow again regresses); a test either run replayed is skipped with a note",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "markdown"),
         default="text",
@@ -178,7 +185,13 @@ def _run(args: argparse.Namespace) -> int:
         )
         settings = describe_settings(values, sources)
         if baseline is not None:
-            comparison = compare(report, baseline, **values, gate_costs=args.gate_costs)
+            comparison = compare(
+                report,
+                baseline,
+                **values,
+                gate_costs=args.gate_costs,
+                gate_latency=args.gate_latency,
+            )
         if args.compare_models:
             from tnsai_eval.reports import compare_report_models
 

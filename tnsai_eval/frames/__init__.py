@@ -22,6 +22,8 @@ load_reports           (run, test): ``run`` + ``load_report``'s columns
 comparison_frame       (test, metric) of a baseline comparison: ``COMPARISON_COLUMNS``
 report_cases           (report, test, case, sample): ``REPORT_CASE_COLUMNS``
 case_deltas            case in both runs of a comparison: ``CASE_DELTA_COLUMNS``
+compare_models         (model, case) of one prompt scored with several models
+model_summary          model of a ``compare_models`` frame: score, cost, latency
 =====================  ==========================================================
 
 >>> import pandas as pd
@@ -43,6 +45,7 @@ from tnsai_eval.frames._feedback import (
     learning_frame,
     norm_checks,
 )
+from tnsai_eval.frames._models import compare_models, model_summary
 from tnsai_eval.frames._optimizer import (
     LEADERBOARD_COLUMNS,
     OPTIMIZER_CASE_COLUMNS,
@@ -88,6 +91,7 @@ __all__ = [
     "ProgressionRun",
     "best_so_far",
     "case_deltas",
+    "compare_models",
     "compare_reports",
     "comparison_frame",
     "feedback_frame",
@@ -95,6 +99,7 @@ __all__ = [
     "learning_frame",
     "load_report",
     "load_reports",
+    "model_summary",
     "norm_checks",
     "optimizer_cases",
     "optimizer_rounds",

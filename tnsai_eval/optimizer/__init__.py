@@ -15,6 +15,14 @@ True
 from tnsai_eval.optimizer._chance import ConstantBaseline
 from tnsai_eval.optimizer._config import DEFAULT_CONFIG, OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
+from tnsai_eval.optimizer._models import (
+    MODEL_CASE_COLUMNS,
+    MODEL_SUMMARY_COLUMNS,
+    ModelEvaluation,
+    ModelResult,
+    ModelsInput,
+    evaluate_models,
+)
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
@@ -66,6 +74,8 @@ __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
+    "MODEL_CASE_COLUMNS",
+    "MODEL_SUMMARY_COLUMNS",
     "SEARCHES",
     "SMALL_MODEL_STRATEGIES",
     "CaseResult",
@@ -79,6 +89,9 @@ __all__ = [
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
     "LabelEvaluator",
+    "ModelEvaluation",
+    "ModelResult",
+    "ModelsInput",
     "OptimizationResult",
     "OptimizerConfig",
     "ProgressEvent",
@@ -100,6 +113,7 @@ __all__ = [
     "ascore_prompt",
     "check_rewrite",
     "demos_text",
+    "evaluate_models",
     "labels_response_format",
     "normalize_answer",
     "parse_judge_score",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tnsai_eval.plots._base import REGRESSION_COLOR, to_png
 from tnsai_eval.plots._html import render_html, write_html
+from tnsai_eval.plots._models import cost_frontier, score_vs_cost
 from tnsai_eval.plots._optimizer import (
     plot_check_matrix,
     plot_confusion,
@@ -37,6 +38,7 @@ from tnsai_eval.plots._reports import (
 
 __all__ = [
     "REGRESSION_COLOR",
+    "cost_frontier",
     "plot_case_deltas",
     "plot_check_matrix",
     "plot_confusion",
@@ -49,6 +51,7 @@ __all__ = [
     "plot_score_progression",
     "plot_variant_case_heatmap",
     "render_html",
+    "score_vs_cost",
     "to_png",
     "write_html",
 ]

@@ -82,7 +82,8 @@ _FILTERS = ("all", "flipped", "failing", "unrecorded")
 _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_pass_rate",
                  "sample_pass_rate", "cases", "unrecorded", "iterations", "calls", "tokens",
                  "cache_hits", "duration_s",
-                 "model", "tokens_in", "tokens_out", "cost")  # fmt: skip
+                 "model", "tokens_in", "tokens_out", "cost",
+                 "live_calls", "latency_p50_s", "latency_p95_s")  # fmt: skip
 
 
 def _img(fig: Figure, alt: str) -> str:
@@ -327,6 +328,8 @@ def render_html(
             *_evidence(comparison),
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
+            # Replayed replies have no latency: a note says why a gate left a test out.
+            *(f'<p class="note">{html.escape(note)}</p>' for note in comparison.notes),
             *_prompt_diffs(comparison.prompt_changes),
         ]
     if models is not None:

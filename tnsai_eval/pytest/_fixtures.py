@@ -377,7 +377,7 @@ def evaluate_prompt(
 
         def on_case(case: CaseScore) -> None:
             if case.output is not None:
-                session.record_reply(case.tokens, cached=case.cached)
+                session.record_reply(case.tokens, cached=case.cached, latency_s=case.latency_s)
             if given_on_case is not None:
                 given_on_case(case)
 

@@ -194,6 +194,7 @@ class TnsaiHooks:
                 min_common=options.min_common,
                 allow_unrecorded=options.allow_unrecorded,
                 gate_costs=options.named.gate_costs,
+                gate_latency=options.gate_latency,
             )
             if not self.comparison.passed:
                 self._fail_gate(session, self.comparison)

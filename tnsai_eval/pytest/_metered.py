@@ -15,6 +15,7 @@ a protocol here so that this module and the session do not import each other.
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,7 +38,7 @@ class Ledger(Protocol):
     @property
     def options(self) -> PluginOptions: ...
     def touch(self) -> None: ...
-    def record_call(self, completion: Completion) -> None: ...
+    def record_call(self, completion: Completion, wall_s: float = ...) -> None: ...
 
 
 class MeteredLLM:
@@ -85,13 +86,14 @@ class MeteredLLM:
         from tnsai_eval.llm import metered_call
 
         self.session.touch()
+        started = time.perf_counter()
         try:
             with self._budget():
                 completion = metered_call(self.inner, messages, **self._params(params))
         except Exception as exc:
             self._hint(exc)
             raise
-        self.session.record_call(completion)
+        self.session.record_call(completion, time.perf_counter() - started)
         return completion
 
     async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
@@ -99,13 +101,14 @@ class MeteredLLM:
         from tnsai_eval.llm import ametered_call
 
         self.session.touch()
+        started = time.perf_counter()
         try:
             with self._budget():
                 completion = await ametered_call(self.inner, messages, **self._params(params))
         except Exception as exc:
             self._hint(exc)
             raise
-        self.session.record_call(completion)
+        self.session.record_call(completion, time.perf_counter() - started)
         return completion
 
     def _hint(self, exc: Exception) -> None:

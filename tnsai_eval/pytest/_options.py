@@ -88,6 +88,14 @@ _SPECS = (
         "FLOAT",
     ),
     _Spec(
+        "--tnsai-gate-latency",
+        "tnsai_gate_latency",
+        "also gate each test's median latency of live calls against the baseline with this "
+        "ratio (0.5: half as slow again regresses); a test either run replayed is skipped "
+        "with a note (replayed replies have no latency). Off by default.",
+        "RATIO",
+    ),
+    _Spec(
         "--tnsai-min-common",
         "tnsai_min_common",
         "least share of the baseline's cases a test must have in common with it (run in "
@@ -169,6 +177,8 @@ class PluginOptions:
     gate: str = "tolerance"
     alpha: float = 0.05
     max_calls: int | None = None
+    #: --tnsai-gate-latency: the median latency's allowed growth (None: not gated).
+    gate_latency: float | None = None
     min_common: float = 0.8
     allow_unrecorded: bool = False
     concurrency: int | None = None
@@ -228,6 +238,7 @@ class PluginOptions:
                 f"got {values['tnsai_alpha'][0]!r}"
             )
         max_calls = values.get("tnsai_llm_max_calls")
+        gate_latency = values.get("tnsai_gate_latency")
         min_common = _number(values.get("tnsai_min_common"), 0.8, float)
         if min_common > 1:
             raise pytest.UsageError(
@@ -249,6 +260,7 @@ class PluginOptions:
             gate="tolerance" if gate is None else gate[0].strip().lower(),
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
+            gate_latency=None if gate_latency is None else _number(gate_latency, 0.0, float),
             min_common=min_common,
             allow_unrecorded=_flag(values.get("tnsai_allow_unrecorded")),
             concurrency=(
@@ -273,6 +285,7 @@ class PluginOptions:
             "gate": self.gate,
             "alpha": self.alpha,
             "max_calls": self.max_calls,
+            "gate_latency": self.gate_latency,
             "min_common": self.min_common,
             "allow_unrecorded": self.allow_unrecorded,
             "concurrency": self.concurrency,

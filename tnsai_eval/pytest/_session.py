@@ -72,10 +72,12 @@ class _Run:
     named: NamedModel | None = None  # --tnsai-model: the model this test runs against
     tokens_in: int = 0
     tokens_out: int = 0
+    latencies: list[float] = field(default_factory=list)  # of live calls only
 
     def finish(self) -> TrackedTest:
-        from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest
+        from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest, latency_figures
 
+        live_calls, p50, p95 = latency_figures(self.latencies)
         return TrackedTest(
             nodeid=self.nodeid,
             status=TestStatus(self.status),
@@ -106,6 +108,9 @@ class _Run:
             tokens_in=self.tokens_in,
             tokens_out=self.tokens_out,
             cost=None if self.named is None else self.named.cost(self.tokens_in, self.tokens_out),
+            live_calls=live_calls,
+            latency_p50_s=p50,
+            latency_p95_s=p95,
         )
 
 
@@ -282,12 +287,24 @@ class PluginSession:
         """Make the running test tracked (a call is starting; it may fail)."""
         self._current_run()
 
-    def record_call(self, completion: Completion) -> None:
-        """Count one model reply (tokens, cache hit) towards the running test."""
-        self.record_reply(completion.usage.total_tokens, cached=completion.cached)
+    def record_call(self, completion: Completion, wall_s: float = 0.0) -> None:
+        """Count one model reply (tokens, cache hit, latency) towards the running test.
 
-    def record_reply(self, tokens: int, *, cached: bool) -> None:
-        """Count one reply of ``tokens`` (from a store when ``cached``) towards the running test."""
+        A live reply's latency is the client's own figure, else ``wall_s`` (the
+        time the call took here).
+        """
+        self.record_reply(
+            completion.usage.total_tokens,
+            cached=completion.cached,
+            latency_s=completion.latency_s or wall_s,
+        )
+
+    def record_reply(self, tokens: int, *, cached: bool, latency_s: float | None = None) -> None:
+        """Count one reply of ``tokens`` (from a store when ``cached``) towards the running test.
+
+        ``latency_s`` is the wall time of a live reply; a reply from a store took
+        no model time and has none, whatever is given.
+        """
         run = self._current_run()
         if run is None:
             return
@@ -295,6 +312,8 @@ class PluginSession:
             run.calls += 1
             run.tokens += tokens
             run.cache_hits += int(cached)
+            if not cached and latency_s is not None:
+                run.latencies.append(latency_s)
 
     def named_client(self, named: NamedModel) -> LLMClient:
         """The running test runs against ``named`` (its record says so): that model's client.

@@ -143,6 +143,8 @@ class Comparison:
     cases: tuple[CaseComparison, ...] = ()
     gate: GateMode = GateMode.TOLERANCE
     alpha: float = 0.05
+    #: What the gate could not judge and why (a latency gate with no live calls to compare).
+    notes: tuple[str, ...] = ()
     dropped: tuple[MetricChange, ...] = ()
     inconclusive: tuple[MetricChange, ...] = ()
     shortfalls: tuple[Shortfall, ...] = ()
@@ -204,6 +206,7 @@ def compare(
     gate: GateMode | str = GateMode.TOLERANCE,
     alpha: float = 0.05,
     gate_costs: float | None = None,
+    gate_latency: float | None = None,
     min_common: float = 0.8,
     allow_unrecorded: bool = False,
 ) -> Comparison:
@@ -230,6 +233,11 @@ def compare(
     ``gate_costs`` (a relative tolerance, e.g. 0.2) also gates each test's
     token and call counts and, where both runs have declared prices, its
     estimated cost (lower is better); by default they are only shown.
+
+    ``gate_latency`` (a ratio, e.g. 0.5: the median may grow by half) gates
+    each test's median latency of live calls (``latency_p50_s``). A test
+    either run did not time (every reply replayed from a store) is skipped,
+    with a note in ``Comparison.notes``: replayed replies have no latency.
     """
     _check_fraction("tolerance", tolerance, upper=None)
     _check_fraction("alpha", alpha, upper=1.0)
@@ -238,6 +246,8 @@ def compare(
         raise ConfigError(f"min_common must be a share in [0, 1], got {min_common!r}")
     if gate_costs is not None:
         _check_fraction("gate_costs", gate_costs, upper=None)
+    if gate_latency is not None:
+        _check_fraction("gate_latency", gate_latency, upper=None)
     try:
         mode = GateMode(gate)
     except ValueError:
@@ -251,6 +261,7 @@ def compare(
     vanished: list[str] = []
     shortfalls: list[Shortfall] = []
     case_comparisons: list[CaseComparison] = []
+    notes: list[str] = []
     before_by_id = {t.nodeid: t for t in before.tests}
     now_ids = {t.nodeid for t in now.tests}
     for test in now.tests:
@@ -293,6 +304,10 @@ def compare(
                 cost = _judge_cost(test, old, name, gate_costs)
                 if cost is not None:
                     buckets[cost.kind].append(cost)
+        if gate_latency is not None:
+            latency = _judge_latency(test, old, gate_latency, notes)
+            if latency is not None:
+                buckets[latency.kind].append(latency)
         vanished.extend(
             f"{test.nodeid} :: {name}"
             for name, m in old.metrics.items()
@@ -309,6 +324,7 @@ def compare(
         cases=tuple(case_comparisons),
         gate=mode,
         alpha=float(alpha),
+        notes=tuple(notes),
         dropped=tuple(buckets[ChangeKind.DROPPED]),
         inconclusive=tuple(buckets[ChangeKind.INCONCLUSIVE]),
         shortfalls=_merged(shortfalls),
@@ -474,6 +490,19 @@ def _judge(
         p_value=p_value,
         detectability=power,
     )
+
+
+def _judge_latency(
+    test: TrackedTest, old: TrackedTest, ratio: float, notes: list[str]
+) -> MetricChange | None:
+    untimed = [side for side, t in (("baseline", old), ("this run", test)) if not t.live_calls]
+    if untimed:
+        notes.append(
+            f"latency gate skipped for {test.nodeid}: no live calls in {' and '.join(untimed)} "
+            "(replayed replies have no latency)"
+        )
+        return None
+    return _judge_cost(test, old, "latency_p50_s", ratio)
 
 
 def _judge_cost(

@@ -171,7 +171,14 @@ def decode_test(data: object, version: int, path: str) -> TrackedTest:
         tokens_in=_integer(entry.get("tokens_in", 0), f"{path}.tokens_in"),
         tokens_out=_integer(entry.get("tokens_out", 0), f"{path}.tokens_out"),
         cost=None if cost is None else _number(cost, f"{path}.cost", minimum=0.0),
+        live_calls=_integer(entry.get("live_calls", 0), f"{path}.live_calls"),
+        latency_p50_s=_optional_number(entry.get("latency_p50_s"), f"{path}.latency_p50_s"),
+        latency_p95_s=_optional_number(entry.get("latency_p95_s"), f"{path}.latency_p95_s"),
     )
+
+
+def _optional_number(data: object, path: str) -> float | None:
+    return None if data is None else _number(data, path, minimum=0.0)
 
 
 def _metric(name: str, data: object, path: str) -> MetricStats:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import mask
-from tnsai_eval._util.stats import mean_interval, t_critical_95
+from tnsai_eval._util.stats import mean_interval, percentile, t_critical_95
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ __all__ = [
     "TestStatus",
     "TrackedTest",
     "case_ids",
+    "latency_figures",
     "masked",
     "prompt_hash",
     "score_interval",
@@ -354,6 +355,11 @@ class TrackedTest:
     tokens_out: int = 0
     #: Estimated cost of those tokens at the model's declared prices (None: no price).
     cost: float | None = None
+    #: Calls that reached a model (replayed and stored replies are not counted).
+    live_calls: int = 0
+    #: Median and 95th percentile of those live calls' wall time, in seconds (None: none).
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
 
     @property
     def score(self) -> MetricStats | None:
@@ -416,7 +422,31 @@ class TrackedTest:
                 if self.model is not None or self.cost is not None
                 else {}
             ),
+            # Only for a run with live calls: a replayed run has no latency to record.
+            **(
+                {
+                    "live_calls": self.live_calls,
+                    "latency_p50_s": self.latency_p50_s,
+                    "latency_p95_s": self.latency_p95_s,
+                }
+                if self.live_calls
+                else {}
+            ),
         }
+
+
+def latency_figures(latencies: Iterable[float]) -> tuple[int, float | None, float | None]:
+    """``(live calls, p50, p95)`` of the wall times of live calls (no calls: ``(0, None, None)``).
+
+    >>> latency_figures([0.2, 0.1, 0.3, 0.4, 1.0])
+    (5, 0.3, 0.88)
+    >>> latency_figures([])
+    (0, None, None)
+    """
+    values = [float(v) for v in latencies]
+    if not values:
+        return 0, None, None
+    return len(values), round(percentile(values, 50), 6), round(percentile(values, 95), 6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,6 +498,11 @@ class Report:
         return Report(tests, config, self.created, self.schema_version)
 
     @property
+    def timed(self) -> bool:
+        """Whether any record made live calls (so has latency figures to show)."""
+        return any(t.live_calls for t in self.tests)
+
+    @property
     def totals(self) -> dict[str, int]:
         return {
             "tests": len(self.tests),
@@ -477,6 +512,7 @@ class Report:
             "cache_hits": sum(t.cache_hits for t in self.tests),
             "tokens_in": sum(t.tokens_in for t in self.tests),
             "tokens_out": sum(t.tokens_out for t in self.tests),
+            "live_calls": sum(t.live_calls for t in self.tests),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -501,7 +537,8 @@ class Report:
         Wide (default): one row per test with ``nodeid, status, score, score_low,
         score_high, case_pass_rate, sample_pass_rate, cases, unrecorded, samples,
         iterations, calls, tokens, cache_hits, duration_s`` (then ``model, tokens_in,
-        tokens_out, cost`` for a run against named models) and one ``metric.<name>``
+        tokens_out, cost`` for a run against named models; then ``live_calls,
+        latency_p50_s, latency_p95_s`` for a run with live calls) and one ``metric.<name>``
         column (the mean) per metric. ``score_low``/``score_high`` are the 95%
         interval of ``score_interval``.
         Long: one row per (test, metric) with ``mean, ci_low, ci_high, n, gate``.
@@ -511,6 +548,7 @@ class Report:
 
         report = self
         by_model = bool(report.models) or report.cost is not None
+        timed = report.timed
         rows: list[dict[str, Any]] = []
         for test in report.tests:
             if long:
@@ -553,6 +591,13 @@ class Report:
                     tokens_in=test.tokens_in,
                     tokens_out=test.tokens_out,
                     cost=test.cost,
+                )
+            if timed:
+                # Only for runs with live calls: a replayed run has no latency to show.
+                row.update(
+                    live_calls=test.live_calls,
+                    latency_p50_s=test.latency_p50_s,
+                    latency_p95_s=test.latency_p95_s,
                 )
             row.update({f"metric.{m.name}": m.mean for m in test.metrics.values()})
             rows.append(row)

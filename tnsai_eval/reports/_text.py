@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tnsai_eval._util.text import escape_markdown, shown_label
-from tnsai_eval.reports._model import Report, score_interval, shown_text
+from tnsai_eval.reports._model import Report, TrackedTest, score_interval, shown_text
 
 if TYPE_CHECKING:
     from tnsai_eval.reports._cases import CaseChange, CaseComparison, PromptChange
@@ -242,6 +242,7 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
             lines.append("\n".join(body))
         if cmp.flipped:
             lines.append(_table(_CASE_HEADERS, _case_rows(cmp.flipped, markdown), markdown))
+    lines.extend(f"note: {note}" for note in comparison.notes)
     unrecorded = comparison.unrecorded
     if unrecorded:
         lines.append(
@@ -289,6 +290,8 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
     # Runs against named models also show each record's token split and cost;
     # other runs keep the columns they always had.
     by_model = bool(report.models) or report.cost is not None
+    # Latency only where calls reached a model: replayed replies have none.
+    timed = report.timed
     for test in report.tests:
         interval = score_interval(test)
         if interval is None:
@@ -321,6 +324,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
                 str(test.cache_hits),
             )
             + (_cost_cells(test.tokens_in, test.tokens_out, test.cost) if by_model else ())
+            + (_latency_cells(test) if timed else ())
         )
     totals = report.totals
     rows.append(
@@ -335,6 +339,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
             str(totals["cache_hits"]),
         )
         + (_cost_cells(totals["tokens_in"], totals["tokens_out"], report.cost) if by_model else ())
+        + ((str(totals["live_calls"]), "") if timed else ())
     )
     headers: tuple[str, ...] = (
         "test",
@@ -348,7 +353,15 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
     )
     if by_model:
         headers += ("tokens in/out", "cost")
+    if timed:
+        headers += ("live calls", "latency p50/p95 s")
     return headers, rows
+
+
+def _latency_cells(test: TrackedTest) -> tuple[str, str]:
+    if test.latency_p50_s is None or test.latency_p95_s is None:
+        return str(test.live_calls), "-"
+    return str(test.live_calls), f"{test.latency_p50_s:.3f}/{test.latency_p95_s:.3f}"
 
 
 def _cost_cells(tokens_in: int, tokens_out: int, cost: float | None) -> tuple[str, str]:

@@ -1,0 +1,300 @@
+"""``tnsai-eval eval DATASET --prompt TEXT|@FILE``: score one prompt on a dataset, per model.
+
+No search, no rewriting: the prompt as given, scored on every case of the
+dataset (its ``NAME.meta.json`` chooses the evaluator and the case threshold)
+with each ``--model``. A name is looked up in the models table
+(``[tool.tnsai-eval.models.NAME]`` of the nearest ``pyproject.toml``, or
+``--models-file``; ``embedded`` is built in); a name that is not there is a
+model on the configured server (``--base-url`` or $TNSAI_LLM_BASE_URL), as
+``chat --model`` reads it. Without ``--model``, the default model.
+
+Prints a leaderboard (score with its 95% interval, pass rate, tokens in/out,
+estimated cost, p50 latency of live calls) and writes to ``--out``:
+``cases.csv`` (one row per model and case), ``leaderboard.csv``,
+``report.json`` (a run report: ``tnsai-eval report`` reads and gates it) and
+``score_vs_cost.png``.
+
+Exit status: 0, or 1 when a model scores below ``--min-score`` or a case
+failed to run; 2 on bad arguments (an unknown dataset or model, an unset key
+variable, an unreadable prompt file, an unwritable --out), before any call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval.cli._common import check_output_dir, finite_float, positive_int
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, resolve_model
+
+if TYPE_CHECKING:
+    from tnsai_eval.llm import LLMClient, ModelTable, NamedModel
+    from tnsai_eval.optimizer import ModelEvaluation
+    from tnsai_eval.reports import Report
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "eval",
+        help="score a prompt on a dataset, once per model: leaderboard, CSV, report, PNG",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("dataset", help="a shipped dataset name (e.g. capitals) or a .jsonl path")
+    parser.add_argument(
+        "--prompt", required=True, help="the prompt, or @FILE to read it from a file"
+    )
+    parser.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        metavar="NAME",
+        help="a named model ([tool.tnsai-eval.models.NAME]; `embedded` is built in), else a "
+        "model on the configured server; repeat it to compare models (default: the "
+        "default model)",
+    )
+    parser.add_argument("--models-file", metavar="PATH", help="a TOML file of [models.NAME] tables")
+    parser.add_argument(
+        "--base-url",
+        help=f"the server of --model names not in the table (default: ${ENV_BASE_URL}); its "
+        f"key is read from ${ENV_API_KEY} only",
+    )
+    parser.add_argument("--out", default="eval-out", help="output folder (default: eval-out)")
+    parser.add_argument(
+        "--min-score",
+        type=finite_float,
+        metavar="X",
+        help="exit 1 when any model's mean score is below X (a number in [0, 1])",
+    )
+    parser.add_argument(
+        "--max-tokens", type=positive_int, default=None, help="bound on each reply's length"
+    )
+    parser.add_argument(
+        "--concurrency", type=positive_int, default=4, help="calls at a time (default: 4)"
+    )
+    parser.set_defaults(func=_run)
+
+
+def _prompt(given: str) -> tuple[str, str | None]:
+    """``(text, file)`` of ``--prompt``: ``@FILE`` reads the file."""
+    if not given.startswith("@"):
+        if not given.strip():
+            raise ConfigError("--prompt is empty")
+        return given, None
+    path = Path(given[1:])
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--prompt {given!r}: cannot read {str(path)!r}: {exc}") from None
+    if not text.strip():
+        raise ConfigError(f"--prompt {given!r}: {str(path)!r} is empty")
+    return text, path.as_posix()
+
+
+def _models(args: argparse.Namespace, table: ModelTable) -> dict[str, NamedModel | LLMClient]:
+    """Each ``--model`` as the table's entry or a client of the configured server."""
+    from tnsai_eval.llm import OpenAIClient, default_llm
+
+    given: LLMClient | None = getattr(args, "llm", None)
+    if given is not None:  # main(llm=...): tests and embedding
+        return {str(getattr(given, "model", "") or "model"): given}
+    if not args.models:
+        client = default_llm(base_url=args.base_url)
+        return {str(getattr(client, "model", "") or "default"): client}
+    chosen: dict[str, NamedModel | LLMClient] = {}
+    for name in args.models:
+        if name in chosen:
+            raise ConfigError(f"--model {name!r} is given twice")
+        if name in table.models:
+            chosen[name] = table.get(name)
+            continue
+        server = resolve_model(base_url=args.base_url, model=name)
+        if server.base_url is None:
+            raise ConfigError(
+                f"--model {name!r} is not in the models table ({table.source}: "
+                f"{', '.join(table.names)}) and no server is configured for it (--base-url "
+                f"or ${ENV_BASE_URL})"
+            )
+        chosen[name] = OpenAIClient(name, base_url=server.base_url, api_key=server.api_key)
+    return chosen
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tnsai_eval.datasets import scoring_plan
+    from tnsai_eval.llm import ModelTable, NamedModel
+    from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, evaluate_models
+
+    # Everything is checked before the first call: a bad argument costs nothing.
+    if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
+        raise ConfigError(f"--min-score must be in [0, 1], got {args.min_score:g}")
+    text, file = _prompt(args.prompt)
+    plan = scoring_plan(args.dataset)
+    table = ModelTable.load(args.models_file) if args.models_file else ModelTable.load()
+    models = _models(args, table)
+    for model in models.values():
+        if isinstance(model, NamedModel):
+            model.api_key()  # an unset key variable is an error now, not after some calls
+    out = Path(args.out)
+    check_output_dir(out, "--out")
+    params = dict(DEFAULT_CALL_PARAMS if plan.params is None else plan.params)
+    if args.max_tokens is not None:
+        params["max_tokens"] = args.max_tokens
+    for note in plan.notes:
+        print(f"eval: {note}", file=sys.stderr)
+    evaluation = evaluate_models(
+        text, plan.cases, models, table=table, evaluator=plan.evaluator, params=params,
+        threshold=plan.threshold, dataset=args.dataset, notes=plan.notes,
+        concurrency=args.concurrency,
+    )  # fmt: skip
+    report = _report(evaluation, text, file, params, args.min_score)
+    print(_leaderboard(evaluation))
+    _write(out, evaluation, report)
+    return _verdict(evaluation, args.min_score)
+
+
+def _verdict(evaluation: ModelEvaluation, min_score: float | None) -> int:
+    failed = 0
+    for result in evaluation.results:
+        errors = result.evaluation.errors
+        if errors:
+            print(
+                f"{result.name}: {len(errors)} case(s) failed to run, e.g. {errors[0].error}",
+                file=sys.stderr,
+            )
+            failed += 1
+        if min_score is not None and result.score < min_score:
+            print(f"{result.name}: score {result.score:.3f} < --min-score {min_score:g}")
+            failed += 1
+    return 1 if failed else 0
+
+
+def _leaderboard(evaluation: ModelEvaluation) -> str:
+    """The models best first: score [95% CI], pass rate, tokens, cost, p50 latency."""
+    from tnsai_eval.reports import format_table
+
+    rows = []
+    ranked = sorted(evaluation.results, key=lambda r: -r.score)
+    for rank, result in enumerate(ranked, 1):
+        low, high = result.interval
+        p50 = result.latency_p50_s
+        rows.append(
+            (
+                str(rank),
+                result.name,
+                f"{result.score:.3f} [{low:.3f}, {high:.3f}]",
+                f"{result.pass_rate:.0%}",
+                f"{result.tokens_in}/{result.tokens_out}",
+                "-" if result.cost is None else f"{result.cost:.6f}",
+                "-" if p50 is None else f"{p50:.3f}",
+            )
+        )
+    headers = ("#", "model", "score [95% CI]", "pass rate", "tokens in/out", "cost", "p50 s")
+    cases = len(evaluation.results[0].evaluation.cases) if evaluation.results else 0
+    title = f"{evaluation.dataset}: {cases} case(s), {len(ranked)} model(s)"
+    return title + "\n" + format_table(headers, rows)
+
+
+def _report(
+    evaluation: ModelEvaluation,
+    text: str,
+    file: str | None,
+    params: dict[str, Any],
+    min_score: float | None,
+) -> Report:
+    """The run as a report the gate reads: one test per model, its cases, cost and latency."""
+    from tnsai_eval.optimizer import DEFAULT_TEMPLATE
+    from tnsai_eval.reports import (
+        CaseRecord,
+        CaseState,
+        MetricStats,
+        PromptRecord,
+        Report,
+        TestStatus,
+        TrackedTest,
+        case_ids,
+        latency_figures,
+        prompt_hash,
+    )
+
+    prompt = PromptRecord("score", text, prompt_hash(text.rstrip(), DEFAULT_TEMPLATE, params), file)
+    tests = []
+    for result in evaluation.results:
+        scored = result.evaluation
+        ids = case_ids((c.input, c.expected, None) for c in scored.cases)
+        cases = tuple(
+            CaseRecord(
+                id=ids[i],
+                input=c.input,
+                expected=c.expected,
+                output=c.output,
+                score=c.score,
+                passed=None if c.state == "unrecorded" else c.passed(result.threshold),
+                state=CaseState(c.state),
+                cached=c.cached,
+                tokens=c.tokens,
+                latency_s=c.latency_s,
+                error=c.error,
+                reason=c.reason,
+            )
+            for i, c in enumerate(scored.cases)
+        )
+        low_score = min_score is not None and result.score < min_score
+        passed = not scored.errors and not low_score
+        live, p50, p95 = latency_figures(result.latencies)
+        tests.append(
+            TrackedTest(
+                nodeid=f"eval::{evaluation.dataset}[{result.name}]",
+                status=TestStatus.PASSED if passed else TestStatus.FAILED,
+                metrics={"score": MetricStats("score", (result.score,))},
+                passed_samples=int(passed),
+                calls=scored.calls,
+                tokens=result.tokens_in + result.tokens_out,
+                cache_hits=sum(c.cached for c in scored.cases),
+                cases=cases,
+                prompts=(prompt,),
+                model=result.name,
+                tokens_in=result.tokens_in,
+                tokens_out=result.tokens_out,
+                cost=result.cost,
+                live_calls=live,
+                latency_p50_s=p50,
+                latency_p95_s=p95,
+            )
+        )
+    config: dict[str, Any] = {
+        "command": "eval",
+        "dataset": evaluation.dataset,
+        "models": list(evaluation.names),
+        "model_table": {
+            r.name: r.named.describe() for r in evaluation.results if r.named is not None
+        },
+        "min_score": min_score,
+        "params": {k: v for k, v in params.items() if k != "response_format"},
+    }
+    return Report(tests=tuple(tests), config=config)
+
+
+def _write(out: Path, evaluation: ModelEvaluation, report: Report) -> None:
+    from tnsai_eval._util.secrets import mask
+    from tnsai_eval.plots import score_vs_cost, to_png
+
+    cases, summary = evaluation.to_dataframe(), evaluation.summary()
+    for column in ("input", "expected", "output", "error"):
+        # Known secrets never reach a file, whatever a prompt or a reply carried.
+        cases[column] = [None if v is None else mask(str(v)) for v in cases[column]]
+    atomic_write_text(out / "cases.csv", cases.to_csv(index=False))
+    atomic_write_text(out / "leaderboard.csv", summary.to_csv(index=False))
+    report.save(out / "report.json")
+    figure = score_vs_cost(summary, title=f"{evaluation.dataset}: score against cost")
+    (out / "score_vs_cost.png").write_bytes(to_png(figure))
+    written = ", ".join(
+        str(out / name)
+        for name in ("cases.csv", "leaderboard.csv", "report.json", "score_vs_cost.png")
+    )
+    print(f"wrote {written}")

@@ -1,0 +1,388 @@
+"""One prompt on one set of cases, scored with several models side by side.
+
+Each model is scored by ``score_prompt`` (the library's one scoring path),
+so a score here means what it means in ``evaluate_prompt`` and the
+optimizer; ``frames.compare_models`` and ``tnsai-eval eval`` first resolve a
+dataset with ``tnsai_eval.datasets.scoring_plan``, as those do.
+What is added per model is what a model swap is about besides the score:
+its tokens in and out, their estimated cost at the model's declared prices,
+and the latency of its live calls (p50, p95; a reply served from a store
+took no model time and is not counted).
+
+Models are named in the models table (``tnsai_eval.llm.ModelTable``,
+``embedded`` built in) or given as clients under a label of your choice:
+
+>>> from tnsai_eval.scoring import ExactMatchEvaluator
+>>> from tnsai_eval.testing import ScriptedLLM
+>>> good, poor = ScriptedLLM(rules=[("2", "4"), ("3", "6")]), ScriptedLLM(default="5")
+>>> cases = [TestCase("2+2", "4"), TestCase("3+3", "6")]
+>>> result = evaluate_models("Add.", cases, {"good": good, "poor": poor},
+...                          evaluator=ExactMatchEvaluator(), progress=False)
+>>> [(r.name, r.score) for r in result.results]
+[('good', 1.0), ('poor', 0.0)]
+>>> result.to_dataframe().shape[0], list(result.summary()["model"])
+(4, ['good', 'poor'])
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from tnsai_eval._util.stats import mean_interval, percentile
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.llm import (
+    CachedLLM,
+    Completion,
+    LLMClient,
+    MessagesInput,
+    ModelTable,
+    NamedModel,
+    RecordMode,
+    ResponseStore,
+    acall,
+)
+from tnsai_eval.optimizer._scoring import CaseScore, PromptEvaluation, score_prompt
+from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase, check_cases
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "MODEL_CASE_COLUMNS",
+    "MODEL_SUMMARY_COLUMNS",
+    "ModelEvaluation",
+    "ModelResult",
+    "ModelsInput",
+    "evaluate_models",
+]
+
+#: What ``evaluate_models`` takes as models: names in the models table (or
+#: ``NamedModel``s), or a mapping of labels to names, ``NamedModel``s or clients.
+ModelsInput: TypeAlias = "Sequence[str | NamedModel] | Mapping[str, str | NamedModel | LLMClient]"
+
+#: Columns of ``ModelEvaluation.to_dataframe``: one row per model and case.
+MODEL_CASE_COLUMNS = (
+    "model", "case", "input", "expected", "output", "score", "passed", "state",
+    "tokens", "cached", "latency_s", "error",
+)  # fmt: skip
+#: Columns of ``ModelEvaluation.summary``: one row per model, in the order given.
+MODEL_SUMMARY_COLUMNS = (
+    "model", "cases", "score", "score_low", "score_high", "pass_rate", "errors",
+    "tokens_in", "tokens_out", "cost", "live_calls", "latency_p50_s", "latency_p95_s",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResult:
+    """One model's scores on the dataset, what it cost, and how long its live calls took.
+
+    ``named`` is the table's entry (``None`` for a client given directly);
+    ``cost`` is ``None`` without declared prices. ``latencies`` are the wall
+    times of the calls that reached the model, in seconds.
+    """
+
+    name: str
+    evaluation: PromptEvaluation
+    threshold: float
+    named: NamedModel | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latencies: tuple[float, ...] = ()
+
+    @property
+    def score(self) -> float:
+        """The mean score over the recorded cases (a failed case counts as 0)."""
+        return self.evaluation.mean_score
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The 95% interval of ``score`` over the cases (Student's t), clipped to [0, 1]."""
+        scores = self.evaluation.scores
+        if len(scores) < 2:
+            return self.score, self.score
+        _, low, high = mean_interval(scores)
+        return max(low, 0.0), min(high, 1.0)
+
+    @property
+    def pass_rate(self) -> float:
+        """Share of the recorded cases scored at the dataset's case threshold or above."""
+        return self.evaluation.case_pass_rate(self.threshold)
+
+    @property
+    def cost(self) -> float | None:
+        """Estimated cost of this model's tokens at its declared prices (None: no price)."""
+        return None if self.named is None else self.named.cost(self.tokens_in, self.tokens_out)
+
+    @property
+    def live_calls(self) -> int:
+        return len(self.latencies)
+
+    @property
+    def latency_p50_s(self) -> float | None:
+        return None if not self.latencies else percentile(self.latencies, 50)
+
+    @property
+    def latency_p95_s(self) -> float | None:
+        return None if not self.latencies else percentile(self.latencies, 95)
+
+    def summary_row(self) -> dict[str, Any]:
+        """This model's row of ``ModelEvaluation.summary``."""
+        low, high = self.interval
+        return {
+            "model": self.name,
+            "cases": len(self.evaluation.cases),
+            "score": self.score,
+            "score_low": low,
+            "score_high": high,
+            "pass_rate": self.pass_rate,
+            "errors": len(self.evaluation.errors),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost,
+            "live_calls": self.live_calls,
+            "latency_p50_s": self.latency_p50_s,
+            "latency_p95_s": self.latency_p95_s,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEvaluation:
+    """``evaluate_models``'s result: one ``ModelResult`` per model, in the order given."""
+
+    prompt: str
+    dataset: str
+    results: tuple[ModelResult, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.results)
+
+    def get(self, name: str) -> ModelResult:
+        """The result of the model labelled ``name`` (a ``ConfigError`` naming the known)."""
+        for result in self.results:
+            if result.name == name:
+                return result
+        raise ConfigError(f"no model {name!r} in this evaluation; its models are {self.names}")
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The tidy view: one row per model and case (``MODEL_CASE_COLUMNS``)."""
+        import pandas as pd
+
+        rows = [
+            {
+                "model": result.name,
+                "case": case.index,
+                "input": case.input,
+                "expected": case.expected,
+                "output": case.output,
+                "score": case.score,
+                "passed": None if case.state == "unrecorded" else case.passed(result.threshold),
+                "state": case.state,
+                "tokens": case.tokens,
+                "cached": case.cached,
+                "latency_s": case.latency_s,
+                "error": case.error,
+            }
+            for result in self.results
+            for case in result.evaluation.cases
+        ]
+        return pd.DataFrame(rows, columns=list(MODEL_CASE_COLUMNS))
+
+    def summary(self) -> pd.DataFrame:
+        """One row per model (``MODEL_SUMMARY_COLUMNS``): score with its interval, pass
+        rate, tokens, cost and latency."""
+        import pandas as pd
+
+        rows = [r.summary_row() for r in self.results]
+        return pd.DataFrame(rows, columns=list(MODEL_SUMMARY_COLUMNS))
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one model's calls cost: tokens in and out, and the wall time of live calls."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def add(self, completion: Completion, wall_s: float) -> None:
+        self.tokens_in += completion.usage.prompt_tokens
+        self.tokens_out += completion.usage.completion_tokens
+        if not completion.cached:  # a stored reply took no model time
+            self.latencies.append(completion.latency_s or wall_s)
+
+
+class _Counted:
+    """Forwards to ``inner`` and adds every reply to a ``_Tally`` (sync and async)."""
+
+    def __init__(self, inner: LLMClient, tally: _Tally) -> None:
+        self.inner = inner
+        self.tally = tally
+        self.model = str(getattr(inner, "model", "") or "")
+
+    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        started = time.perf_counter()
+        completion = self.inner.chat(messages, **params)
+        self.tally.add(completion, time.perf_counter() - started)
+        return completion
+
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        started = time.perf_counter()
+        completion = await acall(self.inner, messages, **params)
+        self.tally.add(completion, time.perf_counter() - started)
+        return completion
+
+
+def _resolve(
+    models: ModelsInput, table: ModelTable | None
+) -> list[tuple[str, NamedModel | None, LLMClient | None]]:
+    """``(label, named model or None, client or None)`` per model, checked before any call."""
+    if isinstance(models, str) or not isinstance(models, Sequence | Mapping):
+        raise ConfigError(
+            f"models must be a list of model names or a mapping of labels to models, got {models!r}"
+        )
+    items: list[tuple[str, object]]
+    if isinstance(models, Mapping):
+        items = [(str(label), value) for label, value in models.items()]
+    else:
+        items = [(m.name if isinstance(m, NamedModel) else str(m), m) for m in models]
+    if not items:
+        raise ConfigError("models is empty: name at least one model")
+    resolved: list[tuple[str, NamedModel | None, LLMClient | None]] = []
+    for label, value in items:
+        if any(label == seen for seen, _, _ in resolved):
+            raise ConfigError(f"model {label!r} is given twice")
+        if isinstance(value, str):
+            value = (table if table is not None else ModelTable.load()).get(value)
+        if isinstance(value, NamedModel):
+            resolved.append((label, value, None))
+        elif callable(getattr(value, "chat", None)):
+            resolved.append((label, None, value))  # type: ignore[arg-type]
+        else:
+            raise ConfigError(
+                f"model {label!r}: expected a model name, a NamedModel or a client with "
+                f"chat(), got {value!r}"
+            )
+    return resolved
+
+
+def evaluate_models(
+    prompt: str | os.PathLike[str],
+    cases: Sequence[TestCase],
+    models: ModelsInput,
+    *,
+    table: ModelTable | None = None,
+    evaluator: PromptEvaluator | None = None,
+    params: Mapping[str, Any] | None = None,
+    model_params: Mapping[str, Mapping[str, Any]] | None = None,
+    threshold: float = 0.5,
+    dataset: str = "<cases>",
+    notes: Sequence[str] = (),
+    concurrency: int = 4,
+    max_calls: int | None = None,
+    store: ResponseStore | str | os.PathLike[str] | None = None,
+    record_mode: RecordMode | str = RecordMode.RECORD,
+    progress: bool = True,
+    on_case: Callable[[str, CaseScore], None] | None = None,
+) -> ModelEvaluation:
+    """Score ``prompt`` on ``cases`` with each of ``models``, one model after the other.
+
+    ``prompt`` is the text, or a ``pathlib.Path`` to a prompt file.
+    ``models``: names in ``table`` (default: the nearest ``pyproject.toml``'s
+    ``[tool.tnsai-eval.models]``; ``embedded`` is built in), or a mapping of
+    labels to names, ``NamedModel``s or clients. ``params`` are the call
+    parameters of every model (default: the optimizer's), ``model_params``
+    per-label additions (another ``max_tokens`` or ``temperature`` for one of
+    them); ``threshold`` is the score a case must reach to pass. With
+    ``store``, each model's calls go through a ``CachedLLM`` in
+    ``record_mode`` (``replay`` never calls). ``dataset`` and ``notes`` only
+    label the result. ``tnsai_eval.frames.compare_models`` takes a dataset
+    name instead of cases and resolves it first.
+
+    Everything that can be checked is checked before the first call: the
+    prompt, every name and every key variable (``ConfigError``). A failed
+    call is recorded on its case, like everywhere else.
+    """
+    if isinstance(prompt, os.PathLike):
+        from pathlib import Path
+
+        path = Path(prompt)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read prompt file {str(path)!r}: {exc}") from exc
+    else:
+        text = prompt
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"prompt must be a non-empty str, got {prompt!r}")
+    checked = check_cases(cases, "cases")
+    resolved = _resolve(models, table)
+    labels = [label for label, _, _ in resolved]
+    extra = dict(model_params or {})
+    unknown = sorted(set(extra) - set(labels))
+    if unknown:
+        raise ConfigError(f"model_params names {unknown}, not among the models {labels}")
+    mode = RecordMode.parse(record_mode)
+    cached_store = None if store is None else (
+        store if isinstance(store, ResponseStore) else ResponseStore(store)
+    )  # fmt: skip
+    clients: list[LLMClient] = []
+    for _, named, client in resolved:
+        if client is None:
+            assert named is not None
+            if named.api_key_env is not None and not (cached_store and mode is RecordMode.REPLAY):
+                named.api_key()  # an unset key variable fails here, before any call
+            client = named.client()
+        if cached_store is not None:
+            client = CachedLLM(client, cached_store, mode=mode)
+        clients.append(client)
+    base = dict(DEFAULT_CALL_PARAMS if params is None else params)
+    results: list[ModelResult] = []
+    for (label, named, _), client in zip(resolved, clients, strict=True):
+        tally = _Tally()
+        bar = _bar(label, len(checked)) if progress else None
+
+        def seen(case: CaseScore, label: str = label, bar: Any = bar) -> None:
+            if bar is not None:
+                bar.update(1)
+            if on_case is not None:
+                on_case(label, case)
+
+        try:
+            evaluation = score_prompt(
+                _Counted(client, tally),
+                text,
+                checked,
+                evaluator=evaluator,
+                params={**base, **extra.get(label, {})},
+                concurrency=concurrency,
+                max_calls=max_calls,
+                on_case=seen,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        results.append(
+            ModelResult(
+                label,
+                evaluation,
+                threshold,
+                named,
+                tally.tokens_in,
+                tally.tokens_out,
+                tuple(tally.latencies),
+            )
+        )
+    return ModelEvaluation(text, dataset, tuple(results), tuple(notes))
+
+
+def _bar(label: str, total: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="case", desc=label, file=sys.stderr, leave=False)
