@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval._util.text import escape_markdown, shown_label
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
     Comparison,
@@ -107,6 +108,9 @@ def _check_output(path: str | None, option: str) -> None:
 def _run(args: argparse.Namespace) -> int:
     _check_output(args.junit, "--junit")
     _check_output(args.html, "--html")
+    if args.baseline is not None and not args.baseline.strip():
+        # `--baseline "$UNSET"` must not quietly turn the gate off.
+        raise ConfigError("--baseline: expected a report path, got an empty value")
     report = read_report(args.report)
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
@@ -120,7 +124,8 @@ def _run(args: argparse.Namespace) -> int:
         config = report.config
         print(
             f"report {args.report} (schema {report.schema_version}, model "
-            f"{config.get('model') or '-'}, record mode {config.get('record_mode') or '-'})"
+            f"{shown_label(str(config.get('model') or '-'))}, record mode "
+            f"{shown_label(str(config.get('record_mode') or '-'))})"
         )
         print(format_summary(report))
         if comparison is not None:
@@ -157,17 +162,25 @@ def render_markdown(
         verdict = "report"
     elif comparison.passed:
         verdict = "PASS: no regressions"
-    else:
+    elif comparison.regressions:
         verdict = f"FAIL: {len(comparison.regressions)} regression(s)"
+    else:
+        verdict = f"FAIL: {len(comparison.errored)} test(s) errored"
     lines = [f"### tnsai-eval {verdict}", ""]
     config = report.config
+
+    def shown(value: object) -> str:
+        # Values from the report file are data: masked, flat, escaped (no code
+        # spans, since a backtick in a value would close one).
+        return escape_markdown(shown_label(str(value or "-")))
+
     lines.append(
-        f"`{name}`: model `{config.get('model') or '-'}`, record mode "
-        f"`{config.get('record_mode') or '-'}`, schema {report.schema_version}"
+        f"{shown(name)}: model {shown(config.get('model'))}, record mode "
+        f"{shown(config.get('record_mode'))}, schema {report.schema_version}"
     )
     lines.append("")
     lines.append(markdown_table(*summary_rows(report)))
     if comparison is not None:
-        lines += ["", f"Against baseline `{baseline_name or '-'}`:", ""]
+        lines += ["", f"Against baseline {shown(baseline_name)}:", ""]
         lines.append(format_comparison(comparison, markdown=True))
     return "\n".join(lines)

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tnsai_eval._util.secrets import mask_then_cut
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm._types import (
     Completion,
@@ -33,6 +34,8 @@ __all__ = [
 # then cuts the message much shorter, so a key straddling this first cut lies
 # beyond the final one and never shows.
 _SHOWN = 4096
+# How much of a tool call's unparsable arguments a ReplyProblem quotes.
+_QUOTED = 200
 
 
 class ReplyProblem(Exception):
@@ -183,8 +186,10 @@ def _arguments(value: object, where: str) -> dict[str, Any]:
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as exc:
+            # Masked before it is cut: a key the server echoed must not leave its start.
             raise ReplyProblem(
-                f"{where}.function.arguments is not valid JSON ({exc}): {text[:200]!r}"
+                f"{where}.function.arguments is not valid JSON ({exc}): "
+                f"{mask_then_cut(text, _QUOTED)!r}"
             ) from None
     if not isinstance(value, dict):
         raise ReplyProblem(

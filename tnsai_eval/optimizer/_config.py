@@ -80,7 +80,9 @@ class OptimizerConfig:
     labels: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
-        if self.max_iterations < 1:
+        # Whole numbers only: NaN compares False with every bound, so a NaN
+        # limit would be accepted and then never stop anything.
+        if not _is_count(self.max_iterations) or self.max_iterations < 1:
             raise ConfigError(f"max_iterations must be at least 1, got {self.max_iterations!r}")
         if not is_share(self.target_score):
             raise ConfigError(f"target_score must be a number in [0, 1], got {self.target_score!r}")
@@ -90,8 +92,8 @@ class OptimizerConfig:
             )
         check_concurrency(self.concurrency)
         for name, limit in (("max_calls", self.max_calls), ("max_tokens", self.max_tokens)):
-            if limit is not None and limit < 0:
-                raise ConfigError(f"{name} must be >= 0 or None, got {limit!r}")
+            if limit is not None and (not _is_count(limit) or limit < 0):
+                raise ConfigError(f"{name} must be an int >= 0 or None, got {limit!r}")
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ConfigError(f"max_seconds must be > 0 or None, got {self.max_seconds!r}")
         check_template(self.template)
@@ -147,3 +149,10 @@ class OptimizerConfig:
     def replace(self, **changes: Any) -> OptimizerConfig:
         """A copy with ``changes`` applied, checked like a new config."""
         return dataclasses.replace(self, **changes)
+
+
+def _is_count(value: object) -> bool:
+    """Whether ``value`` is a whole number (an int, or a float such as 5.0), never NaN."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())

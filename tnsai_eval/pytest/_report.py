@@ -24,13 +24,17 @@ def write_summary(
     """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table."""
     if not report.tests and comparison is None and report_path is None:
         return  # a run that never touched the plugin gets no section
+    from tnsai_eval._util.text import shown_label
     from tnsai_eval.reports import format_comparison, format_summary
 
+    def config(key: str) -> str:
+        # Config values and test ids are masked like everything else shown.
+        return shown_label(str(report.config.get(key) or "-"))
+
     terminal.write_sep("=", "tnsai-eval")
-    config = report.config
     terminal.write_line(
-        f"model: {config.get('model') or '-'}   record mode: {config.get('record_mode')} "
-        f"({config.get('record_mode_source')})   store: {config.get('store')}"
+        f"model: {config('model')}   record mode: {config('record_mode')} "
+        f"({config('record_mode_source')})   store: {config('store')}"
     )
     if report.tests:
         for line in format_summary(report).splitlines():
@@ -50,7 +54,7 @@ def write_summary(
     if unrecorded:
         # Listed once for the whole run, with the one command that fixes it.
         count = sum(len({c.id for c in t.unrecorded}) for t in unrecorded)
-        nodeids = " ".join(t.nodeid for t in unrecorded)
+        nodeids = " ".join(shown_label(t.nodeid) for t in unrecorded)
         terminal.write_line(
             f"{count} case(s) in {len(unrecorded)} test(s) have no recorded reply and were "
             f"not scored; record them with:\n    pytest --llm-record record {nodeids}",
@@ -59,7 +63,7 @@ def write_summary(
     if report_path is not None:
         terminal.write_line(f"report written to {report_path}")
     if comparison is not None:
-        terminal.write_line(f"baseline {config.get('baseline')}:")
+        terminal.write_line(f"baseline {config('baseline')}:")
         red = not comparison.passed
         for line in format_comparison(comparison).splitlines():
             terminal.write_line(line, red=red, bold=red)

@@ -19,6 +19,7 @@ from tnsai_eval.reports._decode import read_report
 from tnsai_eval.reports._model import (
     MetricStats,
     ReportSource,
+    TestStatus,
     TrackedTest,
 )
 
@@ -97,7 +98,9 @@ class Comparison:
 
     ``new`` and ``vanished`` name tests (or ``nodeid :: metric`` for a metric
     added to or dropped from a test that exists in both runs); they are listed,
-    never failed. ``cases`` holds the case-level comparison of every metric
+    never failed. ``errored`` names tests that ended in an error (a crashed
+    xdist worker's test among them) without the gated metrics the baseline
+    has: they are never a pass. ``cases`` holds the case-level comparison of every metric
     with case records in both runs: flips are always listed and never fail the
     run by themselves.
     """
@@ -111,11 +114,13 @@ class Comparison:
     cases: tuple[CaseComparison, ...] = ()
     gate: GateMode = GateMode.TOLERANCE
     alpha: float = 0.05
+    errored: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
-        """True when nothing regressed (new and vanished tests do not count)."""
-        return not self.regressions
+        """True when nothing regressed and no test errored away its scores
+        (new and vanished tests do not count)."""
+        return not self.regressions and not self.errored
 
     @property
     def flipped(self) -> tuple[CaseChange, ...]:
@@ -184,6 +189,7 @@ def compare(
     buckets: dict[ChangeKind, list[MetricChange]] = {kind: [] for kind in ChangeKind}
     new: list[str] = []
     vanished: list[str] = []
+    errored: list[str] = []
     case_comparisons: list[CaseComparison] = []
     before_by_id = {t.nodeid: t for t in before.tests}
     now_ids = {t.nodeid for t in now.tests}
@@ -213,11 +219,12 @@ def compare(
                 cost = _judge_cost(test, old, name, gate_costs)
                 if cost is not None:
                     buckets[cost.kind].append(cost)
-        vanished.extend(
-            f"{test.nodeid} :: {name}"
-            for name, m in old.metrics.items()
-            if m.gate and name not in test.metrics
-        )
+        missing = [name for name, m in old.metrics.items() if m.gate and name not in test.metrics]
+        if missing and test.status is TestStatus.ERROR:
+            # It never got to score: an error, not a metric someone removed.
+            errored.append(test.nodeid)
+        else:
+            vanished.extend(f"{test.nodeid} :: {name}" for name in missing)
     vanished.extend(t.nodeid for t in before.tests if t.nodeid not in now_ids)
     return Comparison(
         regressions=tuple(buckets[ChangeKind.REGRESSED]),
@@ -229,6 +236,7 @@ def compare(
         cases=tuple(case_comparisons),
         gate=mode,
         alpha=float(alpha),
+        errored=tuple(errored),
     )
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import mask
 from tnsai_eval._util.stats import mean_interval, t_critical_95
+from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ __all__ = [
     "TrackedTest",
     "case_ids",
     "masked",
+    "masked_deep",
     "prompt_hash",
     "score_interval",
     "shown_text",
@@ -190,8 +192,8 @@ class CaseRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "metric": self.metric,
+            "id": mask(self.id),
+            "metric": mask(self.metric),
             "sample": self.sample,
             "state": self.state.value,
             "input": masked(self.input),
@@ -224,10 +226,10 @@ class PromptRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "metric": self.metric,
+            "metric": mask(self.metric),
             "text": masked(self.text),
             "hash": self.hash,
-            "file": self.file,
+            "file": masked(self.file),
         }
 
 
@@ -249,19 +251,30 @@ class IterationRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "metric": self.metric,
+            "metric": mask(self.metric),
             "iteration": self.iteration,
             "score": self.score,
             "output": masked(self.output),
-            "passed_checks": list(self.passed_checks),
-            "failed_checks": list(self.failed_checks),
-            "reasons": {name: mask(reason) for name, reason in self.reasons},
+            "passed_checks": [mask(name) for name in self.passed_checks],
+            "failed_checks": [mask(name) for name in self.failed_checks],
+            "reasons": {mask(name): mask(reason) for name, reason in self.reasons},
         }
 
 
 def masked(text: str | None) -> str | None:
     """``text`` with known secrets masked (``None`` stays ``None``)."""
     return None if text is None else mask(text)
+
+
+def masked_deep(value: Any) -> Any:
+    """``value`` (JSON-like: mappings, lists, strings) with every string masked, keys too."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, Mapping):
+        return {masked_deep(k): masked_deep(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked_deep(item) for item in value]
+    return value
 
 
 def shown_text(text: str, limit: int = 50) -> str:
@@ -272,7 +285,7 @@ def shown_text(text: str, limit: int = 50) -> str:
     >>> shown_text("a  long input text", 10)
     'a long ...'
     """
-    flat = " ".join(mask(text).split())
+    flat = no_surrogates(" ".join(mask(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -356,7 +369,9 @@ class TrackedTest:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "nodeid": self.nodeid,
+            # A test id, a metric name or a case id can hold a secret too (a
+            # parametrized test over keys): every string written is masked.
+            "nodeid": mask(self.nodeid),
             "status": self.status.value,
             "samples": self.samples,
             "passed_samples": self.passed_samples,
@@ -368,7 +383,7 @@ class TrackedTest:
             "iterations": self.iterations,
             "duration_s": self.duration_s,
             "message": mask(self.message),
-            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "metrics": {mask(name): m.to_dict() for name, m in self.metrics.items()},
             "prompts": [p.to_dict() for p in self.prompts],
             "cases": [c.to_dict() for c in self.cases],
             "refinements": [r.to_dict() for r in self.refinements],
@@ -405,7 +420,7 @@ class Report:
         return {
             "schema_version": self.schema_version,
             "created": self.created,
-            "config": dict(self.config),
+            "config": masked_deep(dict(self.config)),
             "totals": self.totals,
             "tests": [t.to_dict() for t in self.tests],
         }

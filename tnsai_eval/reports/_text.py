@@ -4,7 +4,9 @@ Both say the same things in the same order: the verdict and the gate's mode,
 the regressed metrics, then for each test the cases that flipped (broken ones
 first, worst drop first) next to the prompts that changed, then the cases left
 out because they had no recorded reply. Every case text is masked for secrets
-before it is cut to fit a line.
+before it is cut to fit a line; test ids, case ids and metric names are masked
+and kept on one line too, and in Markdown every value is escaped, so that a
+crafted id can neither add a line (a forged "PASS" heading) nor a table cell.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from tnsai_eval._util.text import escape_markdown, shown_label
 from tnsai_eval.reports._model import Report, score_interval, shown_text
 
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ __all__ = ["format_comparison", "format_summary", "format_table", "markdown_tabl
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table (``|`` in cells escaped).
+    """A GitHub-flavoured Markdown table; every cell is escaped (``escape_markdown``).
 
     >>> print(markdown_table(("a", "b"), [("1", "x|y")]))
     | a | b |
@@ -31,7 +34,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     """
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(escape_markdown(c) for c in cells) + " |"
 
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
 
@@ -50,8 +53,8 @@ def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
             current += f" [{c.current_low:.3f}, {c.current_high:.3f}]"
         rows.append(
             (
-                c.nodeid,
-                c.metric,
+                shown_label(c.nodeid),
+                shown_label(c.metric),
                 f"{c.baseline:.3f}",
                 current,
                 f"{c.delta:+.3f}",
@@ -70,7 +73,7 @@ def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, .
     return [
         (
             c.flip,
-            c.id,
+            shown_label(c.id),
             shown_text(c.input, width),
             shown_text(c.expected, 30),
             f"{c.baseline_score:.2f} {shown_text(c.baseline_output or '', width)!r}",
@@ -81,18 +84,27 @@ def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, .
     ]
 
 
-def _case_heading(cmp: CaseComparison) -> list[str]:
+def _name(text: str, markdown: bool) -> str:
+    """An id or a name for one line of output: masked, flat, escaped in Markdown."""
+    shown = shown_label(text)
+    return escape_markdown(shown) if markdown else shown
+
+
+def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
     low, high = cmp.delta_interval
     lines = [
-        f"{cmp.nodeid} ({cmp.metric}): {len(cmp.broken)} broken, {len(cmp.fixed)} fixed "
+        f"{_name(cmp.nodeid, markdown)} ({_name(cmp.metric, markdown)}): "
+        f"{len(cmp.broken)} broken, {len(cmp.fixed)} fixed "
         f"of {len(cmp.changes)} common case(s); mean {cmp.baseline_mean:.3f} -> "
         f"{cmp.current_mean:.3f} (delta {cmp.mean_delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}]); "
         f"sign test p={cmp.p_worse:.3g} (one-sided, worse)"
     ]
     change = cmp.prompt_change
     if change is not None:
+        # No code span around the name: escapes do not work inside one.
+        name = _name(change.name, markdown) if markdown else f"`{_name(change.name, False)}`"
         lines.append(
-            f"prompt `{change.name}` changed ({change.baseline_hash} -> {change.current_hash}): "
+            f"prompt {name} changed ({change.baseline_hash} -> {change.current_hash}): "
             f"{len(cmp.fixed)} case(s) fixed, {len(cmp.broken)} broken"
         )
     if cmp.new or cmp.vanished:
@@ -111,6 +123,8 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
             f"{len(comparison.regressions)} regression(s) beyond tolerance "
             f"{comparison.tolerance:g} ({gate}):"
         )
+    elif comparison.errored:
+        verdict = f"{len(comparison.errored)} test(s) errored before scoring ({gate})"
     else:
         verdict = f"no regressions beyond tolerance {comparison.tolerance:g} ({gate})"
     lines.append(f"**{verdict}**" if markdown else verdict)
@@ -128,7 +142,7 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
             + ("; flips alone never fail the run" if total else "")
         )
     for cmp in flipped:
-        heading = _case_heading(cmp)
+        heading = _case_heading(cmp, markdown)
         lines.append(f"#### {heading[0]}" if markdown else f"  {heading[0]}")
         lines.extend(("" if markdown else "  ") + h for h in heading[1:])
         if cmp.flipped:
@@ -138,14 +152,18 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
         lines.append(
             f"unrecorded (no reply in the store; left out of the comparison): {len(unrecorded)}"
         )
-        lines.extend(f"{'-' if markdown else ' '} {nodeid} case {i}" for nodeid, i in unrecorded)
+        lines.extend(
+            f"{'-' if markdown else ' '} {_name(nodeid, markdown)} case {i}"
+            for nodeid, i in unrecorded
+        )
     for title, names in (
+        ("errored (no scores; never a pass)", comparison.errored),
         ("new (not in baseline)", comparison.new),
         ("vanished", comparison.vanished),
     ):
         if names:
             lines.append(f"{title}: {len(names)}")
-            lines.extend(f"{'-' if markdown else ' '} {name}" for name in names)
+            lines.extend(f"{'-' if markdown else ' '} {_name(name, markdown)}" for name in names)
     # Markdown needs a blank line before a table or a heading to render them.
     return ("\n\n" if markdown else "\n").join(lines)
 
@@ -196,7 +214,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
                 cases += f" ({len({(c.metric, c.id) for c in test.unrecorded})} unrecorded)"
         rows.append(
             (
-                test.nodeid,
+                shown_label(test.nodeid),
                 shown,
                 status,
                 cases,
