@@ -170,6 +170,11 @@ class PluginSession:
             )
         if not math.isfinite(value):
             raise ConfigError(f"metric {name!r}: value must be a finite number, got {value!r}")
+        from tnsai_eval.reports import MetricStats
+
+        # The report's own rule for a sample (its range), checked now rather
+        # than when the report is built after every test has run.
+        MetricStats(name, (float(value),))
         if tolerance is not None and (
             isinstance(tolerance, bool)
             or not isinstance(tolerance, int | float)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "MAX_METRIC_VALUE",
     "SCHEMA_VERSION",
     "CaseRecord",
     "CaseState",
@@ -48,6 +49,9 @@ __all__ = [
 #: Version 2 added per-case records and prompts, and replaced ``pass_rate`` by
 #: ``case_pass_rate`` and ``sample_pass_rate``. Version 1 files are still read.
 SCHEMA_VERSION = 2
+#: The largest magnitude a metric's sample may have: squares and sums of
+#: samples this size still fit a float, so every interval can be computed.
+MAX_METRIC_VALUE = 1e100
 
 ReportSource: TypeAlias = "Report | str | os.PathLike[str]"
 
@@ -103,6 +107,11 @@ class MetricStats:
             if not math.isfinite(value):
                 # NaN compares False with everything: the gate could never fail it.
                 raise ConfigError(f"metric {self.name!r}: sample {value!r} is not finite")
+            if abs(value) > MAX_METRIC_VALUE:
+                # Means and intervals of such values overflow a float.
+                raise ConfigError(
+                    f"metric {self.name!r}: sample {value!r} is beyond +-{MAX_METRIC_VALUE:g}"
+                )
 
     @property
     def n(self) -> int:
