@@ -20,23 +20,3 @@ def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TNSAI_LLM_API_KEY", API_KEY)
     monkeypatch.setenv("my_service_token", SERVICE_TOKEN)
     monkeypatch.setenv("HOSTILE_PLAIN", "plain-value-not-allowlisted")
-
-
-def running(needle: str) -> list[int]:
-    """Pids of live processes whose command line contains ``needle`` (read from /proc)."""
-    import os
-
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{name}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue  # gone meanwhile
-        if needle in command and state != "Z":  # a zombie is dead, only not yet reaped
-            found.append(int(name))
-    return found

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.hostile.conftest import running
 from tests.llm.fake_server import FakeOpenAIServer, Step
+from tests.processes import running
 from tnsai_eval.errors import BadResponseError, ConditionError, LLMTimeoutError
 from tnsai_eval.feedback import Agent
 from tnsai_eval.llm import OpenAIClient

@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from tests.hostile.conftest import API_KEY, running
+from tests.hostile.conftest import API_KEY
+from tests.processes import running
 from tnsai_eval.refinement import CompletionCriteria
 
 pytestmark = pytest.mark.usefixtures("secret_env")
