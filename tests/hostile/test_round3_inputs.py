@@ -80,7 +80,7 @@ def test_an_empty_baseline_path_is_an_error_for_the_report_command(
 def test_a_nan_limit_is_refused(name: str) -> None:
     # NaN compares False with every bound: it used to switch the limit off.
     with pytest.raises(ConfigError, match=name):
-        OptimizerConfig(**{name: float("nan")})
+        OptimizerConfig().replace(**{name: float("nan")})
 
 
 # -- datasets ---------------------------------------------------------------------------
