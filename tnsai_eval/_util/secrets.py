@@ -52,6 +52,7 @@ __all__ = [
     "is_secret_env_name",
     "known_secrets",
     "mask",
+    "mask_deep",
     "mask_then_cut",
     "mask_then_keep_end",
     "redact_url",
@@ -158,6 +159,22 @@ def mask(text: str, extra: Iterable[str | None] = ()) -> str:
             text = text.replace(secret, REDACTED)
     # user:password@ in any URL inside the text.
     return _USERINFO.sub(r"\1" + REDACTED + "@", text) if "@" in text else text
+
+
+def mask_deep(value: Any) -> Any:
+    """``value`` (JSON-like: mappings, lists, strings) with every string masked, keys too.
+
+    >>> remember("sk-deep-secret-1")
+    >>> mask_deep({"run": ["sk-deep-secret-1", 1]})
+    {'run': ['***', 1]}
+    """
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, Mapping):
+        return {mask_deep(k): mask_deep(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_deep(item) for item in value]
+    return value
 
 
 def mask_then_cut(text: str, limit: int, extra: Iterable[str | None] = ()) -> str:

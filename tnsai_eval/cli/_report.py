@@ -172,7 +172,7 @@ def render_markdown(
     def shown(value: object) -> str:
         # Values from the report file are data: masked, flat, escaped (no code
         # spans, since a backtick in a value would close one).
-        return escape_markdown(shown_label(str(value or "-")))
+        return escape_markdown(shown_label(str(value or "-")), inline=True)
 
     lines.append(
         f"{shown(name)}: model {shown(config.get('model'))}, record mode "

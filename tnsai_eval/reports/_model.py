@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import mask
+from tnsai_eval._util.secrets import mask, mask_deep
 from tnsai_eval._util.stats import mean_interval, t_critical_95
 from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.errors import ConfigError
@@ -39,7 +39,6 @@ __all__ = [
     "TrackedTest",
     "case_ids",
     "masked",
-    "masked_deep",
     "prompt_hash",
     "score_interval",
     "shown_text",
@@ -275,17 +274,6 @@ def masked(text: str | None) -> str | None:
     return None if text is None else mask(text)
 
 
-def masked_deep(value: Any) -> Any:
-    """``value`` (JSON-like: mappings, lists, strings) with every string masked, keys too."""
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, Mapping):
-        return {masked_deep(k): masked_deep(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [masked_deep(item) for item in value]
-    return value
-
-
 def shown_text(text: str, limit: int = 50) -> str:
     """``text`` masked, on one line, cut to ``limit`` characters with "..." when longer.
 
@@ -429,7 +417,7 @@ class Report:
         return {
             "schema_version": self.schema_version,
             "created": self.created,
-            "config": masked_deep(dict(self.config)),
+            "config": mask_deep(dict(self.config)),
             "totals": self.totals,
             "tests": [t.to_dict() for t in self.tests],
         }

@@ -25,7 +25,7 @@ __all__ = ["format_comparison", "format_summary", "format_table", "markdown_tabl
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table; every cell is escaped (``escape_markdown``).
+    """A GitHub-flavoured Markdown table; every data cell is escaped (``escape_markdown``).
 
     >>> print(markdown_table(("a", "b"), [("1", "x|y")]))
     | a | b |
@@ -34,9 +34,11 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     """
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(escape_markdown(c) for c in cells) + " |"
+        return "| " + " | ".join(escape_markdown(c, inline=True) for c in cells) + " |"
 
-    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+    # The headers are ours: only a "|" could break them.
+    head = "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |"
+    return "\n".join([head, "|" + "---|" * len(headers), *(line(r) for r in rows)])
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
@@ -87,7 +89,7 @@ def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, .
 def _name(text: str, markdown: bool) -> str:
     """An id or a name for one line of output: masked, flat, escaped in Markdown."""
     shown = shown_label(text)
-    return escape_markdown(shown) if markdown else shown
+    return escape_markdown(shown, inline=True) if markdown else shown
 
 
 def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
