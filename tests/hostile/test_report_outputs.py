@@ -112,9 +112,14 @@ def test_a_lone_surrogate_in_a_case_prints_in_text_and_markdown(tmp_path: Path) 
     (tmp_path / "r.json").write_text(current.to_json(), encoding="utf-8")
     (tmp_path / "b.json").write_text(baseline.to_json(), encoding="utf-8")
     for fmt in ("text", "markdown"):
+        command = ["report", "r.json", "--baseline", "b.json", "--format", fmt]
         done = subprocess.run(
-            [sys.executable, "-c", "from tnsai_eval.cli import main; raise SystemExit(main())"]
-            + ["report", "r.json", "--baseline", "b.json", "--format", fmt],
+            [
+                sys.executable,
+                "-c",
+                "from tnsai_eval.cli import main; raise SystemExit(main())",
+                *command,
+            ],
             cwd=tmp_path,
             capture_output=True,
             text=True,
