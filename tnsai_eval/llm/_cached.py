@@ -17,6 +17,7 @@ from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import ReplayMissError, ServerMismatchWarning
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
 from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
+from tnsai_eval.llm._wire import check_params
 from tnsai_eval.settings import RecordMode
 
 __all__ = ["CachedLLM"]
@@ -115,6 +116,7 @@ class CachedLLM:
     def _request(
         self, messages: MessagesInput, params: dict[str, Any], sample: int
     ) -> StoredRequest | None:
+        check_params(params)  # a cyclic or absurdly deep schema: ConfigError, not RecursionError
         if self.mode is RecordMode.OFF:
             return None
         # Built before the model is called, so a parameter that cannot be
