@@ -21,7 +21,8 @@ from __future__ import annotations
 import itertools
 import time
 
-from tnsai_eval.llm import Judge, LocalLLM
+from tnsai_eval.llm import LocalLLM
+from tnsai_eval.scoring import Judge
 
 QUESTION = "Is the text polite?"
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
+import pytest
+
 import tnsai_eval
+from tnsai_eval import scoring
 
 # Every name API.md promises at the top level.
 API_MD_NAMES = {
@@ -59,3 +63,46 @@ def test_value_errors_are_value_errors() -> None:
     assert issubclass(tnsai_eval.ConfigError, ValueError)
     assert issubclass(tnsai_eval.ConditionError, ValueError)
     assert issubclass(tnsai_eval.ReplayMissError, tnsai_eval.LLMError)
+
+
+def test_every_public_name_imports_from_the_top_level_in_a_fresh_interpreter() -> None:
+    # The statement users write, name by name, with nothing imported before it
+    # (the names load lazily, so an in-process test could lean on an earlier import).
+    names = ", ".join(tnsai_eval.__all__)
+    code = f"from tnsai_eval import {names}\nprint(len([{names}]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(len(tnsai_eval.__all__))
+
+
+# Names that moved to tnsai_eval.scoring, and the public homes they keep.
+MOVED_TO_SCORING = {
+    "tnsai_eval.optimizer": (
+        "TestCase", "split_cases", "PromptEvaluator", "DefaultPromptEvaluator",
+        "ExactMatchEvaluator", "ContainsEvaluator", "LabelEvaluator", "TokenF1Evaluator",
+        "LLMJudgeEvaluator", "normalize_answer", "score_metric", "labels_response_format",
+        "parse_judge_score", "DEFAULT_CALL_PARAMS",
+    ),
+    "tnsai_eval": (
+        "TestCase", "PromptEvaluator", "DefaultPromptEvaluator", "ExactMatchEvaluator",
+        "ContainsEvaluator", "LabelEvaluator", "TokenF1Evaluator", "LLMJudgeEvaluator",
+    ),
+}  # fmt: skip
+DEPRECATED_IN_LLM = ("Judge", "JudgeCalibration", "JudgeMethod", "JudgeResult", "fit_threshold")
+
+
+@pytest.mark.parametrize("home", sorted(MOVED_TO_SCORING))
+def test_moved_names_are_the_same_objects_at_their_old_homes(home: str) -> None:
+    old = importlib.import_module(home)
+    for name in MOVED_TO_SCORING[home]:
+        assert getattr(old, name) is getattr(scoring, name), f"{home}.{name}"
+
+
+def test_the_judge_still_imports_from_llm_with_a_deprecation_warning() -> None:
+    from tnsai_eval import llm
+
+    for name in DEPRECATED_IN_LLM:
+        with pytest.warns(DeprecationWarning, match=f"tnsai_eval.scoring.{name}"):
+            assert getattr(llm, name) is getattr(scoring, name)
+    with pytest.raises(AttributeError, match="no attribute 'Nonesuch'"):
+        llm.Nonesuch  # noqa: B018 - the look-up is the test

@@ -36,7 +36,7 @@ from typing import Any, TypeAlias
 
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError, DatasetError
-from tnsai_eval.optimizer import (
+from tnsai_eval.scoring import (
     DEFAULT_CALL_PARAMS,
     ContainsEvaluator,
     DefaultPromptEvaluator,

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from tnsai_eval.errors import LLMError
-from tnsai_eval.llm._format import check_response_format
-from tnsai_eval.llm._types import (
+from tnsai_eval.llm import (
     Completion,
     Message,
     MessagesInput,
     Usage,
+    check_response_format,
     estimate_tokens,
     normalize_messages,
 )

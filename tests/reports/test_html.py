@@ -11,8 +11,8 @@ from tests.frames.conftest import save_report
 from tests.plots._axes import bars
 from tnsai_eval import plots
 from tnsai_eval.cli import main
+from tnsai_eval.plots import render_html
 from tnsai_eval.reports import load_report
-from tnsai_eval.reports._html import render_html
 
 
 def _save(path: Path, scores: dict[str, float], failed: tuple[str, ...] = ()) -> Path:

@@ -12,6 +12,6 @@ script (``tnsai-eval = "tnsai_eval.cli:main"``) and also runs as
 
 from __future__ import annotations
 
-from tnsai_eval.cli._main import build_parser, main
+from tnsai_eval.cli._main import SUBCOMMANDS, build_parser, main
 
-__all__ = ["build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]

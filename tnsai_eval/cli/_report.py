@@ -133,14 +133,14 @@ def _run(args: argparse.Namespace) -> int:
             print(f"against baseline {args.baseline}:")
             print(format_comparison(comparison))
     if args.junit:
-        from tnsai_eval.reports._junit import write_junit
+        from tnsai_eval.reports import write_junit
 
         write_junit(args.junit, report, comparison=comparison)
         if args.format == "text":
             print(f"wrote {args.junit}")
     if args.html:
         # Imported here: matplotlib is only paid for when a page is asked for.
-        from tnsai_eval.reports._html import write_html
+        from tnsai_eval.plots import write_html
 
         write_html(args.html, report, comparison=comparison)
         if args.format == "text":

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 
 import pandas as pd
 
+from tnsai_eval._util.plain import json_ready
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.frames._base import call_frame, require_columns
-from tnsai_eval.optimizer import OptimizationResult, RoundRecord
-from tnsai_eval.optimizer._result import CASE_COLUMNS
-from tnsai_eval.optimizer._variant import demos_text, json_ready
+from tnsai_eval.optimizer import CASE_COLUMNS, OptimizationResult, RoundRecord, demos_text
 
 if TYPE_CHECKING:
     from tnsai_eval.refinement import RefinementMetrics, RefinementResult
@@ -27,6 +26,7 @@ __all__ = [
     "LEADERBOARD_COLUMNS",
     "OPTIMIZER_CASE_COLUMNS",
     "OPTIMIZER_ROUND_COLUMNS",
+    "PARTIAL_STATUSES",
     "PROGRESSION_COLUMNS",
     "VARIANT_COLUMNS",
     "ProgressionRun",
@@ -84,8 +84,8 @@ VARIANT_COLUMNS = (
     "details",
     "status",
 )
-#: Statuses whose ``score`` is a mean over only some of the cases.
-_PARTIAL_STATUSES = frozenset({"dropped", "incomplete"})
+#: Statuses whose ``score`` is a mean over only some of the cases (plots draw them hollow).
+PARTIAL_STATUSES = frozenset({"dropped", "incomplete"})
 
 #: ``leaderboard``: one row per variant scored, best first; ``rank`` from 1,
 #: ``variant`` the variant's id (0 = the initial prompt), ``status`` scored,
@@ -179,7 +179,7 @@ def variant_scores(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
     best: list[bool] = []
     top = float("-inf")
     for score, status in zip(out["score"], out["status"], strict=True):
-        full = status not in _PARTIAL_STATUSES
+        full = status not in PARTIAL_STATUSES
         is_best = full and bool(pd.notna(score)) and float(score) > top
         top = float(score) if is_best else top
         best.append(is_best)

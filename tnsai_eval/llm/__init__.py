@@ -13,13 +13,6 @@ from tnsai_eval.llm._format import (
     json_schema_format,
     unenforced_keywords,
 )
-from tnsai_eval.llm._judge import (
-    Judge,
-    JudgeCalibration,
-    JudgeMethod,
-    JudgeResult,
-    fit_threshold,
-)
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._openai import OpenAIClient
@@ -48,10 +41,6 @@ __all__ = [
     "AttemptGate",
     "CachedLLM",
     "Completion",
-    "Judge",
-    "JudgeCalibration",
-    "JudgeMethod",
-    "JudgeResult",
     "LLMClient",
     "LocalLLM",
     "Message",
@@ -70,7 +59,6 @@ __all__ = [
     "check_response_format",
     "default_llm",
     "estimate_tokens",
-    "fit_threshold",
     "json_schema_format",
     "last_user_message",
     "may_retry",
@@ -79,3 +67,25 @@ __all__ = [
     "smollm2_gguf_path",
     "unenforced_keywords",
 ]
+
+# The judge grades replies; it is not IO, so it moved to ``tnsai_eval.scoring``.
+# Its names still resolve here, with a DeprecationWarning, so that code written
+# against the old home keeps working. They are looked up by name at run time
+# (not imported), so this package never depends on the one above it.
+_MOVED_TO_SCORING = frozenset(
+    {"Judge", "JudgeCalibration", "JudgeMethod", "JudgeResult", "fit_threshold"}
+)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _MOVED_TO_SCORING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    warnings.warn(
+        f"tnsai_eval.llm.{name} moved to tnsai_eval.scoring.{name}; import it from there",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module("tnsai_eval.scoring"), name)

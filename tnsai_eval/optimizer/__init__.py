@@ -1,4 +1,7 @@
-"""The prompt optimizer: test cases, strategies, evaluators, the search and its results.
+"""The prompt optimizer: strategies, the search and its results.
+
+Test cases and evaluators live in ``tnsai_eval.scoring``; they are also importable
+from here, where they were first published.
 
 >>> from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, TestCase
 >>> from tnsai_eval.testing import ScriptedLLM
@@ -9,21 +12,8 @@
 True
 """
 
-from tnsai_eval.optimizer._cases import TestCase, split_cases
 from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
-from tnsai_eval.optimizer._engine import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
-from tnsai_eval.optimizer._evaluators import (
-    ContainsEvaluator,
-    DefaultPromptEvaluator,
-    ExactMatchEvaluator,
-    LabelEvaluator,
-    PromptEvaluator,
-    TokenF1Evaluator,
-    labels_response_format,
-    normalize_answer,
-    score_metric,
-)
-from tnsai_eval.optimizer._judge import LLMJudgeEvaluator, parse_judge_score
+from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
@@ -35,7 +25,7 @@ from tnsai_eval.optimizer._records import (
     VariantRecord,
     VariantStatus,
 )
-from tnsai_eval.optimizer._result import OptimizationResult
+from tnsai_eval.optimizer._result import CASE_COLUMNS, OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite
 from tnsai_eval.optimizer._scoring import (
     CaseScore,
@@ -49,9 +39,26 @@ from tnsai_eval.optimizer._strategies import (
     PromptStrategy,
     suggest_strategies,
 )
-from tnsai_eval.optimizer._variant import Demo, PromptVariant
+from tnsai_eval.optimizer._variant import Demo, PromptVariant, demos_text
+from tnsai_eval.scoring import (
+    DEFAULT_CALL_PARAMS,
+    ContainsEvaluator,
+    DefaultPromptEvaluator,
+    ExactMatchEvaluator,
+    LabelEvaluator,
+    LLMJudgeEvaluator,
+    PromptEvaluator,
+    TestCase,
+    TokenF1Evaluator,
+    labels_response_format,
+    normalize_answer,
+    parse_judge_score,
+    score_metric,
+    split_cases,
+)
 
 __all__ = [
+    "CASE_COLUMNS",
     "DEFAULT_CALL_PARAMS",
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
@@ -83,6 +90,7 @@ __all__ = [
     "VariantStatus",
     "ascore_prompt",
     "check_rewrite",
+    "demos_text",
     "labels_response_format",
     "normalize_answer",
     "parse_judge_score",

@@ -36,10 +36,10 @@ from tnsai_eval.optimizer._engine import (
     check_concurrency,
     check_template,
 )
-from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
 from tnsai_eval.optimizer._racing import RACING_BOUNDS, RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy
+from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator
 
 __all__ = ["OptimizerConfig", "SearchMode"]
 

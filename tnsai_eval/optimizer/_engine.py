@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from tnsai_eval._util.secrets import mask
@@ -29,10 +28,9 @@ from tnsai_eval.llm import (
     attempt_gate,
     call_tokens,
 )
-from tnsai_eval.optimizer._cases import TestCase
-from tnsai_eval.optimizer._evaluators import PromptEvaluator
 from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
 from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
+from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
@@ -44,8 +42,6 @@ __all__ = [
     "check_template",
 ]
 
-#: Parameters of every case call (and of rewrite requests), unless ``call_params`` is given.
-DEFAULT_CALL_PARAMS: Mapping[str, Any] = MappingProxyType({"temperature": 0.0, "max_tokens": 128})
 
 Clock: TypeAlias = Callable[[], float]
 CacheKey: TypeAlias = tuple[str, ...]

@@ -118,9 +118,9 @@ from tnsai_eval._util.stats import (
     sign_test,
     t_critical,
 )
-from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._engine import Engine, Variant
 from tnsai_eval.optimizer._records import VariantStatus
+from tnsai_eval.scoring import TestCase
 
 __all__ = [
     "MIN_RACE_CASES",

@@ -25,8 +25,9 @@ from tnsai_eval.optimizer._variant import (
 if TYPE_CHECKING:  # pandas is imported by the views only, when they are used
     import pandas as pd
 
-__all__ = ["OptimizationResult"]
+__all__ = ["CASE_COLUMNS", "OptimizationResult"]
 
+#: The columns of ``OptimizationResult.to_dataframe()``: one row per (round, variant, case).
 CASE_COLUMNS = (
     "round",
     "variant",

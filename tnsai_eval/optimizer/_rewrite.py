@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._engine import Variant
-from tnsai_eval.optimizer._evaluators import normalize_answer
+from tnsai_eval.scoring import TestCase, normalize_answer
 
 __all__ = ["REWRITE_CASES", "check_rewrite", "clean_rewrite", "rewrite_request", "task_words"]
 

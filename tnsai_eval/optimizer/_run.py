@@ -12,11 +12,9 @@ from dataclasses import dataclass
 
 from tnsai_eval._util.stats import mean_interval, sign_test
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
-from tnsai_eval.optimizer._evaluators import score_metric
 from tnsai_eval.optimizer._racing import race, rung_sizes
 from tnsai_eval.optimizer._records import (
     CaseResult,
@@ -31,6 +29,7 @@ from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
 from tnsai_eval.optimizer._strategies import PromptStrategy
 from tnsai_eval.optimizer._variant import Demo, PromptVariant
+from tnsai_eval.scoring import TestCase, score_metric
 
 __all__ = ["HeldOut", "Run", "example_order", "held_out_stats"]
 

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.optimizer._cases import TestCase, check_cases
 from tnsai_eval.optimizer._engine import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
@@ -40,9 +39,9 @@ from tnsai_eval.optimizer._engine import (
     check_concurrency,
     check_template,
 )
-from tnsai_eval.optimizer._evaluators import DefaultPromptEvaluator, PromptEvaluator
 from tnsai_eval.optimizer._records import CaseResult, StopReason
 from tnsai_eval.optimizer._variant import PromptVariant
+from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator, TestCase, check_cases
 
 if TYPE_CHECKING:
     import pandas as pd

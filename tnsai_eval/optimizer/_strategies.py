@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from tnsai_eval._util.enums import parse_member
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.optimizer._cases import TestCase
 from tnsai_eval.optimizer._variant import Demo, examples_block
+from tnsai_eval.scoring import TestCase
 
 __all__ = [
     "DEFAULT_STRATEGIES",

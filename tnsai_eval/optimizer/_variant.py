@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tnsai_eval._util.plain import json_ready
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
 
@@ -84,20 +85,6 @@ def demos_text(demos: Sequence[Demo], style: str | None = None) -> str:
         for d in demos
     )
     return f"{style}: {pairs}" if style else pairs
-
-
-def json_ready(value: Any) -> Any:
-    """``value`` with mappings and sequences made plain dicts and lists (for json.dumps).
-
-    >>> from types import MappingProxyType
-    >>> json_ready(MappingProxyType({"type": "json_object", "keys": ("a", "b")}))
-    {'type': 'json_object', 'keys': ['a', 'b']}
-    """
-    if isinstance(value, Mapping):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_ready(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,9 @@ safe in scripts, threads and servers, and are garbage-collected like any
 object. In a notebook, a ``Figure`` returned by a cell renders inline; save
 one with ``fig.savefig(path)`` or get PNG bytes with ``to_png(fig)``.
 
+``render_html`` / ``write_html`` lay a run report's tables and figures out as
+one self-contained HTML page (what ``tnsai-eval report --html`` writes).
+
 >>> fig = plot_score_progression({"baseline": [0.2, 0.5, 0.7], "tuned": [0.4, 0.8]})
 >>> [line.get_label() for line in fig.axes[0].get_lines()]
 ['baseline', 'tuned']
@@ -15,6 +18,7 @@ one with ``fig.savefig(path)`` or get PNG bytes with ``to_png(fig)``.
 from __future__ import annotations
 
 from tnsai_eval.plots._base import REGRESSION_COLOR, to_png
+from tnsai_eval.plots._html import render_html, write_html
 from tnsai_eval.plots._optimizer import (
     plot_check_matrix,
     plot_cost_per_round,
@@ -42,5 +46,7 @@ __all__ = [
     "plot_report_trend",
     "plot_score_progression",
     "plot_variant_case_heatmap",
+    "render_html",
     "to_png",
+    "write_html",
 ]

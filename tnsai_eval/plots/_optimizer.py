@@ -13,8 +13,7 @@ from matplotlib.figure import Figure
 
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.frames import ProgressionRun
-from tnsai_eval.frames._optimizer import _PARTIAL_STATUSES
+from tnsai_eval.frames import PARTIAL_STATUSES, ProgressionRun
 from tnsai_eval.plots._base import (
     BASE_COLOR,
     CURRENT_COLOR,
@@ -106,7 +105,7 @@ def plot_optimizer_rounds(
             _legend_label(st, d)
             for st, d in zip(scores["strategy"], scores["details"], strict=True)
         ],
-        _partial=scores["status"].isin(_PARTIAL_STATUSES),
+        _partial=scores["status"].isin(PARTIAL_STATUSES),
     )
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (label, group) in enumerate(keyed.groupby("_key", sort=False)):

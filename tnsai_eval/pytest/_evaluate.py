@@ -29,8 +29,9 @@ from tnsai_eval.reports import (
 
 if TYPE_CHECKING:
     from tnsai_eval.datasets import ScoringPlan
-    from tnsai_eval.optimizer import CaseScore, PromptEvaluation, TestCase
+    from tnsai_eval.optimizer import CaseScore, PromptEvaluation
     from tnsai_eval.pytest._session import PluginSession
+    from tnsai_eval.scoring import TestCase
 
 __all__ = [
     "case_records",

@@ -31,9 +31,10 @@ if TYPE_CHECKING:
     from tnsai_eval.feedback import Agent, FeedbackStore
     from tnsai_eval.llm import LLMClient
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.optimizer import PromptEvaluation, PromptEvaluator, PromptOptimizer
+    from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
     from tnsai_eval.reports import IterationRecord
+    from tnsai_eval.scoring import PromptEvaluator
 
 __all__ = [
     "NormActions",

@@ -99,9 +99,9 @@ def refine_until(
     >>> refine_until(task="Write JSON", valid_json=True).kwargs
     {'task': 'Write JSON', 'valid_json': True}
     """
-    from tnsai_eval.refinement._spec import OPTIONS
+    from tnsai_eval.refinement import CRITERIA_OPTIONS
 
-    unknown = unknown_names(criteria, OPTIONS)
+    unknown = unknown_names(criteria, CRITERIA_OPTIONS)
     if unknown:  # a TypeError, as for any unknown keyword of a call
         raise TypeError(f"refine_until() got unknown criteria option(s) {unknown}")
     given = {"task": task, "stop": stop, "chat_params": chat_params, **criteria}
@@ -149,15 +149,14 @@ def _is_int(value: object) -> bool:
 def refine_spec(mark: pytest.Mark) -> RefineSpec:
     """Validate a ``refine_until`` mark; raises ``MarkerError`` naming the bad argument."""
     from tnsai_eval.errors import ConfigError
-    from tnsai_eval.refinement import CriteriaSpec, StopHook
-    from tnsai_eval.refinement._spec import OPTIONS
+    from tnsai_eval.refinement import CRITERIA_OPTIONS, CriteriaSpec, StopHook
 
     if mark.args:
         raise MarkerError(
             f"@refine_until takes keyword arguments only, got positional {mark.args!r}"
         )
     kw = dict(mark.kwargs)
-    known = {**_LOOP_ARGS, **OPTIONS}
+    known = {**_LOOP_ARGS, **CRITERIA_OPTIONS}
     unknown = unknown_names(kw, known)
     if unknown:
         raise MarkerError(
@@ -196,7 +195,7 @@ def refine_spec(mark: pytest.Mark) -> RefineSpec:
         except ConfigError:
             raise bad("reply_parser") from None
     try:
-        spec = CriteriaSpec.from_options(**{k: v for k, v in kw.items() if k in OPTIONS})
+        spec = CriteriaSpec.from_options(**{k: v for k, v in kw.items() if k in CRITERIA_OPTIONS})
         if not spec.has_checks:
             raise MarkerError(
                 "@refine_until needs at least one completion check (must_contain=, "

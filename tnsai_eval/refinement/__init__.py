@@ -62,9 +62,10 @@ from tnsai_eval.refinement._result import (
     RefinementResult,
     RefinementStatus,
 )
-from tnsai_eval.refinement._spec import CriteriaSpec
+from tnsai_eval.refinement._spec import CRITERIA_OPTIONS, CriteriaSpec
 
 __all__ = [
+    "CRITERIA_OPTIONS",
     "REPLY_PARSERS",
     "Check",
     "CheckKind",

@@ -1,6 +1,6 @@
 """``llm_check``: a judge model scores the output against a question.
 
-The grading itself is the library's one judge (``tnsai_eval._judge.Judge``):
+The grading itself is the library's one judge (``tnsai_eval.scoring.Judge``):
 on clients that expose log-probabilities (``LocalLLM``, ``OpenAIClient``) the
 score is P(yes) / (P(yes) + P(no)) of a one-token Yes/No answer; else a JSON
 ``{"score", "reason"}`` reply constrained by ``response_format``; else a
@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from tnsai_eval._util.scores import is_share, parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.llm._judge import Judge, JudgeCalibration
 from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
+from tnsai_eval.scoring import Judge, JudgeCalibration
 
 __all__ = ["judge_check", "parse_score"]
 

@@ -4,7 +4,7 @@
 the builder's methods) into a frozen spec, checking only their *shape* (a str
 or a list of str, a pair...); ``spec.build(llm)`` hands them to
 ``CompletionCriteria.builder()``, which checks their *values* and names the bad
-one. A new criterion is one field, one line in ``OPTIONS`` and one builder call
+one. A new criterion is one field, one line in ``CRITERIA_OPTIONS`` and one builder call
 in ``build``.
 
 >>> spec = CriteriaSpec.from_options(must_contain="id", valid_json=True)
@@ -33,11 +33,11 @@ from tnsai_eval.refinement._criteria import CompletionCriteria
 if TYPE_CHECKING:
     from tnsai_eval.llm import Completion, LLMClient
 
-__all__ = ["OPTIONS", "CriteriaSpec"]
+__all__ = ["CRITERIA_OPTIONS", "CriteriaSpec"]
 
 #: Every option ``from_options`` takes -> what it must be (the shape; values are the
 #: builder's to check). The order is the order the checks run in.
-OPTIONS: Mapping[str, str] = MappingProxyType(
+CRITERIA_OPTIONS: Mapping[str, str] = MappingProxyType(
     {
         "must_contain": "a str or a list of str",
         "must_not_contain": "a str or a list of str",
@@ -85,10 +85,11 @@ class CriteriaSpec:
     @classmethod
     def from_options(cls, **options: Any) -> CriteriaSpec:
         """The spec of these options; ``None`` or an empty list means "not given"."""
-        unknown = unknown_names(options, OPTIONS)
+        unknown = unknown_names(options, CRITERIA_OPTIONS)
         if unknown:
             raise ConfigError(
-                f"unknown criteria option(s) {unknown}; expected some of {', '.join(OPTIONS)}"
+                f"unknown criteria option(s) {unknown}; expected some of "
+                f"{', '.join(CRITERIA_OPTIONS)}"
             )
         given = {k: v for k, v in options.items() if v is not None}
         spec: dict[str, Any] = {}
@@ -182,7 +183,7 @@ class _NoJudge:
 
 
 def _bad(name: str, value: object) -> ConfigError:
-    return ConfigError(f"{name}={value!r} is not valid; expected {OPTIONS[name]}")
+    return ConfigError(f"{name}={value!r} is not valid; expected {CRITERIA_OPTIONS[name]}")
 
 
 def _seq(name: str, value: object) -> tuple[Any, ...]:

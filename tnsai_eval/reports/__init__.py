@@ -15,8 +15,9 @@ plain JSON meant to be committed as a baseline and diffed in review.
 >>> result.passed, [c.metric for c in result.regressions]
 (False, ['score'])
 
-Nothing here imports pytest: the CLI (``tnsai-eval report``) and notebooks use
-the same code as the plugin's gate.
+Nothing here imports pytest or a view package: the CLI (``tnsai-eval report``)
+and notebooks use the same code as the plugin's gate. ``write_junit`` writes a
+run as JUnit XML; the HTML page, which draws figures, is ``tnsai_eval.plots.write_html``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tnsai_eval.reports._compare import (
     load_report,
 )
 from tnsai_eval.reports._decode import decode_report, decode_test, read_report
+from tnsai_eval.reports._junit import render_junit, write_junit
 from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
     CaseRecord,
@@ -85,7 +87,9 @@ __all__ = [
     "masked",
     "prompt_hash",
     "read_report",
+    "render_junit",
     "score_interval",
     "shown_text",
     "summary_rows",
+    "write_junit",
 ]

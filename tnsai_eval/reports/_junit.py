@@ -26,7 +26,8 @@ from xml.sax.saxutils import quoteattr
 from tnsai_eval.reports._model import CaseRecord, CaseState, TrackedTest, shown_text
 
 if TYPE_CHECKING:
-    from tnsai_eval.reports import Comparison, Report
+    from tnsai_eval.reports._compare import Comparison
+    from tnsai_eval.reports._model import Report
 
 __all__ = ["render_junit", "write_junit"]
 

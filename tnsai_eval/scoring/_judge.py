@@ -41,7 +41,6 @@ after calibrating on 4):
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -51,12 +50,18 @@ from typing import Any, TypeAlias
 
 from tnsai_eval._util.scores import parse_score
 from tnsai_eval.errors import ConfigError, LLMError
-from tnsai_eval.llm._format import json_schema_format
-from tnsai_eval.llm._local import LocalLLM
-from tnsai_eval.llm._openai import OpenAIClient
-from tnsai_eval.llm._types import Completion, LLMClient, acall, estimate_tokens
+from tnsai_eval.llm import (
+    Completion,
+    LLMClient,
+    LocalLLM,
+    OpenAIClient,
+    acall,
+    estimate_tokens,
+    json_schema_format,
+)
+from tnsai_eval.scoring._calibration import JudgeCalibration
 
-__all__ = ["Judge", "JudgeCalibration", "JudgeMethod", "JudgeResult", "fit_threshold"]
+__all__ = ["Judge", "JudgeMethod", "JudgeResult"]
 
 _YES = frozenset({"yes", "y", "true"})
 _NO = frozenset({"no", "n", "false"})
@@ -120,56 +125,6 @@ class JudgeResult:
         """``score S (method): reason`` for check messages and case records."""
         head = "no score" if self.score is None else f"score {self.score:.2f}"
         return f"{head} ({self.method.value})" + (f": {self.reason}" if self.reason else "")
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeCalibration:
-    """A threshold set from labelled examples, and the scores it was set from.
-
-    >>> JudgeCalibration.fit(good=[0.45, 0.5], bad=[0.2, 0.3]).threshold
-    0.375
-    """
-
-    threshold: float
-    good: tuple[float, ...]
-    bad: tuple[float, ...]
-
-    @classmethod
-    def fit(cls, good: Sequence[float], bad: Sequence[float]) -> JudgeCalibration:
-        """The threshold best separating ``good`` from ``bad`` scores (``fit_threshold``)."""
-        return cls(fit_threshold(good, bad), tuple(good), tuple(bad))
-
-    @property
-    def separable(self) -> bool:
-        """Whether every good example scored above every bad one."""
-        return min(self.good) > max(self.bad)
-
-
-def fit_threshold(good: Sequence[float], bad: Sequence[float]) -> float:
-    """The threshold classifying the most examples right (score >= threshold: good).
-
-    Candidates are the midpoints between neighbouring scores; among equally
-    accurate ones, the one nearest the midpoint of the two means wins, so
-    that a separable pair of groups gets the threshold halfway between them.
-
-    >>> fit_threshold([0.5, 0.45], [0.3, 0.2])
-    0.375
-    >>> fit_threshold([0.9], [0.1])
-    0.5
-    """
-    if not good or not bad:
-        raise ConfigError(
-            f"calibration needs at least one good and one bad example, got "
-            f"{len(good)} good and {len(bad)} bad"
-        )
-    values = sorted({*good, *bad})
-    candidates = [(a + b) / 2 for a, b in itertools.pairwise(values)] or values
-    centre = (sum(good) / len(good) + sum(bad) / len(bad)) / 2
-
-    def right(threshold: float) -> int:
-        return sum(s >= threshold for s in good) + sum(s < threshold for s in bad)
-
-    return max(candidates, key=lambda t: (right(t), -abs(t - centre)))
 
 
 class Judge:

@@ -10,8 +10,10 @@ from typing import Any
 from tnsai_eval._util.scores import parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.llm._judge import Judge, JudgeCalibration, JudgeMethod, JudgeResult
-from tnsai_eval.optimizer._evaluators import PromptEvaluator, normalize_answer
+from tnsai_eval.scoring._calibration import JudgeCalibration
+from tnsai_eval.scoring._evaluator import PromptEvaluator
+from tnsai_eval.scoring._judge import Judge, JudgeMethod, JudgeResult
+from tnsai_eval.scoring._normalize import normalize_answer
 
 __all__ = ["LLMJudgeEvaluator", "parse_judge_score"]
 
@@ -43,7 +45,7 @@ def parse_judge_score(reply: str) -> float | None:
 class LLMJudgeEvaluator:
     """Asks ``llm`` whether each answer means the same as the expected one; a score in [0, 1].
 
-    The grading is the library's one judge (``tnsai_eval._judge``): the
+    The grading is the library's one judge (``tnsai_eval.scoring.Judge``): the
     probability share of "Yes" in a one-token Yes/No answer where the client
     exposes log-probabilities (``LocalLLM``, ``OpenAIClient``), else a JSON
     ``{"score", "reason"}`` reply, else a ``SCORE: <0-100>`` line. A given

@@ -20,15 +20,20 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tnsai_eval import frames, plots
+from tnsai_eval import frames
+from tnsai_eval.plots._base import to_png
+from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
     CaseChange,
+    CaseState,
     Comparison,
     Report,
+    TrackedTest,
     compare,
+    masked,
     read_report,
+    shown_text,
 )
-from tnsai_eval.reports._model import CaseState, TrackedTest, masked, shown_text
 
 __all__ = ["render_html", "write_html"]
 
@@ -70,7 +75,7 @@ _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_p
 
 
 def _img(fig: Figure, alt: str) -> str:
-    data = base64.b64encode(plots.to_png(fig)).decode("ascii")
+    data = base64.b64encode(to_png(fig)).decode("ascii")
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
@@ -204,14 +209,14 @@ def render_html(
         parts += [
             f"<h2>Against the baseline (tolerance {comparison.tolerance:g}, gate "
             f"{comparison.gate.value}): {verdict}</h2>",
-            _img(plots.plot_report_comparison(changes), "baseline vs current"),
+            _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
         ]
     tests = run.to_dataframe()
     parts.append("<h2>Tests</h2>")
     if not tests.empty:
         if tests["score"].notna().any():
-            parts.append(_img(plots.plot_report_scores(tests), "scores by test"))
+            parts.append(_img(plot_report_scores(tests), "scores by test"))
         shown = [c for c in _TEST_COLUMNS if c in tests.columns]
         parts.append(_table(tests.loc[:, shown], row_class="status"))
     else:

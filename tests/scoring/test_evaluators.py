@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from tnsai_eval.errors import ConfigError, LLMConnectionError
-from tnsai_eval.optimizer import (
+from tnsai_eval.scoring import (
     ContainsEvaluator,
     DefaultPromptEvaluator,
     ExactMatchEvaluator,

@@ -8,18 +8,15 @@ from typing import Any
 import pytest
 
 from tnsai_eval.errors import ClientRequestError, ConfigError
-from tnsai_eval.llm import (
-    Completion,
+from tnsai_eval.llm import Completion, LocalLLM, Message, TokenLogprob
+from tnsai_eval.refinement import CompletionCriteria
+from tnsai_eval.scoring import (
     Judge,
     JudgeCalibration,
     JudgeMethod,
-    LocalLLM,
-    Message,
-    TokenLogprob,
+    LLMJudgeEvaluator,
     fit_threshold,
 )
-from tnsai_eval.optimizer import LLMJudgeEvaluator
-from tnsai_eval.refinement import CompletionCriteria
 from tnsai_eval.testing import ScriptedLLM
 
 
