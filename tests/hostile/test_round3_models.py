@@ -126,3 +126,38 @@ def test_the_grammar_cache_keeps_only_the_most_recent(local: LocalLLM) -> None:
         schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"}}}
         _local._grammar(_format(schema))
     assert len(_local._GRAMMARS) == _local._GRAMMAR_CACHE_SIZE
+
+
+# -- the judge --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ('{"score": ' + str(10**400) + "}", "no numeric score"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"score": ' + "9" * 5000 + "}", "not JSON"),
+    ],
+    ids=["10**400", "deep", "5000-digits"],
+)
+def test_a_hostile_json_verdict_gives_no_score_not_an_exception(reply: str, reason: str) -> None:
+    from tnsai_eval.scoring import Judge
+
+    result = Judge(ScriptedLLM(default=reply), method="json_schema").grade("Polite?", "Thanks")
+    assert result.score is None
+    assert reason in result.reason
+
+
+def test_a_judge_reads_hostile_logprobs_without_overflow() -> None:
+    from tnsai_eval.llm import Completion
+    from tnsai_eval.scoring import Judge
+
+    class Hostile:
+        model = "hostile"
+
+        def chat(self, messages: object, **params: object) -> Completion:
+            yes = TokenLogprob("Yes", 10**400, (("Yes", 800.0), ("No", -(10**400))))
+            return Completion("Yes", logprobs=(yes,))
+
+    result = Judge(Hostile(), method="logprobs").grade("Polite?", "Thanks")
+    assert result.score == 1.0
