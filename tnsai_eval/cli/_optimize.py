@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import urlsplit
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import mask, mask_deep, redact_url
+from tnsai_eval._util.secrets import frozen_secrets, mask, mask_deep, redact_url
 from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.cli._common import (
     add_model_options,
@@ -416,6 +416,11 @@ def _print_report(result: OptimizationResult) -> None:
 
 
 def _write_outputs(result: OptimizationResult, out: Path) -> None:
+    with frozen_secrets():  # every cell is masked: the secrets are read once
+        _write_files(result, out)
+
+
+def _write_files(result: OptimizationResult, out: Path) -> None:
     from tnsai_eval.plots import plot_optimizer_rounds
 
     out.mkdir(parents=True, exist_ok=True)

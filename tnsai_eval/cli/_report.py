@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval._util.secrets import frozen_secrets
 from tnsai_eval._util.text import escape_markdown, shown_label
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
@@ -106,6 +107,12 @@ def _check_output(path: str | None, option: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Every output masks every id and text: the secrets are read once for all.
+    with frozen_secrets():
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     _check_output(args.junit, "--junit")
     _check_output(args.html, "--html")
     if args.baseline is not None and not args.baseline.strip():

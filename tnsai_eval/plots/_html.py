@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tnsai_eval import frames
-from tnsai_eval._util.secrets import mask
+from tnsai_eval._util.secrets import frozen_secrets, mask
 from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
@@ -186,6 +186,17 @@ def render_html(
     ``comparison`` (from ``compare``) may be given instead of ``baseline``, so
     that the page shows the gate exactly as it was judged (mode, alpha).
     """
+    with frozen_secrets():  # one page, one reading of the secrets
+        return _render(report, baseline, tolerance, title, comparison)
+
+
+def _render(
+    report: Report | str | os.PathLike[str],
+    baseline: Report | str | os.PathLike[str] | None,
+    tolerance: float,
+    title: str | None,
+    comparison: Comparison | None,
+) -> str:
     run = read_report(report)
     if title is not None:
         name = title

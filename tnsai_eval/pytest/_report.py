@@ -24,6 +24,19 @@ def write_summary(
     """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table."""
     if not report.tests and comparison is None and report_path is None:
         return  # a run that never touched the plugin gets no section
+    from tnsai_eval._util.secrets import frozen_secrets
+
+    with frozen_secrets():  # every row is masked: the secrets are read once
+        _write(terminal, report, comparison, report_path, budget)
+
+
+def _write(
+    terminal: pytest.TerminalReporter,
+    report: Report,
+    comparison: Comparison | None,
+    report_path: str | None,
+    budget: CallBudget | None,
+) -> None:
     from tnsai_eval._util.text import shown_label
     from tnsai_eval.reports import format_comparison, format_summary
 

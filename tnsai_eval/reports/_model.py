@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import mask, mask_deep
+from tnsai_eval._util.secrets import frozen_secrets, mask, mask_deep
 from tnsai_eval._util.stats import mean_interval, t_critical_95
 from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.errors import ConfigError
@@ -414,13 +414,14 @@ class Report:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "created": self.created,
-            "config": mask_deep(dict(self.config)),
-            "totals": self.totals,
-            "tests": [t.to_dict() for t in self.tests],
-        }
+        with frozen_secrets():  # every string is masked: read the secrets once
+            return {
+                "schema_version": self.schema_version,
+                "created": self.created,
+                "config": mask_deep(dict(self.config)),
+                "totals": self.totals,
+                "tests": [t.to_dict() for t in self.tests],
+            }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
