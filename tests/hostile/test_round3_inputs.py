@@ -150,3 +150,34 @@ def test_a_nan_in_a_conditions_state_is_named_not_blamed_on_types() -> None:
     message = str(caught.value)
     assert "'score' hold NaN" in message
     assert "No such overload" not in message
+
+
+def test_the_gate_compares_runs_with_thousands_of_flipped_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tnsai_eval.reports import CaseRecord, MetricStats, Report, TestStatus, TrackedTest
+
+    def run(scores: list[float]) -> Path:
+        cases = tuple(
+            CaseRecord(f"c{i}", f"q{i}", "a", output="a", score=s, passed=s >= 0.5)
+            for i, s in enumerate(scores)
+        )
+        mean = sum(scores) / len(scores)
+        test = TrackedTest(
+            "t.py::test_big",
+            TestStatus.PASSED,
+            metrics={"score": MetricStats("score", (mean,))},
+            cases=cases,
+        )
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(Report(tests=(test,)).to_json(), encoding="utf-8")
+        return path
+
+    # 1,100 cases broken and 900 fixed: 2,000 discordant pairs (the exact sum
+    # overflowed a float from 1,024 and took quadratic time).
+    baseline = run([1.0] * 1100 + [0.0] * 900)
+    current = run([0.0] * 1100 + [1.0] * 900)
+    code = main(["report", str(current), "--baseline", str(baseline), "--gate", "paired"])
+    out = capsys.readouterr().out
+    assert code == 1, out  # 0.55 -> 0.45 beyond the tolerance, and significant
+    assert "1100 broken, 900 fixed" in out
