@@ -44,8 +44,9 @@ from typing import Any
 import httpx
 
 from tnsai_eval.llm import OpenAIClient, serve_local_model
-from tnsai_eval.optimizer import PromptEvaluator, TestCase, score_prompt, split_cases
+from tnsai_eval.optimizer import score_prompt
 from tnsai_eval.optimizer._run import held_out_stats
+from tnsai_eval.scoring import PromptEvaluator, TestCase, split_cases
 
 __all__ = [
     "CountingProxy",

@@ -59,13 +59,8 @@ from tnsai_eval.llm import (
     default_llm,
     normalize_messages,
 )
-from tnsai_eval.optimizer import (
-    DefaultPromptEvaluator,
-    OptimizationResult,
-    PromptEvaluator,
-    PromptOptimizer,
-    TestCase,
-)
+from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer
+from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator, TestCase
 
 DATASETS = "sentiment_large,arithmetic_large,sentiment,arithmetic"
 METHODS = "exhaustive,racing,racing-t,racing-hoeffding,halving,demos,demos-racing,demos-halving"

@@ -274,7 +274,8 @@ def case_storage_cost(count: int, rounds: int, env: dict[str, str]) -> None:
                 CASES_TEST.format(count=count, fixtures=fixtures, body=body)
             )
             # Record what both tests will send, as evaluate_prompt sends it.
-            from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
+            from tnsai_eval.optimizer import DEFAULT_TEMPLATE
+            from tnsai_eval.scoring import DEFAULT_CALL_PARAMS
 
             store = ResponseStore(directory / "store")
             recorder = CachedLLM(ScriptedLLM(fn=_answer, model=MODEL), store)

@@ -13,9 +13,10 @@ import pytest
 
 from tnsai_eval import frames
 from tnsai_eval.feedback import Feedback, FeedbackStore, LearningResult
-from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer, PromptStrategy, TestCase
+from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer, PromptStrategy
 from tnsai_eval.refinement import CompletionCriteria, RefinementLoop
 from tnsai_eval.reports import MetricStats, Report, TestStatus, TrackedTest
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 

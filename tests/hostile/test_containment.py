@@ -10,7 +10,8 @@ import pytest
 
 from tnsai_eval.errors import BadResponseError
 from tnsai_eval.llm import Completion, MessagesInput, OpenAIClient
-from tnsai_eval.optimizer import PromptOptimizer, TestCase
+from tnsai_eval.optimizer import PromptOptimizer
+from tnsai_eval.scoring import TestCase
 
 NESTED = "[" * 100_000 + "]" * 100_000
 

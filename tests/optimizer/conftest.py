@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tnsai_eval.llm import Completion, Message, MessagesInput, last_user_message
-from tnsai_eval.optimizer import TestCase
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 REWRITE_MARK = "You improve prompts"

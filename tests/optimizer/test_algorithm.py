@@ -6,13 +6,8 @@ import pytest
 
 from tests.optimizer.conftest import REWRITE_MARK, LengthEvaluator, answer_when, echo_prompt
 from tnsai_eval.errors import ConfigError, LLMConnectionError, ServerError
-from tnsai_eval.optimizer import (
-    PromptOptimizer,
-    PromptStrategy,
-    StopReason,
-    TestCase,
-    VariantStatus,
-)
+from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, StopReason, VariantStatus
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 CONCISE = PromptStrategy.CONCISE.apply("P")
@@ -271,7 +266,7 @@ def test_suggest_strategies_table() -> None:
 
 
 def test_a_judge_scores_cases_and_its_failures_are_left_out() -> None:
-    from tnsai_eval.optimizer import LLMJudgeEvaluator
+    from tnsai_eval.scoring import LLMJudgeEvaluator
 
     judge_llm = ScriptedLLM(
         rules=[(r"Answer: wrong-2", LLMConnectionError("judge down"))], default="SCORE: 40"

@@ -11,13 +11,8 @@ import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval.llm import CachedLLM, OpenAIClient, ResponseStore
-from tnsai_eval.optimizer import (
-    ContainsEvaluator,
-    PromptOptimizer,
-    StopReason,
-    TestCase,
-    VariantStatus,
-)
+from tnsai_eval.optimizer import PromptOptimizer, StopReason, VariantStatus
+from tnsai_eval.scoring import ContainsEvaluator, TestCase
 
 CASES = [TestCase(f"question {i}", "zebra") for i in range(6)]
 

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.optimizer import OptimizerConfig, PromptOptimizer, PromptStrategy, TestCase
+from tnsai_eval.optimizer import OptimizerConfig, PromptOptimizer, PromptStrategy
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 

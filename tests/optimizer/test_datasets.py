@@ -8,7 +8,7 @@ import pytest
 
 from tnsai_eval import datasets
 from tnsai_eval.errors import DatasetError
-from tnsai_eval.optimizer import TestCase
+from tnsai_eval.scoring import TestCase
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("arithmetic", "capitals", "formal_tone", "json_extraction", "sentiment")
@@ -252,7 +252,7 @@ def test_load_cases_names_the_bad_case(cases: list[object], message: str) -> Non
 
 def test_scoring_plan_follows_the_sidecar_unless_told_otherwise(tmp_path: Path) -> None:
     from tnsai_eval.errors import ConfigError
-    from tnsai_eval.optimizer import ExactMatchEvaluator, LabelEvaluator
+    from tnsai_eval.scoring import ExactMatchEvaluator, LabelEvaluator
 
     plan = datasets.scoring_plan("sentiment")
     assert isinstance(plan.evaluator, LabelEvaluator)

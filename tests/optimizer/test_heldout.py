@@ -12,13 +12,8 @@ from tests.optimizer.conftest import REWRITE_MARK, split_message
 from tnsai_eval._util.stats import sign_test
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import (
-    ContainsEvaluator,
-    PromptOptimizer,
-    PromptStrategy,
-    TestCase,
-    split_cases,
-)
+from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy
+from tnsai_eval.scoring import ContainsEvaluator, TestCase, split_cases
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy
@@ -155,7 +150,7 @@ def test_split_none_keeps_the_old_behaviour() -> None:
 
 
 def test_an_accuracy_says_so_in_the_headline() -> None:
-    from tnsai_eval.optimizer import ExactMatchEvaluator
+    from tnsai_eval.scoring import ExactMatchEvaluator
 
     llm = ScriptedLLM(fn=right_when_brief)
     exact = PromptOptimizer(llm, candidate_strategies=[S.CONCISE], rewrite=False,

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from tnsai_eval import datasets
-from tnsai_eval.optimizer import TestCase
+from tnsai_eval.scoring import TestCase
 
 REPO = Path(__file__).resolve().parents[2]
 

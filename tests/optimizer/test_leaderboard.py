@@ -19,15 +19,9 @@ from tests.optimizer.conftest import REWRITE_MARK, split_message
 from tnsai_eval import frames, plots
 from tnsai_eval.cli._optimize import _print_report
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import (
-    ExactMatchEvaluator,
-    OptimizationResult,
-    PromptOptimizer,
-    PromptStrategy,
-    TestCase,
-    VariantStatus,
-)
+from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer, PromptStrategy, VariantStatus
 from tnsai_eval.optimizer._run import example_order
+from tnsai_eval.scoring import ExactMatchEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 N, SEED = 64, 0

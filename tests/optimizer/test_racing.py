@@ -26,12 +26,10 @@ from tnsai_eval.cli._optimize import _print_report
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
 from tnsai_eval.optimizer import (
-    ExactMatchEvaluator,
     OptimizationResult,
     PromptOptimizer,
     PromptStrategy,
     StopReason,
-    TestCase,
     VariantStatus,
 )
 from tnsai_eval.optimizer._racing import (
@@ -43,6 +41,7 @@ from tnsai_eval.optimizer._racing import (
     surely_worse,
 )
 from tnsai_eval.optimizer._run import example_order
+from tnsai_eval.scoring import ExactMatchEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy

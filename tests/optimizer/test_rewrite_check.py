@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, TestCase, check_rewrite
+from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, check_rewrite
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 SENTIMENT = [TestCase("I loved it", "positive"), TestCase("Awful food", "negative")]

@@ -9,13 +9,12 @@ import pytest
 from tnsai_eval.errors import ConfigError, LLMConnectionError
 from tnsai_eval.optimizer import (
     CaseScore,
-    ExactMatchEvaluator,
     PromptOptimizer,
     PromptStrategy,
     StopReason,
-    TestCase,
     score_prompt,
 )
+from tnsai_eval.scoring import ExactMatchEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 CASES = [TestCase("France", "Paris"), TestCase("Italy", "Rome"), TestCase("Spain", "Madrid")]

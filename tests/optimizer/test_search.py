@@ -16,10 +16,10 @@ from tnsai_eval.optimizer import (
     PromptOptimizer,
     PromptStrategy,
     StopReason,
-    TestCase,
     VariantStatus,
 )
 from tnsai_eval.optimizer._run import example_order
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy

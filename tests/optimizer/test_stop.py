@@ -10,7 +10,8 @@ import pytest
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import PromptOptimizer, StopReason, TestCase
+from tnsai_eval.optimizer import PromptOptimizer, StopReason
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 CASES = [TestCase(f"q{i}", f"a{i}") for i in range(6)]

@@ -14,14 +14,8 @@ import pytest
 from tnsai_eval import frames, plots
 from tnsai_eval.cli import main
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import (
-    ExactMatchEvaluator,
-    OptimizationResult,
-    PromptOptimizer,
-    PromptStrategy,
-    PromptVariant,
-    TestCase,
-)
+from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer, PromptStrategy, PromptVariant
+from tnsai_eval.scoring import ExactMatchEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 matplotlib.use("Agg")

@@ -11,17 +11,9 @@ import pytest
 from tests.optimizer.conftest import REWRITE_MARK, split_message
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import (
-    ContainsEvaluator,
-    Demo,
-    LabelEvaluator,
-    PromptOptimizer,
-    PromptStrategy,
-    PromptVariant,
-    TestCase,
-    VariantStatus,
-)
+from tnsai_eval.optimizer import Demo, PromptOptimizer, PromptStrategy, PromptVariant, VariantStatus
 from tnsai_eval.optimizer._run import example_order
+from tnsai_eval.scoring import ContainsEvaluator, LabelEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy

@@ -189,7 +189,8 @@ def test_judge_evaluator_calibrated_scores_are_accuracy() -> None:
 
 
 def test_the_judges_reason_reaches_the_check_and_every_case_record() -> None:
-    from tnsai_eval.optimizer import PromptOptimizer, TestCase, score_prompt
+    from tnsai_eval.optimizer import PromptOptimizer, score_prompt
+    from tnsai_eval.scoring import TestCase
 
     judge_llm = ScriptedLLM(default="Warm and thankful.\nSCORE: 90")
     criteria = CompletionCriteria.builder().with_llm(judge_llm).llm_check("Polite?", 0.5).build()

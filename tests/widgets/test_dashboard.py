@@ -10,13 +10,8 @@ import pytest
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import (
-    ProgressEvent,
-    PromptOptimizer,
-    PromptStrategy,
-    StopReason,
-    TestCase,
-)
+from tnsai_eval.optimizer import ProgressEvent, PromptOptimizer, PromptStrategy, StopReason
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 from tnsai_eval.widgets import OptimizerDashboard
 

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from tnsai_eval.feedback import FeedbackStore
-from tnsai_eval.optimizer import PromptOptimizer, TestCase
+from tnsai_eval.optimizer import PromptOptimizer
 from tnsai_eval.plots import plot_score_progression
 from tnsai_eval.refinement import CompletionCriteria, RefinementLoop
+from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 from tnsai_eval.widgets import (
     FeedbackPanel,

@@ -2,7 +2,9 @@
 
 ``chat``, ``report``, ``refine`` and ``optimize`` each live in
 ``tnsai_eval/cli/_<name>.py`` and expose ``add_parser(subparsers)``; the
-options several of them share live in ``_common``. ``main`` is the console
+options several of them share live in ``_common``. ``SUBCOMMANDS`` maps each
+name to its module and help line; a run imports only the module of the
+subcommand it runs. ``main`` is the console
 script (``tnsai-eval = "tnsai_eval.cli:main"``) and also runs as
 ``python -m tnsai_eval.cli``.
 
