@@ -267,10 +267,12 @@ def _number(
         raise pytest.UsageError(f"{origin}: {value!r} is not a valid {kind.__name__}") from None
     # NaN would compare False with everything and quietly disable the gate; an
     # int past any counter (10**400) would overflow the checks below.
-    if isinstance(number, int) and not minimum <= number <= _MAX_COUNT:
+    if isinstance(number, int) and number > _MAX_COUNT:
         raise pytest.UsageError(
-            f"{origin}: expected a whole number from {minimum:g} to {_MAX_COUNT}, got {value!r}"
+            f"{origin}: expected a whole number up to {_MAX_COUNT}, got {value!r}"
         )
+    if isinstance(number, int) and number < minimum:  # before isfinite: -10**400 overflows it
+        raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
     if not math.isfinite(number) or number < minimum:
         raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
     return number
