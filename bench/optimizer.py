@@ -22,8 +22,12 @@ same seeded split (30% held out, stratified by label) and the same model:
   raced, ``demos-halving`` halved.
 
 Printed per method: the held-out score of the initial and the best prompt,
-the best's 95% interval, the paired flips and exact sign-test p-value, the
-training score, the requests the method made (``calls + cache_hits``: HTTP
+the gain's 95% interval (Newcombe's for paired 0/1 scores, a seeded paired
+bootstrap for partial credit), what a constant answer scores on a label
+dataset (the label chosen on the selection cases; ``-`` otherwise), the
+paired flips and exact sign-test p-value, the verdict (``improved`` only for
+a significant gain that also beats the constant answer), the training
+score, the requests the method made (``calls + cache_hits``: HTTP
 attempts plus replies a ``--store`` replayed, so a rerun from the store
 reports what a live run costs), tokens and seconds; then each racing or
 halving method's requests over exhaustive search's, with and without the held-out
@@ -206,9 +210,9 @@ def main() -> None:
         model = CachedLLM(model, ResponseStore(args.store), mode="record")
     memo = Memo(model)
     header = (
-        f"{'dataset':<17} {'sel/out':>7} {'method':<16} {'held-out initial -> best [95% CI]':<36} "
-        f"{'flips':>7} {'p':>7} {'train':>13} {'reqs':>5} {'tokens':>7} {'model s':>7} "
-        f"{'wall s':>6}"
+        f"{'dataset':<17} {'sel/out':>7} {'method':<16} {'held-out initial -> best':<24} "
+        f"{'gain [95% CI]':<22} {'const':>5} {'flips':>7} {'p':>7} {'verdict':<12} "
+        f"{'train':>13} {'reqs':>5} {'tokens':>7} {'model s':>7} {'wall s':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -221,21 +225,29 @@ def main() -> None:
             result = run(memo, name, cases, method, args)
             wall = time.perf_counter() - began
             results[method] = result
-            low, high = result.validation_interval or (math.nan, math.nan)
-            held = (
-                f"{_fmt(result.initial_validation_score)} -> {_fmt(result.validation_score)} "
-                f"[{low:.2f}, {high:.2f}]"
+            low, high = result.gain_interval or (math.nan, math.nan)
+            held = f"{_fmt(result.initial_validation_score)} -> {_fmt(result.validation_score)}"
+            gain = (
+                "-"
+                if result.validation_score is None or result.initial_validation_score is None
+                else f"{result.validation_score - result.initial_validation_score:+.3f} "
+                f"[{low:+.2f}, {high:+.2f}]"
             )
+            baseline = result.constant_baseline
+            const = "-" if baseline is None else f"{baseline.score:.3f}"
             p = "-" if result.validation_p_value is None else f"{result.validation_p_value:.3g}"
             model_s = sum(r.latency_s for r in result.case_results)
             print(
                 f"{name:<17} {result.selection_cases:>3}/{result.validation_cases:<3} "
-                f"{method:<16} {held:<36} "
+                f"{method:<16} {held:<24} {gain:<22} {const:>5} "
                 f"{f'+{result.validation_better}/-{result.validation_worse}':>7} {p:>7} "
-                f"{_train(result):>13} {_requests(result):>5} "
+                f"{result.verdict:<12} {_train(result):>13} {_requests(result):>5} "
                 f"{result.tokens:>7} {model_s:>7.1f} {wall:>6.1f}",
                 flush=True,
             )
+            for line in (result.chance_flag, result.racing_report):
+                if line:
+                    print(f"{'':<17} {method}: {line}", flush=True)
             if args.verbose:
                 for note in (r.racing_note for r in result.history if r.racing_note):
                     print(f"    {note}")

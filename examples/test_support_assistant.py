@@ -5,10 +5,12 @@ from __future__ import annotations
 from pytest_plugin import norm_check, refine_until
 from tnsai_eval.feedback import Agent
 from tnsai_eval.norms import NormType, norm
-from tnsai_eval.optimizer import ContainsEvaluator
+from tnsai_eval.scoring import LabelEvaluator
 
 # Classification replies are one word: a few tokens are plenty, and a small
-# bound keeps recording fast.
+# bound keeps recording fast. Labels are scored with LabelEvaluator: a reply
+# counts only when it names exactly one label, so "positive or negative?" (or a
+# reply listing every label) is wrong, where a substring check would pass it.
 SHORT = {"temperature": 0.0, "max_tokens": 8}
 
 # The 135M model answers a question better after the text it is about, so the
@@ -18,6 +20,7 @@ TRIAGE_PROMPT = (
     "Is this message praise (positive), a complaint (negative), a correction of a fact "
     "(correction), or a wish (preference)? Answer with one word."
 )
+TRIAGE_LABELS = ["positive", "negative", "correction", "preference"]
 SENTIMENT_PROMPT = (
     "Is the customer's message positive or negative? Reply with one word: positive or negative."
 )
@@ -30,7 +33,7 @@ def test_feedback_triage(evaluate_prompt):
     result = evaluate_prompt(
         TRIAGE_PROMPT,
         "feedback_examples",
-        evaluator=ContainsEvaluator(),
+        evaluator=LabelEvaluator(TRIAGE_LABELS),
         template=TRIAGE_TEMPLATE,
         params=SHORT,
         min_score=0.1,
@@ -43,7 +46,7 @@ def test_customer_sentiment(evaluate_prompt):
     evaluate_prompt(
         SENTIMENT_PROMPT,
         "sentiment",
-        evaluator=ContainsEvaluator(),
+        evaluator=LabelEvaluator(["positive", "negative"]),
         params=SHORT,
         min_score=0.5,
     )

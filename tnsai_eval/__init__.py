@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 # The exception tree is small and every module needs it: imported now.
 from tnsai_eval.errors import (
     BadResponseError,
+    CallBudgetExceeded,
     ClientRequestError,
     ConditionError,
     ConfigError,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     )
     from tnsai_eval.llm import (
         CachedLLM,
+        CallBudget,
         Completion,
         LLMClient,
         LocalLLM,
@@ -96,6 +98,8 @@ __all__ = [
     "Agent",
     "BadResponseError",
     "CachedLLM",
+    "CallBudget",
+    "CallBudgetExceeded",
     "CheckOutcome",
     "CheckResult",
     "ClientRequestError",
@@ -163,6 +167,7 @@ _LAZY: dict[str, str] = {
     "AdaptivePromptEnricher": "tnsai_eval.feedback",
     "Agent": "tnsai_eval.feedback",
     "CachedLLM": "tnsai_eval.llm",
+    "CallBudget": "tnsai_eval.llm",
     "CheckOutcome": "tnsai_eval.refinement",
     "CheckResult": "tnsai_eval.norms",
     "Completion": "tnsai_eval.llm",

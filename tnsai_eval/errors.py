@@ -9,6 +9,7 @@ r"""Every exception tnsai-eval raises, in one tree.
     │   ├── StoreError                     a response-store file or feedback row that cannot be read
     │   ├── ReportError                    a run report or baseline that cannot be read
     │   └── LocalModelUnavailable          the `local` extra (llama-cpp-python) is missing
+    ├── CallBudgetExceeded                 a call budget (max_calls) refused the call; nothing sent
     └── LLMError                           a model call failed; carries status, model, attempts
         ├── LLMConnectionError             could not connect, or the connection dropped
         ├── LLMTimeoutError                connect or read timeout
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 __all__ = [
     "BadResponseError",
+    "CallBudgetExceeded",
     "ClientRequestError",
     "ConditionError",
     "ConfigError",
@@ -115,6 +117,20 @@ class ReportError(ConfigError):
 
 class LocalModelUnavailable(ConfigError):
     """The embedded model cannot run: the `local` extra is not installed."""
+
+
+class CallBudgetExceeded(TnsaiError):
+    """A ``CallBudget`` had no attempt left, so the call was not sent.
+
+    Not an ``LLMError``: no model was asked. ``limit`` is the budget's cap and
+    ``spent`` what it had spent when it refused; a case refused this way is
+    *not run* (``CaseState.NOT_RUN``), never scored 0.
+    """
+
+    def __init__(self, message: str, *, limit: int, spent: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.spent = spent
 
 
 class LLMError(TnsaiError):

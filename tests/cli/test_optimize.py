@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -78,7 +79,7 @@ def test_optimize_options_reach_the_optimizer(
     code = main(
         [
             "optimize", "capitals", "--prompt", "Capital?", "--strategies", "concise,role",
-            "--search", "racing", "--no-rewrite", "--max-calls", "30", "--reply-tokens", "8",
+            "--search", "racing", "--no-rewrite", "--max-calls", "70", "--reply-tokens", "8",
             "--validation", "capitals", "--out", str(tmp_path), "--no-progress",
         ],
         llm=scripted_default,
@@ -86,7 +87,11 @@ def test_optimize_options_reach_the_optimizer(
     assert code == 0
     printed = capsys.readouterr().out
     assert "stopped: max_calls" in printed
-    assert len(scripted_default.calls) == 30
+    # 40 of the 70 are set aside for the held-out check (the initial and the best
+    # prompt on 20 cases): the search spends 30, the check what it needs (here
+    # the held-out cases are the selection cases, whose replies it reuses).
+    assert 30 < len(scripted_default.calls) <= 70
+    assert "held-out score incomplete" not in printed
     assert scripted_default.prompts[0].startswith("Capital?\n\n")
     assert not any(p.startswith("You improve prompts") for p in scripted_default.prompts)
 
@@ -277,3 +282,37 @@ def test_rewrite_llm_bad_settings_exit_2_naming_them(
     assert message in err
     assert "hunter2pass" not in err
     assert scripted_default.calls == []
+
+
+def test_a_label_dataset_prints_the_constant_answer_and_the_gains_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The brief prompt makes the model answer "sports" to every headline: a
+    # training gain, and exactly what a constant answer scores held out.
+    llm = ScriptedLLM(
+        rules=[(r"^You improve prompts", ""), (r"Be brief", "sports")],
+        default="It is a news headline.",
+    )
+    out = tmp_path / "out"
+    argv = ["optimize", "headlines", "--strategies", "concise", "--rounds", "1",
+            "--no-rewrite", "--no-progress", "--alpha", "0.1", "--out", str(out)]  # fmt: skip
+    assert main(argv, llm=llm) == 0
+    printed = capsys.readouterr().out
+    headline = next(line for line in printed.splitlines() if line.startswith("held-out"))
+    assert "gain +0.333, 90% CI [+" in headline
+    assert "constant answer 'sports' 0.333 (majority class 0.333)" in headline
+    assert headline.endswith("answers 'sports' to 21 of 21: no better than a constant answer")
+    assert ": inconclusive;" in headline
+    assert "(training gain) on 45 selection cases" in printed
+    held_out = json.loads((out / "variants.json").read_text())["held_out"]
+    assert held_out["verdict"] == "inconclusive"
+    assert held_out["alpha"] == 0.1
+    assert held_out["constant_baseline"]["label"] == "sports"
+    assert held_out["gain_interval"][0] > 0
+
+
+def test_alpha_must_be_a_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["optimize", "headlines", "--alpha", "1.5", "--out", str(tmp_path)], llm=ScriptedLLM())
+    assert exited.value.code == 2
+    assert "expected a level in (0, 1), got '1.5'" in capsys.readouterr().err

@@ -282,3 +282,16 @@ def test_scoring_plan_follows_the_sidecar_unless_told_otherwise(tmp_path: Path) 
             datasets.scoring_plan("capitals", threshold=bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"constrain needs labels.*'capitals' declares none"):
         datasets.scoring_plan("capitals", constrain=True)
+
+
+def test_headlines_are_balanced_distinct_and_labelled() -> None:
+    cases = datasets.load("headlines")
+    meta = datasets.load_meta("headlines")
+    assert meta.labels == ("sports", "politics", "technology")
+    assert len(cases) == 66
+    assert {label: sum(c.expected == label for c in cases) for label in meta.labels} == {
+        "sports": 22,
+        "politics": 22,
+        "technology": 22,
+    }
+    assert len({case.input for case in cases}) == 66

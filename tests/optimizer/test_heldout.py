@@ -12,7 +12,7 @@ from tests.optimizer.conftest import REWRITE_MARK, split_message
 from tnsai_eval._util.stats import sign_test
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
-from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy
+from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, StopReason
 from tnsai_eval.scoring import ContainsEvaluator, TestCase, split_cases
 from tnsai_eval.testing import ScriptedLLM
 
@@ -119,9 +119,15 @@ def test_the_result_reports_held_out_scores_and_the_paired_test() -> None:
     assert (result.validation_better, result.validation_worse) == (6, 0)
     assert result.validation_p_value == sign_test(6, 0) == pytest.approx(0.03125)
     assert result.validation_interval == (1.0, 1.0)
+    # Partial credit: the gain's interval is a paired bootstrap, here of six
+    # equal differences (0.1 -> 1.0 on each), so it is that difference.
+    assert result.gain_interval == pytest.approx((0.9, 0.9))
     assert result.headline == (
-        "held-out 0.100 -> 1.000 [1.000, 1.000] on 6 cases: +6/-0 cases, p=0.0312"
+        "held-out 0.100 -> 1.000 on 6 cases: gain +0.900, 95% CI [+0.900, +0.900]; "
+        "+6/-0 cases, p=0.0312: improved"
     )
+    assert result.was_improved
+    assert result.verdict == "improved"
     # Chosen on the selection cases only: the training score is over 14.
     assert result.score == 1.0
     assert sum(1 for r in result.case_results if r.split == "train" and r.variant == 0) == 14
@@ -134,7 +140,9 @@ def test_an_unchanged_prompt_has_no_flips_and_p_one() -> None:
     assert result.best_variant == 0
     assert (result.validation_better, result.validation_worse) == (0, 0)
     assert result.validation_p_value == 1.0
-    assert result.headline.endswith("+0/-0 cases, p=1")
+    assert result.headline.endswith("+0/-0 cases, p=1: unchanged")
+    assert result.verdict == "unchanged"
+    assert not result.was_improved
 
 
 def test_split_none_keeps_the_old_behaviour() -> None:
@@ -174,17 +182,23 @@ def test_explicit_validation_cases_mean_selection_on_every_case() -> None:
     assert (result.validation_better, result.validation_worse) == (1, 0)
 
 
-def test_the_budget_can_leave_the_held_out_score_unknown() -> None:
+def test_the_held_out_check_is_set_aside_before_the_search_spends_the_budget() -> None:
+    llm = ScriptedLLM(fn=right_when_brief)
     result = PromptOptimizer(
-        ScriptedLLM(fn=right_when_brief),
+        llm,
         candidate_strategies=[S.CONCISE],
         rewrite=False,
         concurrency=1,
         max_calls=14 + 14 + 3,
     ).optimize("P", numbered(20))
-    assert result.validation_score is None
-    assert result.validation_p_value is None
-    assert result.headline.startswith("held-out score incomplete (budget)")
+    # 12 of the 31 calls (6 held-out cases, twice) are kept for the check: the
+    # search gets 19, so round 1 is cut after 5 cases and the check still runs.
+    assert result.stop_reason is StopReason.MAX_CALLS
+    assert [v.cases_scored for v in result.variants] == [14, 5]
+    assert result.validation_score is not None
+    assert result.validation_p_value is not None
+    assert not result.headline.startswith("held-out score incomplete")
+    assert len(llm.calls) == result.calls == 14 + 5 + 6
 
 
 def test_contains_evaluator_and_the_split_together() -> None:

@@ -457,13 +457,17 @@ def test_a_bad_starting_prompt_is_dropped_when_every_challenger_beats_it() -> No
     # The training figures say the starting prompt's mean is over 8 cases only.
     assert (racing.initial_cases, exhaustive.initial_cases) == (8, 100)
     assert racing.training_change == "0.000 (on 8 of 100 cases) -> 0.900"
-    assert racing.was_improved
+    assert racing.training_improved
+    # What racing saved, counted against what exhaustive search spent.
+    saved = exhaustive.calls - racing.calls
+    assert racing.racing_report == f"racing saved {saved} of 300 requests ({saved / 300:.0%})"
+    assert exhaustive.racing_report is None
     assert racing.best_variant == 1
     out = io.StringIO()
     with redirect_stdout(out):
         _print_report(racing)
     report = out.getvalue()
-    assert "training accuracy 0.000 (on 8 of 100 cases) -> 0.900 (improved)" in report
+    assert "training accuracy 0.000 (on 8 of 100 cases) -> 0.900 (training gain)" in report
     assert re.search(r"\n +\d+ +0\.000~ +8 +0 +initial +P\n", report)
 
 
@@ -595,3 +599,30 @@ def test_a_bad_schedule_or_alpha_is_named(level: Callable[..., float]) -> None:
         level(())
     with pytest.raises(ValueError, match=r"alpha must be in \(0, 0.5\), got 0.7"):
         level((8, 12), 0.7)
+
+
+def test_racing_says_when_every_drop_came_at_the_last_look() -> None:
+    # 20 cases: looks after 8, 12 and 18 cases. Everyone is right on the
+    # first 12 cases of the racing order; after that only CONCISE is, so
+    # the others fall behind only by the last look (18), where they are
+    # dropped: ANSWER_ONLY saves its 2 remaining cases, the starting prompt
+    # nothing (at the target on the first rung, it was scored on every case).
+    order = example_order(20, seed=0)
+    late = {i + 1 for i in order[12:]}
+
+    def right(who: str, number: int) -> bool:
+        return who == "concise" or number not in late
+
+    racing, _ = race_three(right, 20)
+    exhaustive, _ = race_three(right, 20, search="exhaustive")
+    statuses = [(v.strategy, v.status, v.cases_scored) for v in racing.variants]
+    assert statuses == [
+        ("initial", VariantStatus.DROPPED, 20),
+        ("concise", VariantStatus.SCORED, 20),
+        ("answer_only", VariantStatus.DROPPED, 18),
+    ]
+    saved = exhaustive.calls - racing.calls
+    assert saved == 2
+    assert racing.racing_report == (
+        f"racing saved {saved} of {exhaustive.calls} requests: every drop at the last look"
+    )

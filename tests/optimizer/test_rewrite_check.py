@@ -55,3 +55,63 @@ def test_the_optimizer_counts_and_skips_rejected_rewrites() -> None:
     result = optimizer.optimize("Classify the sentiment.", SENTIMENT)
     assert result.rejected_rewrites == ("a greeting or offer of help, not a prompt",) * 2
     assert all(v.strategy != "rewrite" for v in result.variants)
+
+
+# The rewrite that won exhaustive search on a fresh topic set: about one
+# case, repeating the grader's words; it made the model answer "sports" to
+# every headline.
+JUNK = (
+    "The topic of this headline is a sporting event where a tennis star has withdrawn "
+    "from the Tour de France. The score is 0.00, which is the expected output for this "
+    "headline."
+)
+TOPICS = [
+    TestCase("Tennis star withdraws from the Tour de France after a fall", "sports"),
+    TestCase("Parliament passes the budget after a long night", "politics"),
+]
+
+
+def test_the_junk_rewrite_is_rejected() -> None:
+    problem = check_rewrite(JUNK, "What is the topic of this headline?", TOPICS)
+    assert problem == "talks about grading ('score'), not the task"
+
+
+@pytest.mark.parametrize(
+    ("proposal", "reason"),
+    [
+        ("Name the topic. The expected output is one word.", "talks about grading"),
+        ("Name the topic; answers are graded by exact match.", "talks about grading"),
+        ("Name the topic to get a high score.", "talks about grading"),
+        (
+            "Name the topic, for example a tennis star withdrawing from the Tour de France.",
+            "quotes a case's input ('Tennis star withdraws from the Tour de France after a fall')",
+        ),
+        (
+            "If the headline says parliament passes the budget after a long night, "
+            "answer politics.",
+            "quotes a case's input",
+        ),
+    ],
+)
+def test_rewrites_that_do_not_generalize_are_rejected(proposal: str, reason: str) -> None:
+    problem = check_rewrite(proposal, "What is the topic of this headline?", TOPICS)
+    assert problem is not None
+    assert reason in problem
+
+
+def test_grading_words_the_task_itself_uses_are_allowed() -> None:
+    task = "Score the review from 1 to 5."
+    assert check_rewrite("Score the review from 1 (awful) to 5 (superb).", task) is None
+    assert check_rewrite("Name the topic of the headline: sports, politics or technology.",
+                         "What is the topic of this headline?", TOPICS) is None  # fmt: skip
+
+
+def test_the_optimizer_rejects_the_junk_rewrite_and_never_scores_it() -> None:
+    llm = ScriptedLLM(rules=[(r"You improve prompts", JUNK)], default="sports")
+    optimizer = PromptOptimizer(
+        llm, candidate_strategies=[PromptStrategy.CONCISE], max_iterations=1, target_score=1.0
+    )
+    result = optimizer.optimize("What is the topic of this headline?", TOPICS)
+    assert result.rejected_rewrites == ("talks about grading ('score'), not the task",)
+    assert all(v.strategy != "rewrite" for v in result.variants)
+    assert not any(JUNK in prompt for prompt in llm.prompts if "You improve" not in prompt)

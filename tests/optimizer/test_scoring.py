@@ -109,12 +109,45 @@ def test_a_repeated_case_reuses_the_first_reply() -> None:
     assert result.scores == (1.0, 1.0)
 
 
-def test_max_calls_leaves_the_other_cases_unrecorded() -> None:
+def test_max_calls_leaves_the_other_cases_not_run() -> None:
     result = score_prompt(ScriptedLLM(rules=RULES), "Capital?", CASES, max_calls=1, concurrency=1)
-    assert [c.state for c in result.cases] == ["scored", "unrecorded", "unrecorded"]
+    # Not run (budget), never "unrecorded": the store has nothing to do with it.
+    assert [c.state for c in result.cases] == ["scored", "not_run", "not_run"]
+    assert (len(result.not_run), result.unrecorded) == (2, ())
     assert result.calls == 1
     assert result.stop_reason is StopReason.MAX_CALLS
     assert result.errors == ()
+    assert result.scores == (1.0,)
+
+
+def test_a_replay_miss_is_unrecorded_by_its_type_not_its_name() -> None:
+    class ReplayMissError(Exception):  # same name, another class: an ordinary error
+        pass
+
+    class Missing:
+        def chat(self, messages: object, **params: object) -> None:
+            raise ReplayMissError("not the store's")
+
+    from tnsai_eval.errors import ReplayMissError as Real
+
+    class Store:
+        def chat(self, messages: object, **params: object) -> None:
+            raise Real("no recorded response", model="m", attempts=0)
+
+    impostor = score_prompt(Missing(), "Capital?", CASES[:1])  # type: ignore[arg-type]
+    real = score_prompt(Store(), "Capital?", CASES[:1])  # type: ignore[arg-type]
+    assert [c.state for c in impostor.cases] == ["error"]
+    assert [c.state for c in real.cases] == ["unrecorded"]
+
+
+def test_a_shared_budget_bounds_the_calls_too() -> None:
+    from tnsai_eval.llm import CallBudget
+
+    shared = CallBudget(2)
+    llm = ScriptedLLM(rules=RULES)
+    result = score_prompt(llm, "Capital?", CASES, budget=shared, concurrency=3)
+    assert [c.state for c in result.cases].count("not_run") == 1
+    assert shared.spent == result.calls == len(llm.calls) == 2
 
 
 def test_works_inside_a_running_event_loop() -> None:

@@ -229,3 +229,22 @@ def test_long_test_names_are_shortened_on_the_axis() -> None:
     assert labels[0].startswith("…")
     assert len(labels[0]) <= 36
     assert long_id.endswith(labels[0][1:])
+
+
+def test_confusion_plot_has_a_panel_per_prompt_with_counts() -> None:
+    from tnsai_eval.optimizer import PromptOptimizer, TestCase
+    from tnsai_eval.plots import plot_confusion
+    from tnsai_eval.testing import ScriptedLLM
+
+    labels = ["yes", "no"]
+    llm = ScriptedLLM(rules=[(r"Be brief", "yes")], default="hmm")
+    result = PromptOptimizer(
+        llm, candidate_strategies=["concise"], rewrite=False, labels=labels
+    ).optimize("Q?", [TestCase(f"q{i}", labels[i % 2]) for i in range(20)])
+    fig = plot_confusion(result)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["initial prompt", "best prompt"]
+    best = panels[1]
+    assert [t.get_text() for t in best.get_xticklabels()] == ["yes", "no", "(none)"]
+    counts = [t.get_text() for t in best.texts]
+    assert counts == ["3", "0", "0", "3", "0", "0"]  # 6 held out, all answered "yes"

@@ -229,7 +229,16 @@ def test_unrecorded_cases_are_listed_once_with_the_record_command_never_scored_z
             "*test_capitals.py::test_capitals*1.000*2/2 (2 unrecorded)*",
             "2 case(s) in 1 test(s) have no recorded reply and were not scored; record them with:",
             "*pytest --llm-record record test_capitals.py::test_capitals",
-            "*unrecorded (no reply in the store; left out of the comparison): 2",
+            "*unrecorded (no reply in the store, or refused by the call budget; left out of "
+            "the comparison): 2",
+        ]
+    )
+    # The gate never calls this a pass, and pytest's last line says why it failed.
+    result.stdout.fnmatch_lines(
+        [
+            "missing evidence in 1 test metric(s), not a pass (gate: tolerance): "
+            "test_capitals.py::test_capitals (score): 2 of 4 case(s) not run*",
+            "*1 failed, 1 missing evidence (tnsai gate)*",
         ]
     )
     test = read_json(pytester.path / "r.json")["tests"][0]

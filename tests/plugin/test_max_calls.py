@@ -1,4 +1,5 @@
-"""--llm-max-calls: a spending bound on model calls, across xdist workers; store hits are free."""
+"""--llm-max-calls: a spending bound on model calls, across xdist workers and shared with the
+optimizer; store hits are free; a case it refuses is "not run: budget", never "unrecorded"."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _model(server: FakeOpenAIServer) -> list[str]:
     ]
 
 
-def test_calls_stop_at_the_bound_and_the_rest_are_unrecorded(
+def test_calls_stop_at_the_bound_and_the_rest_are_not_run(
     pytester: pytest.Pytester, server: FakeOpenAIServer
 ) -> None:
     pytester.makepyfile(test_capitals=SIX_CASES)
@@ -33,13 +34,14 @@ def test_calls_stop_at_the_bound_and_the_rest_are_unrecorded(
     assert len(server.requests) == 3
     first.stdout.fnmatch_lines(
         [
-            "*3 of 6 case(s) unrecorded (--llm-max-calls 3 spent); they are not scored.*",
+            "*3 of 6 case(s) not run: budget (--llm-max-calls 3 spent); they are not scored*",
             "*--llm-max-calls 3: 3 model call(s) made; the bound is reached: any later call "
-            "was not sent (its case is unrecorded)",
+            "was not sent (its case is not run: budget)",
         ]
     )
     cases = read_json(pytester.path / "r.json")["tests"][0]["cases"]
-    assert [c["state"] for c in cases] == ["scored"] * 3 + ["unrecorded"] * 3
+    assert [c["state"] for c in cases] == ["scored"] * 3 + ["not_run"] * 3
+    assert "unrecorded" not in first.stdout.str()
 
     # Again with the same bound: the 3 recorded replies come from the store and
     # never count, so the 3 others can now be recorded.
@@ -91,7 +93,7 @@ def test_retries_count_as_calls(pytester: pytest.Pytester) -> None:
     # free attempt and its retry, the fourth is refused.
     result = pytester.runpytest_inprocess("--llm-max-calls", "5", "-p", "no:randomly")
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*1 of 4 case(s) unrecorded (--llm-max-calls 5 spent)*",
+    result.stdout.fnmatch_lines(["*1 of 4 case(s) not run: budget (--llm-max-calls 5 spent)*",
                                  "*--llm-max-calls 5: 6 model call(s) made*"])  # fmt: skip
 
 
@@ -116,5 +118,38 @@ def test_the_bound_holds_across_xdist_workers(
     report = read_json(pytester.path / "r.json")
     states = sorted(c["state"] for t in report["tests"] for c in t["cases"])
     # Every worker's case records reached the controller's report.
-    assert states == ["scored"] * 4 + ["unrecorded"] * 2
+    assert states == ["not_run"] * 2 + ["scored"] * 4
     result.stdout.fnmatch_lines(["*--llm-max-calls 4: 4 model call(s) made; the bound is reached*"])
+
+
+SHARED = """
+from tnsai_eval.optimizer import StopReason
+from tnsai_eval.scoring import ContainsEvaluator, TestCase
+
+
+def test_a_evaluate(evaluate_prompt):
+    evaluate_prompt("Answer.", [(f"question {i}", "echo") for i in range(4)], concurrency=1)
+
+
+def test_b_optimize(prompt_optimizer):
+    optimizer = prompt_optimizer.with_options(
+        split=None, max_iterations=1, candidate_strategies=["concise"], rewrite=False,
+        concurrency=1, evaluator=ContainsEvaluator(), target_score=1.0,
+    )
+    result = optimizer.optimize("Say no.", [TestCase(f"q {i}", "zebra") for i in range(10)])
+    # The session had 6 attempts left after test_a's 4: the initial prompt's
+    # 10 cases got 6 of them, and the run says why it stopped.
+    assert (result.calls, result.stop_reason) == (6, StopReason.MAX_CALLS)
+"""
+
+
+def test_the_optimizer_and_evaluate_prompt_share_the_session_budget(
+    pytester: pytest.Pytester, server: FakeOpenAIServer
+) -> None:
+    pytester.makepyfile(test_shared=SHARED)
+    result = pytester.runpytest_inprocess(
+        *_model(server), "--llm-record=off", "--llm-max-calls", "10", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=2)
+    assert len(server.requests) == 10
+    result.stdout.fnmatch_lines(["*--llm-max-calls 10: 10 model call(s) made; the bound is*"])

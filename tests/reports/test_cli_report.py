@@ -57,15 +57,22 @@ def test_exit_codes_and_flipped_cases_worst_first(
     runs: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, same, worse = runs
-    assert main(["report", str(same), "--baseline", str(base)]) == 0
+    # Each run has a case without a recorded reply: no pass unless that is accepted.
+    assert main(["report", str(same), "--baseline", str(base)]) == 1
+    assert "1 of 11 case(s) not run" in capsys.readouterr().out
+    assert main(["report", str(same), "--baseline", str(base), "--allow-unrecorded"]) == 0
     out = capsys.readouterr().out
     assert "flipped cases: 4 (2 broken, 2 fixed)" in out
     assert "prompt `prompts/support.txt` changed (a1b2c3d4 -> e5f6a7b8)" in out
     assert out.index("broken  c0") < out.index("fixed   c8")
-    assert "unrecorded (no reply in the store; left out of the comparison): 1" in out
-    assert main(["report", str(worse), "--baseline", str(base)]) == 1
+    assert (
+        "unrecorded (no reply in the store, or refused by the call budget; left out of the "
+        "comparison): 1"
+    ) in out
+    allow = "--allow-unrecorded"
+    assert main(["report", str(worse), "--baseline", str(base), allow]) == 1
     # Paired gate: 6 broken, 2 fixed is p = 0.14 on its own: not a regression.
-    assert main(["report", str(worse), "--baseline", str(base), "--gate", "paired"]) == 0
+    assert main(["report", str(worse), "--baseline", str(base), "--gate", "paired", allow]) == 0
     capsys.readouterr()
     with pytest.raises(SystemExit) as bad:
         main(["report", str(worse), "--baseline", str(base), "--alpha", "2"])
@@ -113,7 +120,8 @@ def test_html_case_table_with_filters_and_flipped_outputs_side_by_side(
 ) -> None:
     base, same, _ = runs
     page_path = tmp_path / "page.html"
-    assert main(["report", str(same), "--baseline", str(base), "--html", str(page_path)]) == 0
+    argv = ["report", str(same), "--baseline", str(base), "--html", str(page_path)]
+    assert main([*argv, "--allow-unrecorded"]) == 0
     page = page_path.read_text(encoding="utf-8")
     for kind in ("all", "flipped", "failing", "unrecorded"):
         assert f'value="{kind}"' in page

@@ -51,7 +51,8 @@ def test_tokens_and_calls_are_gated_only_when_asked() -> None:
 
 
 @pytest.mark.parametrize(("name", "value"), [("alpha", 0.0), ("alpha", 1.0), ("tolerance", -1.0),
-                                             ("gate_costs", float("nan"))])  # fmt: skip
+                                             ("gate_costs", float("nan")), ("min_common", 1.5),
+                                             ("min_common", float("nan"))])  # fmt: skip
 def test_bad_gate_settings_name_the_value(name: str, value: float) -> None:
     report = _report(MetricStats("score", (0.8,)))
     settings: dict[str, Any] = {name: value}
@@ -63,3 +64,35 @@ def test_an_unknown_gate_mode() -> None:
     report = _report(MetricStats("score", (0.8,)))
     with pytest.raises(ConfigError, match="gate must be one of tolerance, paired, got 'strict'"):
         compare(report, report, gate="strict")
+
+
+def test_recorded_settings_are_used_unless_given_and_bad_ones_are_not_trusted() -> None:
+    from tnsai_eval.reports import describe_settings, gate_settings
+
+    recorded = {"gate": "paired", "tolerance": 0.1, "alpha": "0.01", "min_common": 0.9,
+                "allow_unrecorded": "yes"}  # fmt: skip
+    values, sources = gate_settings(recorded, {"min_common": 0.5})
+    assert values == {"gate": "paired", "tolerance": 0.1, "alpha": 0.05, "min_common": 0.5,
+                      "allow_unrecorded": False}  # fmt: skip
+    assert describe_settings(values, sources) == (
+        "gate settings: gate paired (recorded in the report), tolerance 0.1 (recorded in the "
+        "report), alpha 0.05 (default), min common 50% (given), unrecorded cases refused "
+        "(default)"
+    )
+
+
+def test_the_plugin_records_and_checks_its_evidence_options(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_m(tnsai_record):\n    tnsai_record('score', 0.5)\n")
+    bad = pytester.runpytest_inprocess("--tnsai-min-common", "1.5")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--tnsai-min-common: expected a share between 0 and 1, got '1.5'"])
+    pytester.makeini("[pytest]\ntnsai_allow_unrecorded = maybe\n")
+    bad = pytester.runpytest_inprocess()
+    bad.stderr.fnmatch_lines(["*ini tnsai_allow_unrecorded: expected true or false, got 'maybe'"])
+    pytester.makeini("[pytest]\ntnsai_allow_unrecorded = true\n")
+    ok = pytester.runpytest_inprocess("--tnsai-min-common", "0.5", "--tnsai-report", "r.json")
+    ok.assert_outcomes(passed=1)
+    import json
+
+    config = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["config"]
+    assert (config["min_common"], config["allow_unrecorded"]) == (0.5, True)

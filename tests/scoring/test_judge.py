@@ -133,7 +133,8 @@ def test_fit_threshold_needs_both_kinds() -> None:
 
 def test_llm_check_calibrates_once_and_says_how_it_scored() -> None:
     shares = {"kind": (0.30, 0.70), "nice": (0.28, 0.72), "rude": (0.10, 0.9), "mean": (0.12, 0.88)}
-    shares |= {"thanks": (0.25, 0.75), "idiot": (0.15, 0.85)}
+    shares |= {"warm": (0.33, 0.67), "glad": (0.29, 0.71), "rough": (0.08, 0.92)}
+    shares |= {"cold": (0.11, 0.89), "thanks": (0.25, 0.75), "idiot": (0.15, 0.85)}
 
     def reply(messages: list[Message], params: dict[str, Any]) -> Completion:
         return yes_no(*shares[messages[-1].content.split("\n\n", 1)[0]])
@@ -151,7 +152,11 @@ def test_llm_check_calibrates_once_and_says_how_it_scored() -> None:
     criteria = (
         CompletionCriteria.builder()
         .with_llm(client)
-        .llm_check("Is the text polite?", good=["kind", "nice"], bad=["rude", "mean"])
+        .llm_check(
+            "Is the text polite?",
+            good=["kind", "nice", "warm", "glad"],
+            bad=["rude", "mean", "rough", "cold"],
+        )
         .build()
     )
     [polite] = criteria.evaluate("thanks")
@@ -159,9 +164,54 @@ def test_llm_check_calibrates_once_and_says_how_it_scored() -> None:
     assert polite.passed
     assert not rude.passed
     assert polite.score == pytest.approx(0.25)
-    # Threshold halfway between the good (0.28) and bad (0.12) examples.
-    assert "threshold 0.20 (calibrated on 2 good and 2 bad examples) [logprobs]" in polite.message
-    assert len(client.fake.calls) == 4 + 2  # the examples once, then one call per output
+    # Threshold halfway between the good (lowest 0.28) and bad (highest 0.12)
+    # examples; the given threshold (0.7, the default) fails every polite one.
+    assert (
+        "threshold 0.20 (calibrated on 4 good and 4 bad examples; leave-one-out accuracy 8/8; "
+        "the uncalibrated 0.7: 4/8) [logprobs]" in polite.message
+    )
+    assert len(client.fake.calls) == 8 + 2  # the examples once, then one call per output
+
+
+def test_calibration_on_two_and_two_is_refused_before_any_call() -> None:
+    llm = ScriptedLLM(default="SCORE: 50")
+    with pytest.raises(ConfigError, match="at least 4 good and 4 bad examples, got 2 good"):
+        Judge(llm).calibrate("Polite?", ["a", "b"], ["c", "d"])
+    with pytest.raises(ConfigError, match="at least 4 good and 4 bad"):
+        LLMJudgeEvaluator(llm).calibrate(good=[("a", "a!")] * 4, bad=[("b", "a")] * 3)
+    assert llm.calls == []
+
+
+def test_a_calibration_that_does_not_help_keeps_the_uncalibrated_threshold_and_warns() -> None:
+    # What the issue measured on fresh texts: at 0.5 the judge already
+    # separates most examples; the threshold fitted on these overlapping
+    # scores classifies the examples left out of the fit worse.
+    good = [0.56, 0.64, 0.44, 0.58]
+    bad = [0.38, 0.47, 0.61, 0.42]
+    with pytest.warns(UserWarning, match="calibrating the judge did not help"):
+        fit = JudgeCalibration.fit(good, bad)
+    assert fit.uncalibrated_accuracy == 6 / 8
+    assert fit.cv_accuracy < fit.uncalibrated_accuracy
+    assert fit.kept_uncalibrated
+    assert fit.threshold == 0.5
+    assert fit.fitted == pytest.approx(0.515)  # what was fitted, and not kept
+    assert "kept: calibrating did not help" in fit.describe()
+
+
+def test_a_calibration_that_hurts_leaves_the_evaluators_threshold_alone() -> None:
+    scores = {"g1": 56, "g2": 64, "g3": 44, "g4": 58, "b1": 38, "b2": 47, "b3": 61, "b4": 42}
+
+    def reply(messages: list[Message], params: dict[str, Any]) -> str:
+        answer = messages[-1].content.split("Answer: ")[1].split("\n")[0]
+        return f"SCORE: {scores[answer]}"
+
+    judge = LLMJudgeEvaluator(ScriptedLLM(fn=reply))
+    with pytest.warns(UserWarning, match="keeping the uncalibrated threshold"):
+        fit = judge.calibrate(
+            good=[(f"g{i}", "x") for i in range(1, 5)], bad=[(f"b{i}", "x") for i in range(1, 5)]
+        )
+    assert fit.kept_uncalibrated
+    assert judge.threshold is None  # raw scores, as before calibrating
 
 
 def test_llm_check_calibration_needs_both_kinds() -> None:
@@ -170,22 +220,31 @@ def test_llm_check_calibration_needs_both_kinds() -> None:
 
 
 def test_judge_evaluator_calibrated_scores_are_accuracy() -> None:
-    replies = {"Paris": "SCORE: 80", "Lyon": "SCORE: 30", "Rome": "SCORE: 60", "Nice": "SCORE: 45"}
+    # A small judge's scores crowd low: at 0.5 three right answers fail; the
+    # threshold fitted between the two groups classifies every example right
+    # even when it is left out of the fit.
+    replies = {"Paris": "SCORE: 45", "Paris.": "SCORE: 42", "paris": "SCORE: 48"}
+    replies |= {"PARIS!": "SCORE: 60", "Lyon": "SCORE: 20", "Lille": "SCORE: 25"}
+    replies |= {"Metz": "SCORE: 30", "Brest": "SCORE: 22", "Rome": "SCORE: 40", "Nice": "SCORE: 33"}
 
     def reply(messages: list[Message], params: dict[str, Any]) -> str:
         answer = messages[-1].content.split("Answer: ")[1].split("\n")[0]
         return replies[answer]
 
     judge = LLMJudgeEvaluator(ScriptedLLM(fn=reply))
-    fit = judge.calibrate(good=[("Paris", "Paris!")], bad=[("Lyon", "Paris")])
+    fit = judge.calibrate(
+        good=[("Paris", "Paris!"), ("Paris.", "Paris!"), ("paris", "Paris!"), ("PARIS!", "x")],
+        bad=[("Lyon", "Paris"), ("Lille", "Paris"), ("Metz", "Paris"), ("Brest", "Paris")],
+    )
     assert isinstance(fit, JudgeCalibration)
-    assert judge.threshold == pytest.approx(0.55)
+    assert (fit.cv_accuracy, fit.uncalibrated_accuracy) == (1.0, 5 / 8)
+    assert judge.threshold == pytest.approx(0.36)
     assert judge.evaluate("Rome", "Paris") == 1.0
     assert judge.evaluate("Nice", "Paris") == 0.0
-    assert judge.methods_used["score_line"] == 4
+    assert judge.methods_used["score_line"] == 8 + 2
     explained = judge.explain("Nice", "Paris")
     assert explained is not None
-    assert explained.score == pytest.approx(0.45)
+    assert explained.score == pytest.approx(0.33)
 
 
 def test_the_judges_reason_reaches_the_check_and_every_case_record() -> None:

@@ -11,7 +11,7 @@ from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Message
 from tnsai_eval.optimizer import ProgressEvent, PromptOptimizer, PromptStrategy, StopReason
-from tnsai_eval.scoring import TestCase
+from tnsai_eval.scoring import LabelEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 from tnsai_eval.widgets import OptimizerDashboard
 
@@ -184,7 +184,8 @@ def test_stop_button_ends_a_running_run_and_keeps_its_scores() -> None:
     assert dashboard.bar.bar_style == "warning"
     assert not dashboard.run_button.disabled
     # A second run starts afresh: the stop of the first does not carry over.
-    dashboard.max_calls.value = 2
+    # Two of the three calls are set aside for the held-out check (one case).
+    dashboard.max_calls.value = 3
     dashboard.run_button.click()
     second = dashboard.wait(timeout=60)
     assert second is not None
@@ -223,3 +224,20 @@ def test_dashboard_text_fallback_names_the_view() -> None:
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"].startswith("OptimizerDashboard: an interactive view")
     assert "VBox(" not in bundle["text/plain"]
+
+
+def test_a_finished_label_run_shows_the_held_out_line_and_the_answers_by_label() -> None:
+    labels = ("sports", "politics", "technology")
+    llm = ScriptedLLM(rules=[(r"only the answer", lambda m: "sports")], default="news")
+    optimizer = PromptOptimizer(
+        llm, candidate_strategies=["answer_only"], rewrite=False, evaluator=LabelEvaluator(labels)
+    )
+    cases = [TestCase(f"headline {i}", labels[i % 3]) for i in range(30)]
+    dashboard = OptimizerDashboard(optimizer, "Topic?", cases)
+    result = dashboard.run()
+    shown = dashboard.held_out.value
+    assert "constant answer &#x27;sports&#x27; 0.333" in shown
+    assert "no better than a constant answer" in shown
+    assert "95% CI" in shown
+    assert dashboard.confusion.value.tobytes().startswith(PNG)
+    assert result.chance_flag is not None

@@ -37,6 +37,10 @@ SUBCOMMANDS: Mapping[str, tuple[str, str]] = MappingProxyType(
             "tnsai_eval.cli._report",
             "summarize a --tnsai-report JSON file, optionally against a baseline",
         ),
+        "ci": (
+            "tnsai_eval.cli._ci",
+            "pull-request steps: choose the base branch's baseline, write the PR comment",
+        ),
         "refine": (
             "tnsai_eval.cli._refine",
             "revise a draft with the model until it passes the given checks",

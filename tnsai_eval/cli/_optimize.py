@@ -10,8 +10,10 @@ turns, response format, status and scores) and ``score_progression.png`` to
 The cases are split (seeded, stratified by label) into selection cases, on
 which the prompt is chosen, and held-out cases (``--split``, default 0.3, or
 the ``--validation`` file); the headline is the held-out score with its 95%
-interval and the exact paired test against the starting prompt. Scores on
-the selection cases are labelled "training".
+interval on the gain over the starting prompt, the exact paired test, the
+verdict (improved only for a gain significant at ``--alpha`` that beats a
+constant answer) and, for a label dataset, what answering one label to every
+case scores. Scores on the selection cases are labelled "training".
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ DEFAULT_PROMPTS = {
     "capitals": "Answer the geography question.",
     "feedback_examples": "Is this feedback positive or negative?",
     "formal_tone": "Rewrite this message in a formal tone.",
+    "headlines": "Is this headline about sports, politics or technology?",
     "json_extraction": "Extract the name, age and city as JSON.",
     "sentiment": "Is the sentiment of this review positive or negative?",
 }
@@ -159,6 +162,13 @@ def add_parser(subparsers: Any) -> None:
         "cases, Student's t, Hoeffding, or auto (sign for 0/1 scores, else t; the default)",
     )
     parser.add_argument(
+        "--alpha",
+        type=_level,
+        default=0.05,
+        help="the level of the held-out paired test and of the gain's interval "
+        "(default: 0.05: a 95%% interval)",
+    )
+    parser.add_argument(
         "--reply-tokens", type=positive_int, default=32, help="max reply tokens (default: 32)"
     )
     parser.add_argument("--max-calls", type=positive_int, help="stop after N model calls")
@@ -188,6 +198,16 @@ def _non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a level in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a level in (0, 1), got {text!r}")
     return value
 
 
@@ -309,6 +329,7 @@ def _run(args: argparse.Namespace) -> int:
         split=args.split or None,
         demo_sets=args.demo_sets,
         racing_bound=args.racing_bound,
+        alpha=args.alpha,
     )
     most_calls = optimizer.estimate_calls(prompt, cases, validation_cases=validation)
     selection, held_out = optimizer.split_cases(cases, validation)
@@ -387,6 +408,8 @@ def _print_report(result: OptimizationResult) -> None:
     for record in result.history:
         if record.racing_note:
             print(f"round {record.round}: {record.racing_note}")
+    if result.racing_report:
+        print(result.racing_report)
     print()
     print(f"best prompt:\n{textwrap.indent(result.best_prompt, '  ')}")
     if result.best_spec is not None and result.best_spec.describe():
@@ -399,7 +422,7 @@ def _print_report(result: OptimizationResult) -> None:
                 print(f"  demo turn: {demo.input!r} -> {demo.output!r}")
     print()
     print(result.headline)
-    change = "improved" if result.was_improved else "not improved"
+    change = "training gain" if result.training_improved else "no training gain"
     print(
         f"training {result.metric} {result.training_change} ({change}) on "
         f"{result.selection_cases} selection cases; {result.rounds} round(s), "
@@ -431,6 +454,7 @@ def _write_files(result: OptimizationResult, out: Path) -> None:
     variants = mask_deep(
         {
             "best_variant": result.best_variant,
+            "held_out": result.held_out_dict(),
             "variants": [v.to_dict() for v in result.variants],
         }
     )

@@ -5,8 +5,18 @@ Prints one row per tracked test (the mean with its 95% interval) and, with
 gate prints: regressed metrics, then the cases that flipped (broken ones
 first, worst first) and the prompts that changed.
 
-Exit codes: 0 no regression, 1 a regression, 2 bad arguments or a report that
-cannot be read (the message names the file and the JSON path of the field).
+The gate, tolerance, alpha and minimum common share are the ones recorded in
+the report (the settings of the pytest run that wrote it) unless given here;
+the output says which it used and where each came from.
+
+No pass without evidence: a test with cases that were not run (unrecorded,
+or refused by the call budget; --allow-unrecorded accepts them) or that
+errored, or with fewer cases in common with the baseline than --min-common
+of the baseline's, is never reported as a pass.
+
+Exit codes: 0 no regression, 1 a regression or missing evidence, 2 bad
+arguments or a report that cannot be read (the message names the file and
+the JSON path of the field).
 """
 
 from __future__ import annotations
@@ -24,13 +34,15 @@ from tnsai_eval.reports import (
     GateMode,
     Report,
     compare,
+    describe_settings,
     format_comparison,
     format_summary,
+    gate_settings,
     read_report,
     summary_rows,
 )
 
-__all__ = ["add_parser", "render_markdown"]
+__all__ = ["add_parser", "headline", "render_markdown"]
 
 
 def _fraction(text: str) -> float:
@@ -50,6 +62,13 @@ def _alpha(text: str) -> float:
     return value
 
 
+def _share(text: str) -> float:
+    value = _fraction(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
+
+
 def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "report",
@@ -62,21 +81,36 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--tolerance",
         type=_fraction,
-        default=0.05,
-        help="largest allowed absolute drop of a gated metric (default: 0.05)",
+        default=None,
+        help="largest allowed absolute drop of a gated metric (default: the report's, else 0.05)",
     )
     parser.add_argument(
         "--gate",
         choices=[m.value for m in GateMode],
-        default=GateMode.TOLERANCE.value,
-        help="tolerance: a drop beyond the tolerance regresses (default); paired: only when "
-        "the exact sign test on the flipped cases also has p < --alpha",
+        default=None,
+        help="tolerance: a drop beyond the tolerance regresses; paired: only when "
+        "the exact sign test on the flipped cases also has p < --alpha "
+        "(default: the report's, else tolerance)",
     )
     parser.add_argument(
         "--alpha",
         type=_alpha,
-        default=0.05,
-        help="significance level of the paired gate (default: 0.05)",
+        default=None,
+        help="significance level of the paired gate (default: the report's, else 0.05)",
+    )
+    parser.add_argument(
+        "--min-common",
+        type=_share,
+        default=None,
+        help="least share of the baseline's cases this run must have in common with it "
+        "for a score to be judged (default: the report's, else 0.8)",
+    )
+    parser.add_argument(
+        "--allow-unrecorded",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="accept cases that were not run (unrecorded, or refused by the call budget) "
+        "instead of refusing to pass (default: the report's, else refused)",
     )
     parser.add_argument(
         "--format",
@@ -121,12 +155,30 @@ def _report(args: argparse.Namespace) -> int:
     report = read_report(args.report)
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
+    settings = ""
     if baseline is not None:
-        comparison = compare(
-            report, baseline, tolerance=args.tolerance, gate=args.gate, alpha=args.alpha
+        values, sources = gate_settings(
+            report.config,
+            {
+                "gate": args.gate,
+                "tolerance": args.tolerance,
+                "alpha": args.alpha,
+                "min_common": args.min_common,
+                "allow_unrecorded": args.allow_unrecorded,
+            },
         )
+        settings = describe_settings(values, sources)
+        comparison = compare(report, baseline, **values)
     if args.format == "markdown":
-        print(render_markdown(report, comparison, name=args.report, baseline_name=args.baseline))
+        print(
+            render_markdown(
+                report,
+                comparison,
+                name=args.report,
+                baseline_name=args.baseline,
+                settings=settings,
+            )
+        )
     else:
         config = report.config
         print(
@@ -138,6 +190,7 @@ def _report(args: argparse.Namespace) -> int:
         if comparison is not None:
             print()
             print(f"against baseline {args.baseline}:")
+            print(settings)
             print(format_comparison(comparison))
     if args.junit:
         from tnsai_eval.reports import write_junit
@@ -149,7 +202,7 @@ def _report(args: argparse.Namespace) -> int:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison)
+        write_html(args.html, report, comparison=comparison, settings=settings)
         if args.format == "text":
             print(f"wrote {args.html}")
     return 0 if comparison is None or comparison.passed else 1
@@ -161,19 +214,12 @@ def render_markdown(
     *,
     name: str = "report",
     baseline_name: str | None = None,
+    settings: str = "",
 ) -> str:
     """The run (and its comparison) as Markdown, for a PR comment or a job summary."""
     from tnsai_eval.reports import markdown_table
 
-    if comparison is None:
-        verdict = "report"
-    elif comparison.passed:
-        verdict = "PASS: no regressions"
-    elif comparison.regressions:
-        verdict = f"FAIL: {len(comparison.regressions)} regression(s)"
-    else:
-        verdict = f"FAIL: {len(comparison.errored)} test(s) errored"
-    lines = [f"### tnsai-eval {verdict}", ""]
+    lines = [f"### tnsai-eval {headline(comparison)}", ""]
     config = report.config
 
     def shown(value: object) -> str:
@@ -189,5 +235,20 @@ def render_markdown(
     lines.append(markdown_table(*summary_rows(report)))
     if comparison is not None:
         lines += ["", f"Against baseline {shown(baseline_name)}:", ""]
+        if settings:
+            lines += [settings, ""]
         lines.append(format_comparison(comparison, markdown=True))
     return "\n".join(lines)
+
+
+def headline(comparison: Comparison | None) -> str:
+    """PASS only with evidence; otherwise what failed the gate, or what is missing."""
+    if comparison is None:
+        return "report"
+    if comparison.regressions:
+        return f"FAIL: {len(comparison.regressions)} regression(s)"
+    if comparison.shortfalls:
+        return f"FAIL: missing evidence in {len(comparison.shortfalls)} test metric(s)"
+    if comparison.dropped:
+        return f"PASS: no regressions; {len(comparison.dropped)} dropped score(s) not significant"
+    return "PASS: no regressions"

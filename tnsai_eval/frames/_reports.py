@@ -79,8 +79,9 @@ def comparison_frame(comparison: Comparison | pd.DataFrame) -> pd.DataFrame:
     baseline; the list of columns is ``reports.COMPARISON_COLUMNS``, re-exported.
 
     Gated metrics present in both runs keep the comparison's ``kind``
-    (``regressed``, ``improved``, ``unchanged``); tests and metrics that
-    appeared or vanished get ``kind`` ``new`` or ``vanished`` and NaN values.
+    (``regressed``, ``inconclusive``, ``dropped``, ``improved``, ``unchanged``);
+    tests and metrics that appeared or vanished get ``kind`` ``new`` or
+    ``vanished`` and NaN values.
     Regressions come first, worst first. A frame that already has the columns
     is returned as is.
     """
@@ -98,7 +99,8 @@ def comparison_frame(comparison: Comparison | pd.DataFrame) -> pd.DataFrame:
     out = pd.concat(parts, ignore_index=True) if parts else changes
     # Every column, even when only new or vanished tests were found (no deltas).
     out = out.reindex(columns=list(COMPARISON_COLUMNS))
-    order = {"regressed": 0, "new": 1, "vanished": 2, "improved": 3, "unchanged": 4}
+    order = {"regressed": 0, "inconclusive": 1, "dropped": 2, "new": 3, "vanished": 4,
+             "improved": 5, "unchanged": 6}  # fmt: skip
     out = out.assign(_order=out["kind"].map(order)).sort_values(
         ["_order", "delta"], kind="stable", na_position="last"
     )

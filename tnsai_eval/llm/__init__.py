@@ -4,7 +4,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 ``chat(messages, **params) -> Completion``.
 """
 
-from tnsai_eval.llm._attempts import AttemptGate, attempt_gate, may_retry
+from tnsai_eval.llm._budget import CallBudget, ametered_call, metered_call
 from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._format import (
@@ -38,8 +38,8 @@ from tnsai_eval.settings import RecordMode
 __all__ = [
     "LOCAL_SERVER_ALIAS",
     "AsyncLLMClient",
-    "AttemptGate",
     "CachedLLM",
+    "CallBudget",
     "Completion",
     "LLMClient",
     "LocalLLM",
@@ -54,14 +54,14 @@ __all__ = [
     "ToolCall",
     "Usage",
     "acall",
-    "attempt_gate",
+    "ametered_call",
     "call_tokens",
     "check_response_format",
     "default_llm",
     "estimate_tokens",
     "json_schema_format",
     "last_user_message",
-    "may_retry",
+    "metered_call",
     "normalize_messages",
     "serve_local_model",
     "smollm2_gguf_path",

@@ -15,8 +15,9 @@ from typing import Any
 
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import ReplayMissError, ServerMismatchWarning
+from tnsai_eval.llm._budget import ametered_call, metered_call
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
-from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
+from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput
 from tnsai_eval.llm._wire import check_params
 from tnsai_eval.settings import RecordMode
 
@@ -56,6 +57,10 @@ class CachedLLM:
         misses: requests not answered from the store (the model was called,
             or replay mode raised ``ReplayMissError``).
     """
+
+    #: A stored reply takes nothing from the active ``CallBudget``; a call that
+    #: reaches ``inner`` is metered there (see ``llm._budget``).
+    meters_attempts = True
 
     def __init__(
         self,
@@ -99,7 +104,7 @@ class CachedLLM:
         cached = self._from_store(request)
         if cached is not None:
             return cached
-        completion = self.inner.chat(messages, **params)
+        completion = metered_call(self.inner, messages, **params)
         self._record(request, completion)
         return completion
 
@@ -109,9 +114,20 @@ class CachedLLM:
         cached = self._from_store(request)
         if cached is not None:
             return cached
-        completion = await acall(self.inner, messages, **params)
+        completion = await ametered_call(self.inner, messages, **params)
         self._record(request, completion)
         return completion
+
+    def is_stored(self, messages: MessagesInput, *, sample: int = 0, **params: Any) -> bool:
+        """Whether ``chat(messages, sample=sample, **params)`` would be answered from the store.
+
+        Asks the store only: nothing is sent and no counter moves. Always
+        ``False`` in ``off`` and ``refresh`` modes, which never answer from it.
+        """
+        if self.mode in (RecordMode.OFF, RecordMode.REFRESH):
+            return False
+        request = StoredRequest.build(self.model, messages, params, sample=sample)
+        return self.store.lookup(request.key) is not None
 
     def _request(
         self, messages: MessagesInput, params: dict[str, Any], sample: int

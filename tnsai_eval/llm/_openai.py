@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from http.cookiejar import CookieJar
 from typing import Any
 
 import httpx
@@ -30,7 +31,7 @@ from tnsai_eval.errors import (
     LLMError,
     LLMTimeoutError,
 )
-from tnsai_eval.llm._attempts import may_retry
+from tnsai_eval.llm._budget import attempt_available, budget_exceeded, reserve_attempt
 from tnsai_eval.llm._failures import REDACTED, Secret, reply_error, request_error, status_error
 from tnsai_eval.llm._format import ResponseFormatStyle, check_response_format, to_llama_cpp
 from tnsai_eval.llm._pools import SyncPools, pool_limits, split_slots
@@ -82,9 +83,11 @@ class OpenAIClient:
       ``ServerError``, ``LLMTimeoutError``, ``LLMConnectionError``,
       ``ClientRequestError``, ``BadResponseError``) carrying ``status``,
       ``model`` and ``attempts`` (the HTTP attempts made, retries included);
-      a reply's ``Completion.attempts`` counts them too. A caller with a
-      request budget can refuse a retry through ``llm.attempt_gate``: the
-      call then fails with the last attempt's error instead of retrying.
+      a reply's ``Completion.attempts`` counts them too. Each attempt,
+      retries included, is taken from the active ``llm.CallBudget`` (if any)
+      once it holds a connection slot: with none left, a first attempt raises
+      ``CallBudgetExceeded`` (nothing sent) and a retry is not made (the call
+      fails with the last attempt's error).
     * ``timeout`` bounds each read and write, ``connect_timeout`` each connect,
       and ``total_timeout`` (default 300 s) one whole call: every attempt,
       retry and backoff wait included, sync and async. A server that trickles
@@ -121,6 +124,9 @@ class OpenAIClient:
     * ``close()`` / ``aclose()`` or ``with`` / ``async with`` release the
       connections and the worker threads.
     """
+
+    #: Takes each HTTP attempt from the active ``CallBudget`` itself (see ``llm._budget``).
+    meters_attempts = True
 
     def __init__(
         self,
@@ -193,16 +199,16 @@ class OpenAIClient:
         self._headers.update(headers or {})
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
         self._transport = transport
-        # A given transport does its own pooling, so it gets one client; see
-        # _pools.py for why the network gets several small pools.
-        self._slots = [max_concurrency] if transport is not None else split_slots(max_concurrency)
         self._rng = random.Random()
         self._lock = threading.Lock()
         self._threads_lock = threading.Lock()
         self._closed = False
         self._ssl: ssl.SSLContext | None = None
         self._sync: SyncPools | None = None
+        # Pools replaced by a larger bound (ensure_concurrency): closed with the client.
+        self._retired: list[SyncPools] = []
         self._threads: ThreadPoolExecutor | None = None
+        self._cookies = CookieJar()
 
     @property
     def model(self) -> str:
@@ -218,6 +224,32 @@ class OpenAIClient:
     def max_concurrency(self) -> int:
         """The most requests in flight at once (``chat`` and ``achat`` together)."""
         return self._max_concurrency
+
+    def ensure_concurrency(self, max_concurrency: int) -> int:
+        """Raise ``max_concurrency`` to at least the given bound; return the bound now in force.
+
+        The pools and worker threads are rebuilt on the next call, with room
+        for that many requests in flight; calls already in flight finish on
+        the old ones (closed with the client). A lower value changes nothing.
+        """
+        if (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ConfigError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        with self._lock, self._threads_lock:
+            self._check_open()
+            if max_concurrency > self._max_concurrency:
+                self._max_concurrency = max_concurrency
+                if self._sync is not None:
+                    self._retired.append(self._sync)
+                    self._sync = None
+                if self._threads is not None:
+                    # Calls in flight finish on their threads; new ones get the larger pool.
+                    self._threads.shutdown(wait=False)
+                    self._threads = None
+            return self._max_concurrency
 
     def __repr__(self) -> str:
         key = repr(REDACTED) if self._key is not None else "None"
@@ -244,22 +276,28 @@ class OpenAIClient:
         deadline = time.monotonic() + self._total_timeout
         attempt = 0
         outcome: Completion | LLMError
+        failed: LLMError | None = None  # the last attempt's error, before a retry
         while True:
             attempt += 1
-            with pools.lease() as route:
+            with pools.lease() as client:
+                # The attempt is taken from the caller's call budget only now,
+                # holding a connection slot: a request queued for a slot holds
+                # no budget that a request ready to go could use.
+                if not reserve_attempt():
+                    if failed is None:
+                        raise budget_exceeded(f"POST {self._url} for model {model!r}")
+                    raise self._refused_retry(failed)
                 started = time.perf_counter()
                 try:
-                    outcome = self._post(
-                        route, pools.headers, content, model, attempt, started, deadline
-                    )
+                    outcome = self._post(client, content, model, attempt, started, deadline)
                 except httpx.RequestError as exc:
                     outcome = self._request_failure(exc, model, attempt)
                     if time.monotonic() >= deadline:
                         raise self._expired(model, attempt, outcome) from exc
             if isinstance(outcome, Completion):
                 return outcome
-            outcome = self._format_rejected(outcome, params)
-            self._sleep(self._wait_or_raise(outcome, deadline))
+            failed = self._format_rejected(outcome, params)
+            self._sleep(self._wait_or_raise(failed, deadline))
 
     async def achat(
         self,
@@ -270,7 +308,7 @@ class OpenAIClient:
     ) -> Completion:
         """Like ``chat``, without blocking the running event loop (on a worker thread)."""
         threads = self._worker_threads()
-        # The caller's context (an optimizer's attempt_gate) goes with the call.
+        # The caller's context (its active CallBudget) goes with the call.
         context = contextvars.copy_context()
         call = functools.partial(
             context.run, self.chat, messages, response_format=response_format, **params
@@ -279,8 +317,7 @@ class OpenAIClient:
 
     def _post(
         self,
-        route: httpx.BaseTransport,
-        headers: httpx.Headers,
+        client: httpx.Client,
         content: bytes,
         model: str,
         attempt: int,
@@ -291,15 +328,11 @@ class OpenAIClient:
         if left <= 0:
             raise self._expired(model, attempt - 1, None)
         # No read may wait past the deadline; the chunk loop checks it between reads.
-        request = httpx.Request(
-            "POST",
-            self._request_url,
-            headers=headers,
-            content=content,
-            extensions={"timeout": _capped(self._timeout, left)},
+        request = client.build_request(
+            "POST", self._request_url, content=content, timeout=_capped(self._timeout, left)
         )
-        response = route.handle_request(request)
-        response.request = request
+        # Streamed, so that the body is read in chunks and reading stops at the cap.
+        response = client.send(request, stream=True)
         try:
             body = bytearray()
             for chunk in response.iter_bytes():
@@ -337,12 +370,13 @@ class OpenAIClient:
         with self._lock, self._threads_lock:
             self._closed = True
             pools, self._sync = self._sync, None
+            retired, self._retired = self._retired, []
             threads, self._threads = self._threads, None
         if threads is not None:
             # Calls in flight finish on their own (within total_timeout).
             threads.shutdown(wait=False)
-        if pools is not None:
-            pools.close()
+        for each in [*retired, *([pools] if pools is not None else [])]:
+            each.close()
 
     async def aclose(self) -> None:
         """``close()``, for ``async with``."""
@@ -377,10 +411,13 @@ class OpenAIClient:
             self._check_open()
             if self._sync is None:
                 options = self._pool_options()
+                # A given transport does its own pooling, so it gets one client;
+                # see _pools.py for why the network gets several small pools.
+                limit = self._max_concurrency
+                slots = [limit] if self._transport is not None else split_slots(limit)
                 self._sync = SyncPools(
-                    self._slots,
+                    slots,
                     lambda slots: httpx.Client(limits=pool_limits(slots), **options),
-                    self._request_url,
                 )
             return self._sync
 
@@ -416,6 +453,9 @@ class OpenAIClient:
             "verify": self._ssl,
             "timeout": self._timeout,
             "transport": self._transport,
+            # One jar for every pool: a cookie the server sets is sent back
+            # whichever pool the next request takes, as with one httpx.Client.
+            "cookies": self._cookies,
         }
 
     def _check_open(self) -> None:
@@ -471,6 +511,14 @@ class OpenAIClient:
         rejected.__cause__ = error
         return rejected
 
+    @staticmethod
+    def _refused_retry(error: LLMError) -> LLMError:
+        # The caller's call budget has no room for another attempt: the call
+        # fails with the last attempt's error rather than sending more.
+        logger.info("not retrying after attempt %d: the call budget is spent", error.attempts)
+        error.add_note("not retried: the call budget (max_calls) had no attempt left")
+        return error
+
     def _request_failure(self, exc: httpx.RequestError, model: str, attempt: int) -> LLMError:
         return request_error(self._url, exc, model=model, attempt=attempt, key=self._key)
 
@@ -481,12 +529,10 @@ class OpenAIClient:
         """
         if not error.retryable or error.attempts >= self._policy.max_attempts:
             raise error
-        if not may_retry():
-            # The caller's request budget has no room for another attempt.
-            logger.info(
-                "not retrying after attempt %d: the caller's budget refused", error.attempts
-            )
-            raise error
+        # Asked before the backoff wait, so a retry the budget cannot pay for
+        # is not waited for; the attempt itself is reserved when it is sent.
+        if not attempt_available():
+            raise self._refused_retry(error)
         delay = self._policy.delay(error.attempts, retry_after=error.retry_after, rng=self._rng)
         if time.monotonic() + delay >= deadline:
             raise self._expired(error.model, error.attempts, error) from error
@@ -500,18 +546,18 @@ class OpenAIClient:
         return delay
 
 
-def _capped(timeout: httpx.Timeout, left: float) -> dict[str, float]:
-    """``timeout`` with every phase cut to at most ``left`` seconds, as a transport takes it."""
+def _capped(timeout: httpx.Timeout, left: float) -> httpx.Timeout:
+    """``timeout`` with every phase cut to at most ``left`` seconds."""
 
     def cap(value: float | None) -> float:
         return left if value is None else min(value, left)
 
-    return {
-        "connect": cap(timeout.connect),
-        "read": cap(timeout.read),
-        "write": cap(timeout.write),
-        "pool": cap(timeout.pool),
-    }
+    return httpx.Timeout(
+        connect=cap(timeout.connect),
+        read=cap(timeout.read),
+        write=cap(timeout.write),
+        pool=cap(timeout.pool),
+    )
 
 
 def _check_base_url(base_url: str) -> str:

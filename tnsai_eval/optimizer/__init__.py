@@ -12,6 +12,7 @@ from here, where they were first published.
 True
 """
 
+from tnsai_eval.optimizer._chance import ConstantBaseline
 from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
@@ -65,6 +66,7 @@ __all__ = [
     "CaseResult",
     "CaseScore",
     "CaseState",
+    "ConstantBaseline",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
     "Demo",

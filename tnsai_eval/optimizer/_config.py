@@ -28,7 +28,7 @@ from typing import Any, Literal, cast
 
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import LLMClient
+from tnsai_eval.llm import CallBudget, LLMClient
 from tnsai_eval.optimizer._engine import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
@@ -78,6 +78,8 @@ class OptimizerConfig:
     demo_sets: int = 0
     rewrite_max_tokens: int = 256
     labels: Sequence[str] | None = None
+    alpha: float = 0.05
+    budget: CallBudget | None = None
 
     def __post_init__(self) -> None:
         # Whole numbers only: NaN compares False with every bound, so a NaN
@@ -94,9 +96,16 @@ class OptimizerConfig:
         for name, limit in (("max_calls", self.max_calls), ("max_tokens", self.max_tokens)):
             if limit is not None and (not _is_count(limit) or limit < 0):
                 raise ConfigError(f"{name} must be an int >= 0 or None, got {limit!r}")
+        if self.budget is not None and not isinstance(self.budget, CallBudget):
+            raise ConfigError(
+                f"budget must be an llm.CallBudget or None, got {type(self.budget).__name__}"
+            )
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ConfigError(f"max_seconds must be > 0 or None, got {self.max_seconds!r}")
         check_template(self.template)
+        alpha = self.alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+            raise ConfigError(f"alpha must be a level in (0, 1), got {alpha!r}")
         split = self.split
         if split is not None and (
             isinstance(split, bool) or not isinstance(split, int | float) or not 0.0 < split < 1.0

@@ -1,11 +1,12 @@
 """The machinery under the optimizer: budget, in-run cache, bounded concurrent calls.
 
 Everything here runs on one event loop, so plain attributes need no locks.
-Decisions that must be reproducible (which calls the budget admits, what is
-cached) are taken synchronously when a task starts, and tasks start in the
-order they were created, so the outcome does not depend on which reply comes
-back first.
-"""
+What is cached is decided synchronously when a task starts, and tasks start
+(and pass the concurrency bound) in the order they were created. Which calls
+the call budget admits is decided when each is sent, after the concurrency
+wait: at ``concurrency=1`` that order is the creation order; with more calls
+in flight, which of the last few calls a nearly spent budget admits depends on
+which replies come back first (the number of calls does not)."""
 
 from __future__ import annotations
 
@@ -14,18 +15,19 @@ import inspect
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from tnsai_eval._util.secrets import mask
-from tnsai_eval.errors import ConfigError
+from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
 from tnsai_eval.llm import (
+    CallBudget,
     Completion,
     LLMClient,
     Message,
-    acall,
-    attempt_gate,
+    ametered_call,
     call_tokens,
 )
 from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
@@ -74,7 +76,7 @@ def check_concurrency(concurrency: int) -> None:
 
 
 class _Skipped:
-    """The budget refused the call: the case was not attempted."""
+    """The budget refused the call: the case was not run."""
 
 
 SKIPPED = _Skipped()
@@ -91,15 +93,18 @@ class Budget:
     ``calls`` counts HTTP attempts: a call the client retried counts every
     request it sent (``Completion.attempts`` / ``LLMError.attempts``), and a
     reply the client served from a response store (``attempts == 0``) counts
-    in ``cache_hits`` instead. ``max_calls`` is enforced on attempts, exactly:
-    a slot is reserved when a call's task starts, and a retry inside the
-    client must reserve another one through the attempt gate (``_CallGate``);
-    when none is left the client gives up instead of retrying. Tokens and time
-    are checked just before each call is sent, so calls already in flight
-    finish and may overshoot ``max_tokens`` by at most ``concurrency - 1``
-    replies. ``stop_event`` (set from any thread) is checked at the same two
-    points: once set, no further call starts, and the calls already in flight
-    finish and keep their scores.
+    in ``cache_hits`` instead. ``max_calls`` is an ``llm.CallBudget`` of the
+    run's own (``calls_budget``); ``shared`` is a budget the run shares with
+    others (the pytest plugin's session). Both are active during every call,
+    and an attempt is taken from them when it is about to be sent: after the
+    engine's concurrency wait, and for ``OpenAIClient`` after its own
+    connection-slot wait, retries included (a retry with no attempt left is
+    not made: the call fails). A call the budgets refuse is not run. Tokens
+    and time are checked just before each call is sent, so calls already in
+    flight finish and may overshoot ``max_tokens`` by at most
+    ``concurrency - 1`` replies. ``stop_event`` (set from any thread) is
+    checked at the same point: once set, no further call starts, and the
+    calls already in flight finish and keep their scores.
     """
 
     max_calls: int | None
@@ -107,39 +112,50 @@ class Budget:
     max_seconds: float | None
     clock: Clock
     stop_event: threading.Event | None = None
+    shared: CallBudget | None = None
     started: float = 0.0
-    reserved: int = 0
     calls: int = 0
     tokens: int = 0
     failed_calls: int = 0
     retries: int = 0
     cache_hits: int = 0
     stop_reason: StopReason | None = None
-    # Retries are granted from whatever thread the client runs its call in.
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    calls_budget: CallBudget | None = None
 
     def __post_init__(self) -> None:
         self.started = self.clock()
+        if self.max_calls is not None:
+            self.calls_budget = CallBudget(self.max_calls)
 
-    def grant_retry(self) -> bool:
-        """Reserve one more attempt for a retry, if ``max_calls`` leaves room."""
-        with self.lock:
-            if self.max_calls is not None and self.reserved >= self.max_calls:
-                return False
-            self.reserved += 1
-            return True
+    @property
+    def call_budgets(self) -> tuple[CallBudget, ...]:
+        """The budgets every call of this run draws on (its own, then the shared one)."""
+        return tuple(b for b in (self.calls_budget, self.shared) if b is not None)
 
-    def settle(self, attempts: int, granted: int) -> None:
-        """Count a finished call's ``attempts``; ``granted`` retries were reserved for it."""
-        with self.lock:
-            # One slot was reserved up front and ``granted`` for retries; a
-            # client that retried without asking, or sent nothing (a store
-            # hit), moves the reservation to what really went out.
-            self.reserved += attempts - 1 - granted
-            self.calls += attempts
-            self.retries += max(0, attempts - 1)
-            if attempts == 0:
-                self.cache_hits += 1
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Make the call budgets bound the calls made inside the block."""
+        with ExitStack() as stack:
+            for budget in self.call_budgets:
+                stack.enter_context(budget.active())
+            yield
+
+    def hold(self, count: int) -> None:
+        """Hold ``count`` attempts back in every call budget for a later phase."""
+        for budget in self.call_budgets:
+            budget.hold(min(count, budget.left))
+
+    def release(self) -> None:
+        """Release what ``hold`` kept back."""
+        for budget in self.call_budgets:
+            budget.release()
+
+    def settle(self, attempts: int) -> None:
+        """Count a finished call's ``attempts`` (0: a store answered it)."""
+        self.calls += attempts
+        self.retries += max(0, attempts - 1)
+        if attempts == 0:
+            self.cache_hits += 1
 
     def elapsed(self) -> float:
         return self.clock() - self.started
@@ -150,43 +166,23 @@ class Budget:
             self.stop_reason = StopReason.STOPPED
         return self.stop_reason is not None
 
-    def reserve(self) -> bool:
-        if self.stopped():
-            return False
-        with self.lock:
-            if self.max_calls is not None and self.reserved >= self.max_calls:
-                self.stop_reason = StopReason.MAX_CALLS
-                return False
-            self.reserved += 1
-            return True
+    def halted(self) -> bool:
+        """Whether no call may start at all: ``stop_event`` set, or tokens or time spent.
+
+        A spent call budget ends the search (``stop_reason`` ``MAX_CALLS``) but
+        halts nothing here: each call asks the call budgets when it is sent,
+        and the held-out check spends what was set aside for it.
+        """
+        return self.stopped() and self.stop_reason is not StopReason.MAX_CALLS
 
     def may_send(self) -> bool:
+        """Whether a call may start now: not halted, and tokens and time left."""
         if not self.stopped():
             if self.max_tokens is not None and self.tokens >= self.max_tokens:
                 self.stop_reason = StopReason.MAX_TOKENS
             elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:
                 self.stop_reason = StopReason.MAX_SECONDS
-        if self.stop_reason is not None:
-            with self.lock:
-                self.reserved -= 1
-            return False
-        return True
-
-
-class _CallGate:
-    """The attempt gate of one call: retries draw on the run's budget."""
-
-    __slots__ = ("budget", "granted")
-
-    def __init__(self, budget: Budget) -> None:
-        self.budget = budget
-        self.granted = 0
-
-    def allow_retry(self) -> bool:
-        if self.budget.grant_retry():
-            self.granted += 1
-            return True
-        return False
+        return not self.halted()
 
 
 @dataclass(slots=True)
@@ -305,23 +301,33 @@ class Engine:
         earlier = self._cache.get(key)
         if earlier is not None:
             return _Sent(await asyncio.shield(earlier), cached=True, latency_s=0.0, tokens=0)
-        if not self.budget.reserve():
+        if self.budget.halted():
             return _Sent(SKIPPED, cached=False, latency_s=0.0, tokens=0)
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._cache[key] = future
+        # Nothing is reserved before this wait: a call takes its attempt from
+        # the budget when it is sent (ametered_call / OpenAIClient), so tasks
+        # queued here never hold budget that a call ready to go could spend.
         async with self._semaphore:
             if not self.budget.may_send():
                 del self._cache[key]
                 future.set_result(SKIPPED)
                 return _Sent(SKIPPED, cached=False, latency_s=0.0, tokens=0)
             started = time.perf_counter()
-            gate = _CallGate(self.budget)
             reply: Reply
             try:
-                with attempt_gate(gate):
-                    reply = await acall(llm or self.llm, message, **params)
+                with self.budget.active():
+                    reply = await ametered_call(llm or self.llm, message, **params)
+            except CallBudgetExceeded:
+                # Nothing was sent; the case is not run, and the next one asks again
+                # (an attempt may free up: a store hit refunds its reservation).
+                if self.budget.stop_reason is None:
+                    self.budget.stop_reason = StopReason.MAX_CALLS
+                del self._cache[key]
+                future.set_result(SKIPPED)
+                return _Sent(SKIPPED, cached=False, latency_s=0.0, tokens=0)
             except asyncio.CancelledError:
-                self.budget.settle(1, gate.granted)
+                self.budget.settle(1)
                 future.cancel()
                 raise
             except Exception as exc:
@@ -330,10 +336,10 @@ class Engine:
                 # recorded on this case, and the run goes on. Its attempts
                 # (an LLMError's retries included) are counted.
                 self.budget.failed_calls += 1
-                self.budget.settle(_attempts(getattr(exc, "attempts", 1)), gate.granted)
+                self.budget.settle(_attempts(getattr(exc, "attempts", 1)))
                 reply = exc
             else:
-                self.budget.settle(_attempts(reply.attempts), gate.granted)
+                self.budget.settle(_attempts(reply.attempts))
             latency = time.perf_counter() - started
             tokens = 0
             if isinstance(reply, Completion):
@@ -358,9 +364,11 @@ class Engine:
         error_type: str | None = None
         reason: str | None = None
         cached = sent.cached
+        unrecorded = False
         if isinstance(sent.reply, Exception):
             error_type = type(sent.reply).__name__
             error = f"{error_type}: {mask(str(sent.reply))}"
+            unrecorded = isinstance(sent.reply, ReplayMissError)
         else:
             output = sent.reply.text
             cached = cached or sent.reply.cached
@@ -389,6 +397,7 @@ class Engine:
             split=split,
             error_type=error_type,
             reason=reason,
+            unrecorded=unrecorded,
         )
         if split == "train":
             variant.scores[index] = score

@@ -82,15 +82,25 @@ class PromptOptimizer:
     budget has no room for is refused: the call fails instead), replies from
     a client's response store are counted apart, and the budget covers the
     optimizer's own calls (the rewrite model's too), not those an evaluator
-    makes. ``seed`` also fixes the racing order; with a deterministic client
-    the same inputs give the same result, call for call. ``progress``
+    makes. ``budget=`` (an ``llm.CallBudget``) is a budget shared with other
+    work, such as the pytest plugin's ``--llm-max-calls``; the run draws on
+    it as well as on its own ``max_calls``. An attempt is taken from the
+    budget when it is sent, after the wait for one of the ``concurrency``
+    slots. The held-out check's calls (two per held-out case) are set aside
+    first: a budget with fewer attempts left than that refuses the run at
+    start (``ConfigError``), and the search spends the rest. A round that the
+    budget ends part-way is cut: its variants keep the cases they were scored
+    on (status ``INCOMPLETE``, a partial mean) and cannot become best; the
+    held-out check then runs on what was set aside. ``seed`` also fixes the
+    racing order; with a deterministic client the same inputs give the same
+    result, call for call. ``progress``
     receives a ``ProgressEvent`` after every scored case and every round.
 
     >>> from tnsai_eval.testing import ScriptedLLM
     >>> llm = ScriptedLLM(rules=[(r"only the answer", "Paris")], default="I think it is Paris.")
     >>> optimizer = PromptOptimizer(llm, candidate_strategies=["answer_only"])
     >>> result = optimizer.optimize("Capital of France?", [TestCase("France", "Paris")])
-    >>> result.was_improved, result.score, result.calls
+    >>> result.training_improved, result.score, result.calls
     (True, 1.0, 4)
     """
 

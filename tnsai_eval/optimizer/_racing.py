@@ -133,6 +133,7 @@ __all__ = [
     "paired_differences",
     "race",
     "rung_sizes",
+    "savings_report",
     "surely_worse",
 ]
 
@@ -309,6 +310,10 @@ class RaceSummary:
     halving: bool = False
     dropped_incumbent: str | None = None
     declined_incumbent: str | None = None
+    #: Case scorings exhaustive search would have made in this race and racing did not.
+    saved: int = 0
+    #: Racers dropped at the last look (the rung before every case is seen), saving least.
+    dropped_last: int = 0
 
     @property
     def dropped(self) -> int:
@@ -421,6 +426,7 @@ async def race(
     looks = max(1, len(sizes) - 1)  # every rung but the last (module docstring, step 2)
     # Set once the incumbent leads alone: it is then scored on every remaining case.
     finish_incumbent = False
+    dropped_last = 0
     for size in sizes:
         if engine.budget.stop_reason is not None:
             break
@@ -437,6 +443,7 @@ async def race(
         done = size
         if size == n:
             break
+        before_look = sum(1 for v in alive if v.status is not VariantStatus.DROPPED)
         # 1. Cannot win: a certainty, so it goes first and needs no test.
         floor = max(final_bounds(v, n)[0] for v in alive)
         kept = []
@@ -447,9 +454,11 @@ async def race(
             else:
                 kept.append(variant)
         seen = order[:size]
+        last_look = size == sizes[-2]
         if halving:
             alive, dropped_now = _halve(kept, incumbent, seen, n)
             by_rank += dropped_now
+            dropped_last += (before_look - len(alive)) if last_look else 0
             continue
         # 2. Surely worse than the leader on the cases seen so far.
         leader = max(kept, key=lambda v: (_seen_mean(v, seen), v is incumbent, -v.id))
@@ -469,6 +478,7 @@ async def race(
             if diffs and math.fsum(diffs) < 0:
                 declined.add(variant.id)
             alive.append(variant)
+        dropped_last += (before_look - len(alive)) if last_look else 0
         ahead = _seen_mean(incumbent, seen)
         finish_incumbent = finish_incumbent or (
             any(v is incumbent for v in alive)
@@ -493,4 +503,38 @@ async def race(
         t_level=look_level(sizes[:-1], "t") if len(used) > 1 else None,
         dropped_incumbent=incumbent_name if dropped else None,
         declined_incumbent=incumbent_name if incumbent.id in declined else None,
+        saved=sum(n - v.attempted for v in (incumbent, *challengers) if v.attempted < n),
+        dropped_last=dropped_last,
     )
+
+
+def savings_report(
+    search: str, saved: int, calls: int, *, dropped: int, dropped_last: int, complete: bool
+) -> str:
+    """What racing (or halving) saved over exhaustive search, in a sentence.
+
+    ``saved`` counts the case scorings exhaustive search would have made and
+    this run did not (one request each, less what the run's cache would have
+    answered), ``calls`` the requests the run made, ``dropped`` the racers it
+    dropped and ``dropped_last`` those dropped at the last look (the rung
+    before every case is seen), which save the least. ``complete`` is False
+    when the budget or a stop cut the run short: the cases left unscored
+    then are no saving.
+
+    >>> savings_report("racing", 4, 161, dropped=2, dropped_last=2, complete=True)
+    'racing saved 4 of 165 requests: every drop at the last look'
+    >>> savings_report("racing", 0, 92, dropped=0, dropped_last=0, complete=True)
+    'racing saved nothing (92 requests, as exhaustive search): it dropped no variant'
+    >>> savings_report("halving", 60, 100, dropped=3, dropped_last=1, complete=True)
+    'halving saved 60 of 160 requests (38%)'
+    """
+    if not complete:
+        return f"{search} was cut short (budget or stop): no saving to report"
+    if saved == 0:
+        why = "it dropped no variant" if dropped == 0 else "every drop came after its last case"
+        return f"{search} saved nothing ({calls} requests, as exhaustive search): {why}"
+    total = calls + saved
+    line = f"{search} saved {saved} of {total} requests"
+    if dropped and dropped_last == dropped:
+        return f"{line}: every drop at the last look"
+    return f"{line} ({saved / total:.0%})"

@@ -105,6 +105,9 @@ class CaseResult:
     reason: str | None = None
     """The evaluator's explanation of ``score`` when it gives one (``LLMJudgeEvaluator``:
     the judge's reason, from its JSON or ``SCORE:`` reply); ``None`` otherwise."""
+    unrecorded: bool = False
+    """The client is a response store in replay mode without this request
+    (``ReplayMissError``): never asked, so no score rather than a failing 0."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tnsai_eval.llm import Message
+from tnsai_eval.optimizer._chance import (
+    DEGENERATE_SHARE,
+    NO_LABEL,
+    ConstantBaseline,
+    answer_counts,
+    confusion_frame,
+)
 from tnsai_eval.optimizer._records import (
     CaseResult,
     RoundRecord,
@@ -25,7 +32,10 @@ from tnsai_eval.optimizer._variant import (
 if TYPE_CHECKING:  # pandas is imported by the views only, when they are used
     import pandas as pd
 
-__all__ = ["CASE_COLUMNS", "OptimizationResult"]
+__all__ = ["CASE_COLUMNS", "VERDICTS", "OptimizationResult"]
+
+#: The verdict words (``OptimizationResult.verdict``), the CI gate's words.
+VERDICTS = ("improved", "dropped", "unchanged", "inconclusive")
 
 #: The columns of ``OptimizationResult.to_dataframe()``: one row per (round, variant, case).
 CASE_COLUMNS = (
@@ -71,7 +81,19 @@ class OptimizationResult:
     scored), ``validation_interval`` the best's 95% interval there, and
     ``validation_p_value`` the exact two-sided sign test over the held-out
     cases where the two prompts differ (``validation_better`` cases up,
-    ``validation_worse`` down). ``headline`` says it in one line.
+    ``validation_worse`` down). ``gain_interval`` is the ``1 - alpha``
+    interval of the held-out gain (best minus initial) over the paired
+    cases: Newcombe's interval for paired proportions when every score is 0
+    or 1, else a paired bootstrap seeded by the run's seed.
+    On a label task (``labels``), ``constant_baseline`` says what answering
+    one label to every held-out case scores (the label chosen on the
+    selection cases) and the held-out majority class's share; ``confusion()``
+    tabulates expected by answered labels, and ``chance_flag`` says when the
+    best prompt's held-out replies are 90% or more one label or score no
+    higher than the constant answer. ``was_improved`` is the verdict's
+    "improved" (a significant held-out gain at ``alpha`` that beats the
+    constant answer); ``training_improved`` is the search's own view (a
+    higher selection score). ``headline`` says it all in one line.
     ``best_prompt`` is the winning instruction text (inline demos included);
     ``best_spec`` the whole winning variant and ``best_messages(input)`` its
     messages for one input.
@@ -118,6 +140,14 @@ class OptimizationResult:
     rejected_rewrites: tuple[str, ...] = field(default=(), repr=False)
     #: What the scores are (``score_metric`` of the evaluator): "accuracy" or "score".
     metric: str = "score"
+    gain_interval: tuple[float, float] | None = None
+    alpha: float = 0.05
+    labels: tuple[str, ...] | None = None
+    constant_baseline: ConstantBaseline | None = None
+    #: Racing's or halving's saving over exhaustive search, in a sentence
+    #: ("racing saved 4 of 165 requests: every drop at the last look"); ``None``
+    #: for exhaustive search or a run that raced no round.
+    racing_report: str | None = None
 
     def best_messages(self, case_input: str) -> list[Message]:
         """The winning variant's messages for ``case_input``, ready to send as is.
@@ -140,14 +170,24 @@ class OptimizationResult:
     def headline(self) -> str:
         """The held-out result in one line (the training score when nothing was held out).
 
+        The held-out means, the gain with its ``1 - alpha`` interval, the
+        flipped cases and the paired test's p, and the verdict; on a label
+        task the constant-answer baseline follows, and ``chance_flag`` when
+        it applies.
+
         >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
         >>> from tnsai_eval.testing import ScriptedLLM
         >>> llm = ScriptedLLM(rules=[(r"only the answer", "4")], default="four")
         >>> cases = [TestCase(f"{i} + 0", "4") for i in range(10)]
         >>> optimizer = PromptOptimizer(llm, candidate_strategies=["answer_only"], rewrite=False)
-        >>> optimizer.optimize("Add.", cases).headline
-        'held-out 0.200 -> 1.000 [1.000, 1.000] on 3 cases: +3/-0 cases, p=0.25'
-        """
+        >>> print(optimizer.optimize("Add.", cases).headline)
+        held-out 0.200 -> 1.000 on 3 cases: gain +0.800, 95% CI [+0.800, +0.800]; +3/-0 cases, p=0.25: inconclusive
+
+        Here the scores are partial credit (the default evaluator), so the
+        interval is a bootstrap of three equal differences: no spread to
+        resample, hence no width. The verdict reads the paired test, which
+        three cases cannot make significant.
+        """  # noqa: E501
         # "held-out accuracy 0.500 -> ..." when the scores are accuracies.
         named = "" if self.metric == "score" else f" {self.metric}"
         if self.validation_score is None or self.initial_validation_score is None:
@@ -160,13 +200,87 @@ class OptimizationResult:
                 f"training{named} {self.training_change} on "
                 f"{self.selection_cases} cases (nothing held out)"
             )
-        low, high = self.validation_interval or (self.validation_score, self.validation_score)
         p = 1.0 if self.validation_p_value is None else self.validation_p_value
-        return (
+        gain = self.validation_score - self.initial_validation_score
+        line = (
             f"held-out{named} {self.initial_validation_score:.3f} -> {self.validation_score:.3f} "
-            f"[{low:.3f}, {high:.3f}] on {self.validation_cases} cases: "
-            f"+{self.validation_better}/-{self.validation_worse} cases, p={p:.3g}"
+            f"on {self.validation_cases} cases: gain {gain:+.3f}"
         )
+        if self.gain_interval is not None:
+            low, high = self.gain_interval
+            line += f", {100 * (1 - self.alpha):g}% CI [{low:+.3f}, {high:+.3f}]"
+        line += (
+            f"; +{self.validation_better}/-{self.validation_worse} cases, p={p:.3g}: {self.verdict}"
+        )
+        if self.constant_baseline is not None:
+            line += f"; {self.constant_baseline.describe()}"
+        flag = self.chance_flag
+        if flag is not None:
+            line += f"; {flag}"
+        return line
+
+    @property
+    def chance_flag(self) -> str | None:
+        """Why the best prompt's held-out result is no skill, or ``None``.
+
+        On a label task with a held-out score: "answers 'sports' to 12 of 12:
+        no better than a constant answer" when 90% or more of its held-out
+        replies name one label (``DEGENERATE_SHARE``), and "no better than a
+        constant answer ('sports' scores 0.333)" when its held-out score is no
+        higher than the constant-answer baseline's. A flagged prompt is never
+        ``was_improved``.
+        """
+        baseline = self.constant_baseline
+        if self.labels is None or baseline is None or self.validation_score is None:
+            return None
+        counts = answer_counts(self.labels, (r.output for r in self.best_validation_rows))
+        answered = sum(counts.values())
+        no_better = self.validation_score <= baseline.score
+        top = next((label for label, _ in counts.most_common() if label != NO_LABEL), None)
+        if top is not None and counts[top] >= DEGENERATE_SHARE * answered:
+            verdict = "no better than" if no_better else "barely better than"
+            return f"answers {top!r} to {counts[top]} of {answered}: {verdict} a constant answer"
+        if no_better:
+            return (
+                f"no better than a constant answer ({baseline.label!r} scores {baseline.score:.3f})"
+            )
+        return None
+
+    @property
+    def best_validation_rows(self) -> tuple[CaseResult, ...]:
+        """The best prompt's rows on the held-out cases."""
+        return tuple(
+            r
+            for r in self.case_results
+            if r.split == "validation" and r.variant == self.best_variant
+        )
+
+    @property
+    def verdict(self) -> str:
+        """One of ``VERDICTS``, the CI gate's words, for the held-out comparison.
+
+        ``improved``: a held-out gain significant at ``alpha`` (the paired
+        sign test) by a prompt that also beats the constant answer (no
+        ``chance_flag``); ``dropped``: the held-out mean fell; ``unchanged``:
+        the best is the starting prompt, or no held-out case flipped;
+        ``inconclusive``: anything else, including no held-out score at all
+        (nothing held out, or the budget ran out first). The words are the CI
+        gate's (``reports.ChangeKind``); the gate, which guards against drops,
+        calls a rise that is not significant ``unchanged``, while here, where
+        the question is whether the search found something, such a rise (or
+        one a constant answer matches) is ``inconclusive``.
+        """
+        best, initial = self.validation_score, self.initial_validation_score
+        if best is None or initial is None:
+            return "inconclusive"
+        if self.best_variant == 0 or self.validation_better == self.validation_worse == 0:
+            return "unchanged"
+        if best < initial:
+            return "dropped"
+        p = self.validation_p_value
+        if best > initial and p is not None and p <= self.alpha and self.chance_flag is None:
+            return "improved"
+        return "inconclusive"
 
     @property
     def initial_cases(self) -> int:
@@ -211,16 +325,100 @@ class OptimizationResult:
 
     @property
     def was_improved(self) -> bool:
-        """Whether a prompt other than the initial one scored higher than it.
+        """Whether the best prompt is shown better on the held-out cases (``verdict``).
+
+        True only for a held-out gain significant at ``alpha`` by a prompt
+        that beats the constant answer on a label task; ``False`` without a
+        held-out split. ``training_improved`` is the search's own view.
+        """
+        return self.verdict == "improved"
+
+    @property
+    def training_improved(self) -> bool:
+        """Whether a prompt other than the initial one scored higher on the selection cases.
 
         Also when racing dropped the starting prompt as surely worse than (or
         unable to win against) the prompt that became the best: its mean over
-        the few cases it was scored on is then no fair comparison.
+        the few cases it was scored on is then no fair comparison. A training
+        gain is what the search chose on, not evidence: see ``was_improved``.
         """
         if self.best_variant == 0:
             return False
         dropped = bool(self.variants) and self.variants[0].status is VariantStatus.DROPPED
         return dropped or self.score > self.initial_score
+
+    def confusion(self) -> pd.DataFrame:
+        """Expected by answered label for the initial and the best prompt (a label task).
+
+        Indexed by (prompt, expected), prompt ``"initial"`` then ``"best"``;
+        one column per label and ``"(none)"`` for replies naming no label or
+        several; each cell counts cases. On the held-out cases when any were
+        scored, else on the selection cases. Raises ``ConfigError`` when the
+        run had no labels (``labels=`` or a ``LabelEvaluator``).
+        """
+        from tnsai_eval.errors import ConfigError
+
+        if self.labels is None:
+            raise ConfigError(
+                "confusion() needs a label task: give labels= or a LabelEvaluator to the optimizer"
+            )
+        split = "validation" if any(r.split == "validation" for r in self.case_results) else "train"
+
+        def rows(variant: int) -> list[CaseResult]:
+            return [r for r in self.case_results if r.split == split and r.variant == variant]
+
+        return confusion_frame(
+            self.labels, [("initial", rows(0)), ("best", rows(self.best_variant))]
+        )
+
+    def held_out_dataframe(self) -> pd.DataFrame:
+        """The held-out figures as a table: one row per prompt or baseline.
+
+        Rows: ``initial``, ``best``, ``gain`` (best minus initial, with its
+        interval in ``low`` / ``high``), and on a label task
+        ``constant answer`` and ``majority class`` (``answer`` names the
+        label). Columns: what, answer, score, low, high, cases, p_value,
+        verdict. Empty when nothing was held out.
+        """
+        import pandas as pd
+
+        columns = ["what", "answer", "score", "low", "high", "cases", "p_value", "verdict"]
+        best, initial = self.validation_score, self.initial_validation_score
+        if best is None or initial is None:
+            return pd.DataFrame([], columns=columns)
+        n = self.validation_cases
+        low, high = self.validation_interval or (None, None)
+        gain_low, gain_high = self.gain_interval or (None, None)
+        rows: list[tuple[object, ...]] = [
+            ("initial", None, initial, None, None, n, None, None),
+            ("best", None, best, low, high, n, None, None),
+            ("gain", None, best - initial, gain_low, gain_high, n,
+             self.validation_p_value, self.verdict),
+        ]  # fmt: skip
+        if self.constant_baseline is not None:
+            c = self.constant_baseline
+            rows.append(("constant answer", c.label, c.score, None, None, n, None, None))
+            rows.append(("majority class", c.majority_label, c.majority_rate, None, None, n,
+                         None, None))  # fmt: skip
+        return pd.DataFrame(rows, columns=columns)
+
+    def held_out_dict(self) -> dict[str, object]:
+        """The held-out figures as JSON-ready data (``variants.json`` writes it)."""
+        baseline = self.constant_baseline
+        return {
+            "cases": self.validation_cases,
+            "initial_score": self.initial_validation_score,
+            "best_score": self.validation_score,
+            "best_interval": list(self.validation_interval) if self.validation_interval else None,
+            "gain_interval": list(self.gain_interval) if self.gain_interval else None,
+            "alpha": self.alpha,
+            "better": self.validation_better,
+            "worse": self.validation_worse,
+            "p_value": self.validation_p_value,
+            "verdict": self.verdict,
+            "constant_baseline": None if baseline is None else baseline.to_dict(),
+            "chance_flag": self.chance_flag,
+        }
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per (round, variant, case) scored, in that order.

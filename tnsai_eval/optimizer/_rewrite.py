@@ -166,6 +166,22 @@ _COMMON = frozenset(
 )
 
 
+# What the rewrite request shows the model about grading: a proposal that
+# repeats it ("The score is 0.00, which is the expected output") is talking
+# to the grader, not instructing the model on the task.
+_GRADING = re.compile(
+    r"\bscor(?:e|es|ed|ing)\b"
+    r"|\bexpected (?:output|answer|label|result|response|reply)s?\b"
+    r"|\bgrad(?:e|es|ed|er|ers|ing)\b",
+    re.IGNORECASE,
+)
+# A proposal holding this share (or more) of one case's content words, and at
+# least _QUOTE_WORDS of them beyond the task's own, is about that case: a
+# paraphrase ("a tennis star has withdrawn from the Tour de France") counts.
+_QUOTE_SHARE = 0.5
+_QUOTE_WORDS = 4
+
+
 def _stem(word: str) -> str:
     # A crude stem: "classify" and "classification" share "class"; good
     # enough to tell "about the task" from "about nothing in it".
@@ -186,13 +202,41 @@ def task_words(task: str, cases: Iterable[TestCase] = ()) -> frozenset[str]:
     )
 
 
+def _content_words(text: str) -> list[str]:
+    return [
+        _stem(word)
+        for word in normalize_answer(text).split()
+        if len(word) >= 3 and word.isalpha() and word not in _COMMON
+    ]
+
+
+def _quoted_case(proposal: str, task: str, cases: Sequence[TestCase]) -> TestCase | None:
+    """The first case whose input ``proposal`` quotes or closely paraphrases, if any."""
+    said = set(_content_words(proposal))
+    own = set(_content_words(task))
+    for case in cases:
+        words = set(_content_words(case.input))
+        beyond = words - own
+        if len(beyond) < _QUOTE_WORDS:
+            continue
+        if len(words & said) >= _QUOTE_SHARE * len(words) and len(beyond & said) >= _QUOTE_WORDS:
+            return case
+    return None
+
+
 def check_rewrite(proposal: str, task: str, cases: Iterable[TestCase] = ()) -> str | None:
     """Why ``proposal`` is not a prompt for ``task``, or ``None`` when it may be one.
 
     Rejected: an empty proposal, a greeting or offer of help, a question back
-    to the user, and a proposal that shares no content word (crudely stemmed)
-    with the task's prompt or its cases' expected answers. ``proposal`` should
-    already be cleaned (``clean_rewrite``).
+    to the user, a proposal that shares no content word (crudely stemmed)
+    with the task's prompt or its cases' expected answers, and, since a
+    prompt must generalize beyond the cases it was written from, one that
+    talks about scores, expected outputs or grading (words the rewrite
+    request uses; allowed when the task's own prompt uses them) or that
+    quotes or paraphrases a case's input (half or more of its content
+    words, crudely stemmed, and at least four of them not in the task's
+    prompt). ``proposal`` should already be
+    cleaned (``clean_rewrite``).
 
     >>> check_rewrite("I'm ready to help. What's your next prompt?", "Classify the sentiment.")
     'a greeting or offer of help, not a prompt'
@@ -201,7 +245,15 @@ def check_rewrite(proposal: str, task: str, cases: Iterable[TestCase] = ()) -> s
     True
     >>> check_rewrite("Write a poem about the sea.", "Classify the sentiment.")
     'shares no word with the task (class, senti)'
+    >>> check_rewrite("Classify the sentiment. The expected output scores 1.0.",
+    ...               "Classify the sentiment.")
+    "talks about grading ('expected output'), not the task"
+    >>> check_rewrite("Classify the sentiment: the plot was dull and far too long",
+    ...               "Classify the sentiment.",
+    ...               [TestCase("The plot was dull and far too long.", "negative")])
+    "quotes a case's input ('The plot was dull and far too long.')"
     """
+    cases = list(cases)
     text = proposal.strip()
     if not text:
         return "empty"
@@ -213,4 +265,12 @@ def check_rewrite(proposal: str, task: str, cases: Iterable[TestCase] = ()) -> s
     wanted = task_words(task, cases)
     if wanted and not wanted & task_words(text):
         return f"shares no word with the task ({', '.join(sorted(wanted)[:8])})"
+    own = {m.group(0).lower() for m in _GRADING.finditer(task)}
+    grading = [m.group(0) for m in _GRADING.finditer(text) if m.group(0).lower() not in own]
+    if grading:
+        return f"talks about grading ({grading[0]!r}), not the task"
+    quoted = _quoted_case(text, task, cases)
+    if quoted is not None:
+        shown = quoted.input if len(quoted.input) <= 60 else quoted.input[:57] + "..."
+        return f"quotes a case's input ({shown!r})"
     return None

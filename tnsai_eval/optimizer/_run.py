@@ -10,12 +10,19 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tnsai_eval._util.stats import mean_interval, sign_test
+from tnsai_eval._util.stats import (
+    mean_interval,
+    paired_bootstrap_interval,
+    paired_proportions_interval,
+    sign_test,
+)
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
+from tnsai_eval.optimizer._chance import constant_baseline
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
-from tnsai_eval.optimizer._racing import race, rung_sizes
+from tnsai_eval.optimizer._racing import race, rung_sizes, savings_report
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -72,6 +79,7 @@ class Run:
             max_seconds=options.max_seconds,
             clock=options.clock,
             stop_event=stop_event,
+            shared=options.budget,
         )
         self.engine = Engine(
             llm,
@@ -89,6 +97,8 @@ class Run:
         self.best: Variant | None = None
         # Rewrite replies that were not prompts for the task (check_rewrite), with why.
         self.rejected_rewrites: list[str] = []
+        # Over the run's races: case scorings saved, racers dropped, dropped at the last look.
+        self.race_totals = [0, 0, 0]
 
     @property
     def best_score(self) -> float:
@@ -115,8 +125,30 @@ class Run:
             self.by_key[key] = variant.id
         return variant
 
+    def _set_aside_held_out(self) -> None:
+        """Hold back the held-out check's calls before the search may spend them.
+
+        The check scores the initial and the best prompt on every held-out
+        case: at most two calls each. A budget without that much left refuses
+        the run now, rather than ending it with an incomplete held-out check.
+        """
+        need = 2 * len(self.validation)
+        if not need:
+            return
+        for budget in self.budget.call_budgets:
+            if budget.left < need:
+                raise ConfigError(
+                    f"max_calls: the call budget has {budget.left} of {budget.limit} attempt(s) "
+                    f"left, but the held-out check needs {need} (the initial and the best "
+                    f"prompt on {len(self.validation)} held-out case(s)); raise max_calls to "
+                    f"at least {budget.limit - budget.left + need} plus what the search may "
+                    "spend, or hold out fewer cases (split=)"
+                )
+        self.budget.hold(need)
+
     async def execute(self) -> OptimizationResult:
         n = len(self.cases)
+        self._set_aside_held_out()
         initial = self._new_variant(0, "initial", self.prompt, None)
         self.best = initial
         initial.became_best = True
@@ -181,6 +213,9 @@ class Run:
                     halving=self.options.search == "halving",
                 )
                 note = summary.note
+                self.race_totals[0] += summary.saved
+                self.race_totals[1] += summary.dropped
+                self.race_totals[2] += summary.dropped_last
             else:
                 await asyncio.gather(*(self.engine.score(v, range(n), self.cases) for v in scored))
             self._finish_statuses([incumbent, *scored])
@@ -192,6 +227,8 @@ class Run:
         if initial.status is VariantStatus.SCORED:
             # Scored on the first rung only, when the run stopped before round 1's race.
             self._finish_statuses([initial])
+        # The search is over: what it left, and what was set aside, is the check's.
+        self.budget.release()
         held_out = await self._validate(initial)
         return self._result(stop, round_no, held_out)
 
@@ -347,7 +384,29 @@ class Run:
             )
             self.validation_rows.extend(shadow.rows)
             per_case[source.id] = {row.case: row.score for row in shadow.rows}
-        return held_out_stats(per_case[initial.id], per_case[self.best.id], len(self.validation))
+        return held_out_stats(
+            per_case[initial.id],
+            per_case[self.best.id],
+            len(self.validation),
+            alpha=self.options.alpha,
+            seed=self.options.seed,
+        )
+
+    def _racing_report(self, stop: StopReason) -> str | None:
+        if self.options.search == "exhaustive" or len(self.history) < 2:
+            return None
+        saved, dropped, dropped_last = self.race_totals
+        cut = stop in (StopReason.MAX_CALLS, StopReason.MAX_TOKENS, StopReason.MAX_SECONDS,
+                       StopReason.STOPPED)  # fmt: skip
+        return savings_report(
+            self.options.search,
+            saved,
+            # Requests: live calls and replies a response store served alike.
+            self.budget.calls + self.budget.cache_hits,
+            dropped=dropped,
+            dropped_last=dropped_last,
+            complete=not cut,
+        )
 
     def _result(self, stop: StopReason, rounds: int, held: HeldOut) -> OptimizationResult:
         assert self.best is not None
@@ -380,12 +439,21 @@ class Run:
             validation_interval=held.interval,
             validation_better=held.better,
             validation_worse=held.worse,
+            gain_interval=held.gain_interval,
+            alpha=self.options.alpha,
+            labels=None if self.options.labels is None else tuple(self.options.labels),
+            constant_baseline=(
+                None
+                if self.options.labels is None
+                else constant_baseline(self.options.labels, self.cases, self.validation)
+            ),
             selection_cases=len(self.cases),
             validation_cases=len(self.validation),
             variants=tuple(_freeze(v, len(self.cases)) for v in self.variants),
             history=tuple(self.history),
             case_results=tuple(train_rows) + tuple(validation_rows),
             rejected_rewrites=tuple(self.rejected_rewrites),
+            racing_report=self._racing_report(stop),
             metric=score_metric(self.options.evaluator),
         )
 
@@ -400,21 +468,33 @@ class HeldOut:
     interval: tuple[float, float] | None = None
     better: int = 0
     worse: int = 0
+    gain_interval: tuple[float, float] | None = None
 
 
 def held_out_stats(
-    initial: dict[int, float | None], best: dict[int, float | None], total: int
+    initial: dict[int, float | None],
+    best: dict[int, float | None],
+    total: int,
+    *,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> HeldOut:
-    """Means, the best's 95% interval and the exact paired sign test on held-out cases.
+    """Means, the best's 95% interval, the gain's interval and the paired sign test.
 
     A mean is ``None`` unless every held-out case was attempted (the budget
     may end first); failed cases are left out of means, as in selection. The
     sign test counts the cases where the best prompt scored higher (``better``)
     or lower (``worse``) than the initial one, over cases both scored.
+    ``gain_interval`` is the ``1 - alpha`` interval of the gain (best minus
+    initial) over those paired cases: Newcombe's interval for paired
+    proportions when every score is 0 or 1, else a paired bootstrap seeded
+    by ``seed`` (``_util.stats``).
 
     >>> h = held_out_stats({0: 0.0, 1: 0.0, 2: 1.0, 3: 0.0}, {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}, 4)
     >>> h.initial_score, h.score, h.better, h.worse, h.p_value
     (0.25, 1.0, 3, 0, 0.25)
+    >>> [round(x, 3) for x in h.gain_interval]
+    [0.085, 0.954]
     """
 
     def mean(scores: dict[int, float | None]) -> float | None:
@@ -435,6 +515,14 @@ def held_out_stats(
         _, low, high = mean_interval(best_values)
         interval = (max(0.0, low), min(1.0, high))
     score = mean(best)
+    pairs = [
+        (after, before)
+        for case, before in initial.items()
+        if before is not None and (after := best.get(case)) is not None
+    ]
+    gain = None
+    if score is not None and mean(initial) is not None and pairs:
+        gain = gain_interval(pairs, alpha=alpha, seed=seed)
     return HeldOut(
         score=score,
         initial_score=mean(initial),
@@ -442,7 +530,30 @@ def held_out_stats(
         interval=interval,
         better=better,
         worse=worse,
+        gain_interval=gain,
     )
+
+
+def gain_interval(
+    pairs: Sequence[tuple[float, float]], *, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float]:
+    """The ``1 - alpha`` interval of the mean of ``after - before`` over paired cases.
+
+    0/1 scores (accuracies) get Newcombe's interval for paired proportions,
+    anything else a paired bootstrap of the differences, seeded by ``seed``.
+
+    >>> gain_interval([(1.0, 0.0), (1.0, 1.0), (0.0, 0.0)])[0] < 1 / 3
+    True
+    >>> gain_interval([(0.5, 0.25), (0.75, 0.25)])
+    (0.25, 0.5)
+    """
+    if all(v in (0.0, 1.0) for pair in pairs for v in pair):
+        both = sum(1 for a, b in pairs if a == b == 1.0)
+        only_after = sum(1 for a, b in pairs if a == 1.0 and b == 0.0)
+        only_before = sum(1 for a, b in pairs if a == 0.0 and b == 1.0)
+        neither = len(pairs) - both - only_after - only_before
+        return paired_proportions_interval(both, only_after, only_before, neither, alpha=alpha)
+    return paired_bootstrap_interval([a - b for a, b in pairs], alpha=alpha, seed=seed)
 
 
 def _freeze(variant: Variant, total: int) -> VariantRecord:

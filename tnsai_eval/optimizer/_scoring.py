@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import LLMClient
+from tnsai_eval.llm import CallBudget, LLMClient
 from tnsai_eval.optimizer._engine import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
@@ -49,10 +49,11 @@ if TYPE_CHECKING:
 __all__ = ["CaseScore", "CaseState", "PromptEvaluation", "ascore_prompt", "score_prompt"]
 
 #: ``scored``: the reply was scored; ``error``: the call or the evaluator
-#: failed (``CaseScore.error`` says how); ``unrecorded``: the case was never
-#: asked: the budget ran out before it was sent, or a response store in replay
-#: mode had no recording of it (``ReplayMissError``; ``error`` says which).
-CaseState: TypeAlias = Literal["scored", "error", "unrecorded"]
+#: failed (``CaseScore.error`` says how); ``unrecorded``: a response store in
+#: replay mode had no recording of it (``ReplayMissError``; ``error`` says
+#: which); ``not_run``: the call budget (``max_calls``, ``--llm-max-calls``)
+#: was spent before it was sent. Neither of the last two has a score.
+CaseState: TypeAlias = Literal["scored", "error", "unrecorded", "not_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +61,12 @@ class CaseScore:
     """One case: what was asked, expected and answered, its score and its cost.
 
     ``score`` is ``None`` when the call or the evaluator failed (``error``
-    then says why, ``error_type`` names the exception's class) and when the
-    budget left the case unsent. ``tokens`` and ``latency_s`` are what this
-    case spent (0 for a reply reused from earlier in the same evaluation);
-    ``cached`` marks such reuse and replies a response store served.
+    then says why, ``error_type`` names the exception's class), when a
+    response store in replay mode had no recording (``unrecorded``) and when
+    the call budget left the case unsent (state ``not_run``). ``tokens`` and
+    ``latency_s`` are what this case spent (0 for a reply reused from earlier
+    in the same evaluation); ``cached`` marks such reuse and replies a
+    response store served.
 
     >>> case = CaseScore("2+2", "4", "4", 1.0, tokens=12)
     >>> case.state, case.passed(0.5)
@@ -82,15 +85,22 @@ class CaseScore:
     index: int = 0
     reason: str | None = None
     """The evaluator's explanation of ``score`` (a judge's reason), when it gave one."""
+    unrecorded: bool = False
+    """Replay mode had no recording of the request (``ReplayMissError``)."""
 
     @property
     def state(self) -> CaseState:
-        """``scored``, ``error`` or ``unrecorded`` (see ``CaseState``)."""
-        if self.error_type == "ReplayMissError":
+        """``scored``, ``error``, ``unrecorded`` or ``not_run`` (see ``CaseState``)."""
+        if self.unrecorded:
             return "unrecorded"  # never asked: no score, rather than a failing 0
         if self.error is not None:
             return "error"
-        return "unrecorded" if self.score is None else "scored"
+        return "not_run" if self.score is None else "scored"
+
+    @property
+    def asked(self) -> bool:
+        """Whether the model was asked (or a store answered): ``scored`` or ``error``."""
+        return self.state in ("scored", "error")
 
     def passed(self, threshold: float) -> bool:
         """Whether the case was scored at ``threshold`` or above."""
@@ -111,6 +121,7 @@ class CaseScore:
             latency_s=row.latency_s,
             index=row.case,
             reason=row.reason,
+            unrecorded=row.unrecorded,
         )
 
 
@@ -137,11 +148,9 @@ class PromptEvaluation:
 
     @property
     def scores(self) -> tuple[float, ...]:
-        """Per-case scores, in case order; a failed case counts as 0.0, an unrecorded
-        one (never asked) is left out."""
-        return tuple(
-            0.0 if c.score is None else c.score for c in self.cases if c.state != "unrecorded"
-        )
+        """Per-case scores, in case order; a failed case counts as 0.0, one never asked
+        (unrecorded, or not run: budget) is left out."""
+        return tuple(0.0 if c.score is None else c.score for c in self.cases if c.asked)
 
     @property
     def mean_score(self) -> float:
@@ -158,12 +167,17 @@ class PromptEvaluation:
 
     @property
     def unrecorded(self) -> tuple[CaseScore, ...]:
-        """The cases never asked (budget spent, or no recording in replay mode)."""
+        """The cases replay mode had no recording of."""
         return tuple(c for c in self.cases if c.state == "unrecorded")
+
+    @property
+    def not_run(self) -> tuple[CaseScore, ...]:
+        """The cases the call budget left unsent."""
+        return tuple(c for c in self.cases if c.state == "not_run")
 
     def case_pass_rate(self, threshold: float = 0.5) -> float:
         """Share of the recorded cases scored at ``threshold`` or above (0.0 with none)."""
-        recorded = [c for c in self.cases if c.state != "unrecorded"]
+        recorded = [c for c in self.cases if c.asked]
         return sum(c.passed(threshold) for c in recorded) / len(recorded) if recorded else 0.0
 
     @property
@@ -173,7 +187,7 @@ class PromptEvaluation:
 
     def worst(self, n: int = 5) -> list[CaseScore]:
         """The ``n`` lowest-scoring recorded cases, worst first (failed ones count as 0)."""
-        recorded = [c for c in self.cases if c.state != "unrecorded"]
+        recorded = [c for c in self.cases if c.asked]
         return sorted(recorded, key=lambda c: -1.0 if c.score is None else c.score)[:n]
 
     def to_dataframe(self) -> pd.DataFrame:
@@ -202,13 +216,16 @@ def score_prompt(
     max_calls: int | None = None,
     on_case: Callable[[CaseScore], None] | None = None,
     clock: Clock = time.monotonic,
+    budget: CallBudget | None = None,
 ) -> PromptEvaluation:
     """Score ``prompt`` on every case, ``concurrency`` calls at a time.
 
     Each case's message is ``template`` filled with the prompt and the case's
     input, sent with ``params`` (the optimizer's ``DEFAULT_CALL_PARAMS`` unless
     given); the reply is scored by ``evaluator`` (``DefaultPromptEvaluator``).
-    ``max_calls`` bounds the calls (cases beyond it are ``unrecorded``);
+    ``max_calls`` bounds the calls (HTTP attempts, retries included; cases
+    beyond it are ``not_run``), and so does ``budget``, an ``llm.CallBudget``
+    shared with other work (the pytest plugin's ``--llm-max-calls``);
     ``on_case`` receives each case as it is scored. Works inside a running
     event loop (a notebook) by running in a thread.
     """
@@ -224,6 +241,7 @@ def score_prompt(
             max_calls=max_calls,
             on_case=on_case,
             clock=clock,
+            budget=budget,
         )
     )
 
@@ -240,6 +258,7 @@ async def ascore_prompt(
     max_calls: int | None = None,
     on_case: Callable[[CaseScore], None] | None = None,
     clock: Clock = time.monotonic,
+    budget: CallBudget | None = None,
 ) -> PromptEvaluation:
     """``score_prompt`` for async callers."""
     if not isinstance(prompt, str) or not prompt.strip():
@@ -262,11 +281,15 @@ async def ascore_prompt(
         if on_case is not None:
             on_case(CaseScore.from_result(row))
 
-    budget = Budget(max_calls=max_calls, max_tokens=None, max_seconds=None, clock=clock)
+    if budget is not None and not isinstance(budget, CallBudget):
+        raise ConfigError(f"budget must be an llm.CallBudget or None, got {budget!r}")
+    spent = Budget(
+        max_calls=max_calls, max_tokens=None, max_seconds=None, clock=clock, shared=budget
+    )
     engine = Engine(
         llm,
         evaluator=evaluator,
-        budget=budget,
+        budget=spent,
         concurrency=concurrency,
         params=DEFAULT_CALL_PARAMS if params is None else params,
         template=template,
@@ -279,4 +302,4 @@ async def ascore_prompt(
         by_index.get(i) or CaseScore(case.input, case.expected, None, None, index=i)
         for i, case in enumerate(checked)
     )
-    return PromptEvaluation(prompt, scored, calls=budget.calls, stop_reason=budget.stop_reason)
+    return PromptEvaluation(prompt, scored, calls=spent.calls, stop_reason=spent.stop_reason)

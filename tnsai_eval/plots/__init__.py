@@ -21,6 +21,7 @@ from tnsai_eval.plots._base import REGRESSION_COLOR, to_png
 from tnsai_eval.plots._html import render_html, write_html
 from tnsai_eval.plots._optimizer import (
     plot_check_matrix,
+    plot_confusion,
     plot_cost_per_round,
     plot_norm_checks,
     plot_optimizer_rounds,
@@ -38,6 +39,7 @@ __all__ = [
     "REGRESSION_COLOR",
     "plot_case_deltas",
     "plot_check_matrix",
+    "plot_confusion",
     "plot_cost_per_round",
     "plot_norm_checks",
     "plot_optimizer_rounds",

@@ -28,14 +28,15 @@ from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
     CaseChange,
-    CaseState,
     Comparison,
+    PromptChange,
     Report,
     TrackedTest,
     compare,
     masked,
     read_report,
     shown_text,
+    was_run,
 )
 
 __all__ = ["render_html", "write_html"]
@@ -55,6 +56,14 @@ tr.unrecorded td { color: #888; font-style: italic; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 0.5em; margin: 0.4em 0 1em; }
 .side pre { background: #f8f8f8; padding: 0.4em; white-space: pre-wrap; margin: 0; }
 .filters label { margin-right: 1em; font-size: 0.85em; }
+tr.dropped td { background: #fff5d6; } tr.inconclusive td { background: #eee; }
+tr.improved td { background: #e6ffec; }
+.verdict-warn { color: #9a6700; font-weight: bold; }
+pre.diff { background: #f8f8f8; padding: 0.4em; white-space: pre-wrap; font-size: 0.85em; }
+pre.diff .add { background: #e6ffec; display: block; }
+pre.diff .del { background: #ffebe9; display: block; }
+pre.diff .hunk { color: #6f42c1; display: block; }
+ul.power li, ul.missing li { font-size: 0.9em; margin: 0.2em 0; }
 """
 
 # Shows only the rows of a case table whose class matches the chosen filter.
@@ -110,6 +119,71 @@ def _cell(value: object) -> str:
     return _esc(str(value))
 
 
+def _verdict(comparison: Comparison) -> str:
+    """The gate's verdict in the words of the terminal and the Markdown: green only on a pass."""
+    if comparison.regressions:
+        return f'<span class="verdict-fail">{len(comparison.regressions)} regression(s)</span>'
+    if comparison.shortfalls:
+        return (
+            f'<span class="verdict-fail">missing evidence in {len(comparison.shortfalls)} '
+            "test metric(s): not a pass</span>"
+        )
+    if comparison.dropped:
+        return (
+            '<span class="verdict-warn">no regressions; '
+            f"{len(comparison.dropped)} dropped score(s), not significant</span>"
+        )
+    return '<span class="verdict-pass">no regressions</span>'
+
+
+def _evidence(comparison: Comparison) -> list[str]:
+    """What is missing, and what the sign test could see next to each dropped or unchanged score."""
+    parts: list[str] = []
+    if comparison.shortfalls:
+        items = "".join(f"<li>{_esc(str(s))}</li>" for s in comparison.shortfalls)
+        parts.append(f'<p>Missing evidence:</p><ul class="missing">{items}</ul>')
+    power = [c for c in (*comparison.dropped, *comparison.unchanged) if c.detectability]
+    if power:
+        items = "".join(
+            f"<li><code>{_esc(c.nodeid)}</code> ({_esc(c.metric)}) "
+            f"<b>{c.kind.value}</b>: {_esc(c.detectability.describe())}</li>"
+            for c in power
+            if c.detectability is not None
+        )
+        parts.append(
+            f"<p>What the suite can see (one-sided sign test, alpha {comparison.alpha:g}):</p>"
+            f'<ul class="power">{items}</ul>'
+        )
+    return parts
+
+
+def _prompt_diffs(changes: tuple[PromptChange, ...]) -> list[str]:
+    """Each changed prompt as a unified diff (the texts are already masked in the reports)."""
+    parts: list[str] = []
+    for change in changes:
+        lines = change.diff() or ["(same text: the template or the call settings changed)"]
+        body = "".join(
+            f'<span class="{_diff_class(line)}">{_esc(line)}</span>'
+            if _diff_class(line)
+            else _esc(line) + "\n"
+            for line in lines
+        )
+        parts.append(
+            f"<h3>Prompt <code>{_esc(change.name)}</code> changed "
+            f"({_esc(change.baseline_hash)} -> {_esc(change.current_hash)})</h3>"
+            f'<pre class="diff">{body}</pre>'
+        )
+    return parts
+
+
+def _diff_class(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return ""
+    if line.startswith("@@"):
+        return "hunk"
+    return {"+": "add", "-": "del"}.get(line[:1], "")
+
+
 def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], CaseChange]) -> str:
     """The case table of one test, with its filter buttons and flipped outputs side by side."""
     table_id = f"cases-{index}"
@@ -129,7 +203,7 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         kinds = ["all"]
         if change is not None:
             kinds += ["flipped", change.flip]
-        if case.state is CaseState.UNRECORDED:
+        if not was_run(case):
             kinds.append("unrecorded")
         elif not case.passed:
             kinds.append("failing")
@@ -180,14 +254,17 @@ def render_html(
     tolerance: float = 0.05,
     title: str | None = None,
     comparison: Comparison | None = None,
+    settings: str = "",
 ) -> str:
     """The page for ``report`` (a ``Report`` or a JSON path), compared with ``baseline``.
 
     ``comparison`` (from ``compare``) may be given instead of ``baseline``, so
-    that the page shows the gate exactly as it was judged (mode, alpha).
+    that the page shows the gate exactly as it was judged (mode, alpha);
+    ``settings`` is the line saying where each gate setting came from
+    (``reports.describe_settings``), shown under the verdict.
     """
     with frozen_secrets():  # one page, one reading of the secrets
-        return _render(report, baseline, tolerance, title, comparison)
+        return _render(report, baseline, tolerance, title, comparison, settings)
 
 
 def _render(
@@ -196,6 +273,7 @@ def _render(
     tolerance: float,
     title: str | None,
     comparison: Comparison | None,
+    settings: str,
 ) -> str:
     run = read_report(report)
     if title is not None:
@@ -220,16 +298,15 @@ def _render(
         comparison = compare(run, read_report(baseline), tolerance=tolerance)
     if comparison is not None:
         changes = frames.comparison_frame(comparison)
-        verdict = (
-            '<span class="verdict-pass">no regressions</span>'
-            if comparison.passed
-            else f'<span class="verdict-fail">{len(comparison.regressions)} regression(s)</span>'
-        )
+        alpha = f", alpha {comparison.alpha:g}" if comparison.gate.value == "paired" else ""
         parts += [
             f"<h2>Against the baseline (tolerance {comparison.tolerance:g}, gate "
-            f"{comparison.gate.value}): {verdict}</h2>",
+            f"{comparison.gate.value}{alpha}): {_verdict(comparison)}</h2>",
+            *([f"<p>{_esc(settings)}</p>"] if settings else []),
+            *_evidence(comparison),
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
+            *_prompt_diffs(comparison.prompt_changes),
         ]
     tests = run.to_dataframe()
     parts.append("<h2>Tests</h2>")
@@ -262,10 +339,13 @@ def write_html(
     baseline: Report | str | os.PathLike[str] | None = None,
     tolerance: float = 0.05,
     comparison: Comparison | None = None,
+    settings: str = "",
 ) -> Path:
     """Write ``render_html(...)`` to ``path`` (parent folders created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(report, baseline=baseline, tolerance=tolerance, comparison=comparison)
+    page = render_html(
+        report, baseline=baseline, tolerance=tolerance, comparison=comparison, settings=settings
+    )
     target.write_text(page, encoding="utf-8")
     return target

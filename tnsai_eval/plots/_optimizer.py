@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "plot_check_matrix",
+    "plot_confusion",
     "plot_cost_per_round",
     "plot_norm_checks",
     "plot_optimizer_rounds",
@@ -207,6 +208,42 @@ def plot_variant_case_heatmap(
     ax.set_ylabel("variant")
     ax.set_title(title)
     fig.colorbar(image, ax=ax, label="score")
+    return fig
+
+
+def plot_confusion(result: OptimizationResult, *, title: str = "Answers by label") -> Figure:
+    """The initial and the best prompt's confusion tables side by side (a label task).
+
+    One panel per prompt from ``result.confusion()``: rows the expected
+    label, columns the label answered (``(none)``: no label or several),
+    counts written in the cells. On the held-out cases when there are any.
+    A best prompt that answers one label to everything shows as a single
+    filled column.
+    """
+    table = result.confusion()
+    prompts = list(dict.fromkeys(table.index.get_level_values("prompt")))
+    columns = [str(c) for c in table.columns]
+    most = max(1, int(table.to_numpy().max()))
+    fig = Figure(figsize=(1.8 + 1.6 * len(columns) * len(prompts), 1.4 + 0.5 * len(table) / 2))
+    fig.set_layout_engine("constrained")
+    axes = fig.subplots(1, len(prompts), squeeze=False)[0]
+    image = None
+    for ax, prompt in zip(axes, prompts, strict=True):
+        block = table.xs(prompt, level="prompt")
+        values = block.to_numpy(dtype=float)
+        image = ax.imshow(values, cmap="Blues", vmin=0.0, vmax=most, aspect="auto")
+        ax.set_xticks(range(len(columns)), [short(c, 14) for c in columns])
+        ax.tick_params(axis="x", labelrotation=30)
+        ax.set_yticks(range(len(block.index)), [short(str(i), 14) for i in block.index])
+        for (row, col), value in np.ndenumerate(values):
+            ax.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=9,
+                    color="white" if value > most / 2 else "black")  # fmt: skip
+        ax.set_xlabel("answered")
+        ax.set_title(f"{prompt} prompt")
+    axes[0].set_ylabel("expected")
+    fig.suptitle(title)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes), label="cases")
     return fig
 
 

@@ -1,8 +1,10 @@
 """Building the ``llm`` fixture's client from the options.
 
-The real client is made lazily, on the first call that reaches it: in replay
-mode no call ever does, so a CI run neither loads the embedded model nor needs
-a server, and a run whose tests never call the model pays nothing.
+A server's client (``OpenAIClient``) is made at once: making it opens nothing
+(its connections are opened by the first request). The embedded model is made
+lazily, on the first call that reaches it (``LazyClient``): in replay mode no
+call ever does, so a CI run never loads it, and a run whose tests never call
+the model pays nothing.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from tnsai_eval.llm import (
     Completion,
     LLMClient,
     MessagesInput,
+    OpenAIClient,
     ResponseStore,
-    acall,
+    ametered_call,
     default_llm,
+    metered_call,
     smollm2_gguf_path,
 )
 from tnsai_eval.pytest._options import PluginOptions
@@ -52,11 +56,14 @@ class LazyClient:
                 self._client = self._factory()
             return self._client
 
+    #: Calls go through ``llm.metered_call``: the made client is charged once.
+    meters_attempts = True
+
     def chat(self, messages: MessagesInput, **params: Any) -> Completion:
-        return self.get().chat(messages, **params)
+        return metered_call(self.get(), messages, **params)
 
     async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
-        return await acall(self.get(), messages, **params)
+        return await ametered_call(self.get(), messages, **params)
 
 
 def describe_model(options: PluginOptions) -> tuple[str | None, str]:
@@ -76,15 +83,30 @@ def describe_model(options: PluginOptions) -> tuple[str | None, str]:
     return (redact_url(base_url) if base_url else None), model or ""
 
 
-def build_client(options: PluginOptions) -> LLMClient:
-    """The session's client: the configured model behind ``CachedLLM`` and the store.
+def build_client(options: PluginOptions) -> tuple[LLMClient, OpenAIClient | None]:
+    """The session's client (the configured model behind ``CachedLLM`` and the store),
+    and the ``OpenAIClient`` in it when the model is a server's.
 
     ``default_llm`` reads the API key from ``$TNSAI_LLM_API_KEY``; there is
     deliberately no option for it, so that it never lands in a command line,
-    an ini file or a report.
+    an ini file or a report. ``--llm-concurrency`` sizes the client's pool.
     """
     server, model = describe_model(options)
-    inner = LazyClient(lambda: default_llm(base_url=options.base_url, model=options.model), model)
+    inner: LLMClient
+    http: OpenAIClient | None = None
+    if server is not None:
+        # A server's client: two layers from the test to the transport (the
+        # store, then OpenAIClient), not three.
+        inner = default_llm(base_url=options.base_url, model=options.model)
+        if isinstance(inner, OpenAIClient):
+            http = inner
+            if options.concurrency is not None:
+                http.ensure_concurrency(options.concurrency)
+    else:
+        inner = LazyClient(
+            lambda: default_llm(base_url=options.base_url, model=options.model), model
+        )
     if options.record_mode == "off":
-        return inner
-    return CachedLLM(inner, ResponseStore(options.store), mode=options.record_mode, server=server)
+        return inner, http
+    store = ResponseStore(options.store)
+    return CachedLLM(inner, store, mode=options.record_mode, server=server), http

@@ -5,8 +5,9 @@ scores them with ``tnsai_eval.optimizer.score_prompt`` (the optimizer's engine),
 so a score here means what it means there. What the plugin adds is the test
 verdict, these messages, and the case records of the report: stable case ids,
 ``passed`` against the case threshold, the prompt's hash and file. A case whose
-reply was never recorded (replay mode, or ``--llm-max-calls`` spent) is
-*unrecorded*: it has no score at all, rather than a score of 0.
+reply was never recorded in replay mode is *unrecorded*, and one that
+``--llm-max-calls`` left unsent is *not run* (budget): neither has a score at
+all, rather than a score of 0.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ __all__ = [
     "excerpt",
     "failure_message",
     "load_prompt",
+    "not_run_message",
     "prompt_record",
     "record",
+    "shown_path",
     "unrecorded_message",
     "verdict",
 ]
@@ -100,8 +103,28 @@ def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> s
     return "\n".join(lines)
 
 
-def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """``(text, file)``: a ``str`` is the prompt itself; a ``pathlib.Path`` is a prompt file."""
+def not_run_message(result: PromptEvaluation, limit: int | None) -> str:
+    """One message for every case the call budget left unsent."""
+    skipped = result.not_run
+    lines = [
+        f"{len(skipped)} of {len(result.cases)} case(s) not run: budget (--llm-max-calls "
+        f"{limit} spent); they are not scored"
+    ]
+    lines.extend(f"  - {excerpt(c.input, 60)!r}" for c in skipped[:20])
+    if len(skipped) > 20:
+        lines.append(f"  ... and {len(skipped) - 20} more")
+    return "\n".join(lines)
+
+
+def load_prompt(
+    prompt: str | os.PathLike[str], rootdir: Path | None = None
+) -> tuple[str, str | None]:
+    """``(text, file)``: a ``str`` is the prompt itself; a ``pathlib.Path`` is a prompt file.
+
+    ``file`` is relative to ``rootdir`` (pytest's): a committed report names the
+    prompt the same way on every machine, even when the test built the path
+    from ``__file__``.
+    """
     if isinstance(prompt, os.PathLike):
         path = Path(prompt)
         try:
@@ -110,8 +133,25 @@ def load_prompt(prompt: str | os.PathLike[str]) -> tuple[str, str | None]:
             raise ConfigError(f"cannot read prompt file {str(path)!r}: {exc}") from exc
         if not text.strip():
             raise ConfigError(f"prompt file {str(path)!r} is empty")
-        return text, path.as_posix()
+        return text, shown_path(path, rootdir)
     return prompt, None
+
+
+def shown_path(path: Path, rootdir: Path | None) -> str:
+    """``path`` as a report keeps it: relative to ``rootdir`` (POSIX separators).
+
+    >>> shown_path(Path("/repo/prompts/a.txt"), Path("/repo"))
+    'prompts/a.txt'
+    >>> shown_path(Path("/elsewhere/a.txt"), Path("/repo"))
+    '../elsewhere/a.txt'
+    """
+    if rootdir is None:
+        return path.as_posix()
+    absolute = Path(os.path.abspath(path))
+    try:
+        return Path(os.path.relpath(absolute, os.path.abspath(rootdir))).as_posix()
+    except ValueError:  # another drive on Windows: no relative form exists
+        return absolute.as_posix()
 
 
 def check_min_score(value: object) -> None:
@@ -130,7 +170,7 @@ def record(
     prompt: PromptRecord,
 ) -> None:
     """Keep the mean (unless no case has a reply) and every case in the report."""
-    if any(c.state != "unrecorded" for c in result.cases):
+    if any(c.asked for c in result.cases):
         session.record_metric(metric, result.mean_score)
     session.record_cases(metric, case_records(result, plan.cases, plan.threshold), prompt)
 
@@ -142,7 +182,14 @@ def verdict(
     problems = []
     if result.unrecorded:
         command = f"pytest --llm-record record {nodeid}"
-        problems.append(unrecorded_message(result, command, _unrecorded_reason(session, result)))
+        options = session.options
+        reason = (
+            f"no reply in the store {options.describe()['store']}; replay mode "
+            f"({options.record_mode_source})"
+        )
+        problems.append(unrecorded_message(result, command, reason))
+    if result.not_run:
+        problems.append(not_run_message(result, session.options.max_calls))
     if result.errors:
         problems.append(error_message(result))
     if problems:
@@ -150,16 +197,6 @@ def verdict(
     if min_score is not None and result.mean_score < min_score:
         return failure_message(result, min_score)
     return None
-
-
-def _unrecorded_reason(session: PluginSession, result: PromptEvaluation) -> str:
-    if any("--llm-max-calls" in (c.error or "") for c in result.unrecorded):
-        return f"--llm-max-calls {session.options.max_calls} spent"
-    options = session.options
-    return (
-        f"no reply in the store {options.describe()['store']}; replay mode "
-        f"({options.record_mode_source})"
-    )
 
 
 def case_records(
@@ -174,7 +211,7 @@ def case_records(
             expected=case.expected,
             output=case.output,
             score=case.score,
-            passed=None if case.state == "unrecorded" else case.passed(threshold),
+            passed=case.passed(threshold) if case.asked else None,
             state=CaseState(case.state),
             cached=case.cached,
             tokens=case.tokens,

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tnsai_eval.feedback import Agent, FeedbackStore
     from tnsai_eval.llm import LLMClient
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
+    from tnsai_eval.optimizer import CaseScore, PromptEvaluation, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
     from tnsai_eval.reports import IterationRecord
     from tnsai_eval.scoring import PromptEvaluator
@@ -60,7 +60,8 @@ def llm(pytestconfig: pytest.Config) -> LLMClient:
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
     session.llm_description = {"model": model, "base_url": base_url}
-    return session.meter(build_client(session.options))
+    client, session.http_client = build_client(session.options)
+    return session.meter(client)
 
 
 def _session(request: pytest.FixtureRequest) -> PluginSession:
@@ -308,7 +309,10 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     command that records them).
     """
     session = _session(request)
-    client = session.meter(llm)
+    # The core scores the prompt through the session's client itself (the
+    # store and the model: no metering wrapper in between), under the
+    # session's one call budget; the replies are counted from the cases.
+    client = session.unmetered(llm)
 
     def run(
         prompt: str | os.PathLike[str],
@@ -330,6 +334,7 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
             record,
             verdict,
         )
+        from tnsai_eval.pytest._metered import add_hint
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
@@ -338,10 +343,26 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
                             threshold=case_threshold, params=params)  # fmt: skip
         for note in plan.notes:
             print(f"evaluate_prompt: {note}")
-        text, file = load_prompt(prompt)
+        text, file = load_prompt(prompt, session.options.rootdir)
         if plan.params is not None:
             options["params"] = plan.params
-        result = score_prompt(client, text, plan.cases, evaluator=plan.evaluator, **options)
+        given_on_case = options.pop("on_case", None)
+
+        def on_case(case: CaseScore) -> None:
+            if case.output is not None:
+                session.record_reply(case.tokens, cached=case.cached)
+            if given_on_case is not None:
+                given_on_case(case)
+
+        options.setdefault("budget", session.budget)
+        options["concurrency"] = session.concurrency_for(options.get("concurrency"))
+        try:
+            result = score_prompt(
+                client, text, plan.cases, evaluator=plan.evaluator, on_case=on_case, **options
+            )
+        except Exception as exc:
+            add_hint(exc, session.options)
+            raise
         metric = name or _free_name(session, "score")
         record(session, metric, result, plan, prompt_record(text, file, options))
         problem = verdict(result, min_score, request.node.nodeid, session)
@@ -357,4 +378,6 @@ def prompt_optimizer(request: pytest.FixtureRequest, llm: LLMClient) -> PromptOp
     """A ``PromptOptimizer`` on the ``llm`` fixture, with its default settings."""
     from tnsai_eval.optimizer import PromptOptimizer
 
-    return PromptOptimizer(_session(request).meter(llm))
+    session = _session(request)
+    # Its calls count towards the test and draw on --llm-max-calls, like every call.
+    return PromptOptimizer(session.meter(llm), budget=session.budget)

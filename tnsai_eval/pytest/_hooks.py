@@ -19,10 +19,19 @@ if TYPE_CHECKING:
     from tnsai_eval.pytest._keys import NormActions
     from tnsai_eval.reports import Comparison, Report
 
-__all__ = ["GATE_STAT", "TRACKING_FIXTURES", "RepeatHooks", "TnsaiHooks", "is_tracked"]
+__all__ = [
+    "EVIDENCE_STAT",
+    "GATE_STAT",
+    "TRACKING_FIXTURES",
+    "RepeatHooks",
+    "TnsaiHooks",
+    "is_tracked",
+]
 
 #: The category under which gate regressions are counted in pytest's final summary line.
 GATE_STAT = "regressed (tnsai gate)"
+#: The category for tests the gate could not judge (cases not run or errored, too few in common).
+EVIDENCE_STAT = "missing evidence (tnsai gate)"
 
 #: With --tnsai-repeat, tests requesting any of these (or marked) are repeated.
 TRACKING_FIXTURES = frozenset(
@@ -180,6 +189,8 @@ class TnsaiHooks:
                 tolerance=options.tolerance,
                 gate=options.gate,
                 alpha=options.alpha,
+                min_common=options.min_common,
+                allow_unrecorded=options.allow_unrecorded,
             )
             if not self.comparison.passed:
                 if session.exitstatus == pytest.ExitCode.OK:
@@ -193,6 +204,11 @@ class TnsaiHooks:
                     terminal.stats.setdefault(GATE_STAT, []).extend(
                         _GateEntry(f"{c.nodeid} :: {c.metric}") for c in self.comparison.regressions
                     )
+                    if self.comparison.shortfalls:
+                        terminal.stats.setdefault(EVIDENCE_STAT, []).extend(
+                            _GateEntry(f"{s.nodeid} :: {s.metric}")
+                            for s in self.comparison.shortfalls
+                        )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):

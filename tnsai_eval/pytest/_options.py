@@ -31,6 +31,8 @@ class _Spec:
     ini: str
     help: str
     metavar: str
+    #: A flag without a value on the command line (its ini twin takes true/false).
+    boolean: bool = False
 
 
 _SPECS = (
@@ -85,11 +87,36 @@ _SPECS = (
         "FLOAT",
     ),
     _Spec(
+        "--tnsai-min-common",
+        "tnsai_min_common",
+        "least share of the baseline's cases a test must have in common with it (run in "
+        "both) for its score to be judged; below it the score is inconclusive and the "
+        "session fails (default 0.8).",
+        "SHARE",
+    ),
+    _Spec(
+        "--tnsai-allow-unrecorded",
+        "tnsai_allow_unrecorded",
+        "let the baseline gate pass with cases that were not run (unrecorded, or refused "
+        "by the call budget); ini: true or false (default false).",
+        "",
+        boolean=True,
+    ),
+    _Spec(
         "--llm-max-calls",
         "tnsai_llm_max_calls",
         "stop calling the model once N calls (HTTP attempts, retries included; replies "
         "from the store never count) were made in this session, across xdist workers; "
-        "later cases are marked unrecorded.",
+        "later cases are marked not run (budget). The optimizer's calls draw on it too.",
+        "N",
+    ),
+    _Spec(
+        "--llm-concurrency",
+        "tnsai_llm_concurrency",
+        "model calls in flight at once: the default of evaluate_prompt(concurrency=...) "
+        "and, when given, its ceiling (a larger request is capped, with one warning). "
+        "Without it evaluate_prompt uses 4 unless a call asks for more, and the client's "
+        "connection pool grows to what is asked.",
         "N",
     ),
     _Spec(
@@ -106,7 +133,19 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("tnsai", "tnsai-eval: LLM prompt regression tests")
     for spec in _SPECS:
         dest = spec.ini
-        group.addoption(spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help)
+        if spec.boolean:
+            group.addoption(
+                spec.flag,
+                dest=dest,
+                default=None,
+                action="store_const",
+                const="true",
+                help=spec.help,
+            )
+        else:
+            group.addoption(
+                spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help
+            )
         # The ini help has no %-formatting; undo the argparse escape.
         parser.addini(spec.ini, help=spec.help.replace("%%", "%"), default=None)
 
@@ -128,6 +167,9 @@ class PluginOptions:
     gate: str = "tolerance"
     alpha: float = 0.05
     max_calls: int | None = None
+    min_common: float = 0.8
+    allow_unrecorded: bool = False
+    concurrency: int | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -188,6 +230,13 @@ class PluginOptions:
         report = path("tnsai_report")
         if report is not None:
             _check_writable(report, values["tnsai_report"][1])
+        min_common = _number(values.get("tnsai_min_common"), 0.8, float)
+        if min_common > 1:
+            raise pytest.UsageError(
+                f"{values['tnsai_min_common'][1]}: expected a share between 0 and 1, "
+                f"got {values['tnsai_min_common'][0]!r}"
+            )
+        concurrency = values.get("tnsai_llm_concurrency")
         return cls(
             base_url=base_url,
             model=model,
@@ -202,6 +251,11 @@ class PluginOptions:
             gate="tolerance" if gate is None else gate[0].strip().lower(),
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
+            min_common=min_common,
+            allow_unrecorded=_flag(values.get("tnsai_allow_unrecorded")),
+            concurrency=(
+                None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
+            ),
         )
 
     def describe(self) -> dict[str, object]:
@@ -220,6 +274,9 @@ class PluginOptions:
             "gate": self.gate,
             "alpha": self.alpha,
             "max_calls": self.max_calls,
+            "min_common": self.min_common,
+            "allow_unrecorded": self.allow_unrecorded,
+            "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
         }
 
@@ -233,6 +290,18 @@ class PluginOptions:
 
 # The largest count an option takes (--tnsai-repeat, --llm-max-calls).
 _MAX_COUNT = 2**63 - 1
+
+
+def _flag(given: tuple[str, str] | None) -> bool:
+    if given is None:
+        return False
+    value, origin = given
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise pytest.UsageError(f"{origin}: expected true or false, got {value!r}")
 
 
 def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:

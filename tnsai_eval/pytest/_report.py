@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from tnsai_eval.pytest._budget import CallBudget
+    from tnsai_eval.llm import CallBudget
     from tnsai_eval.reports import Comparison, Report
 
 __all__ = ["write_summary"]
@@ -55,7 +55,7 @@ def _write(
     if budget is not None:
         spent = budget.spent
         note = (
-            "; the bound is reached: any later call was not sent (its case is unrecorded)"
+            "; the bound is reached: any later call was not sent (its case is not run: budget)"
             if spent >= budget.limit
             else ""
         )
@@ -80,7 +80,14 @@ def _write(
         red = not comparison.passed
         for line in format_comparison(comparison).splitlines():
             terminal.write_line(line, red=red, bold=red)
-        if red:
+        if comparison.regressions:
             terminal.write_line(
                 "tnsai-eval: regressions beyond tolerance fail this session", red=True, bold=True
+            )
+        elif red:
+            terminal.write_line(
+                "tnsai-eval: missing evidence fails this session (record the missing cases; "
+                "--tnsai-allow-unrecorded and --tnsai-min-common set what is enough)",
+                red=True,
+                bold=True,
             )

@@ -18,20 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tnsai_eval.pytest._budget import CallBudget
 from tnsai_eval.pytest._metered import MeteredLLM
 from tnsai_eval.pytest._options import PluginOptions
 
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import Completion, LLMClient
+    from tnsai_eval.llm import CallBudget, Completion, LLMClient, OpenAIClient
     from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
 
 #: user_properties key carrying (passed, total) samples on a --tnsai-repeat call report.
 SAMPLES_PROPERTY = "tnsai_samples"
+#: evaluate_prompt's concurrency without --llm-concurrency or concurrency= (score_prompt's).
+DEFAULT_CONCURRENCY = 4
 # A failed test's message in the report: its first line, at most this long.
 _MESSAGE_CHARS = 200
 
@@ -117,8 +118,11 @@ class PluginSession:
         self._lock = threading.Lock()
         self.started = time.time()
         self.llm_description: dict[str, object] = {}
-        #: The --llm-max-calls bound (None: unbounded); see ``_budget``.
+        #: The --llm-max-calls bound (None: unbounded): an ``llm.CallBudget``.
         self.budget: CallBudget | None = None
+        #: The ``llm`` fixture's ``OpenAIClient`` (None: the embedded model, or not made yet).
+        self.http_client: OpenAIClient | None = None
+        self._said_capped = False
 
     @property
     def current(self) -> str | None:
@@ -235,13 +239,17 @@ class PluginSession:
 
     def record_call(self, completion: Completion) -> None:
         """Count one model reply (tokens, cache hit) towards the running test."""
+        self.record_reply(completion.usage.total_tokens, cached=completion.cached)
+
+    def record_reply(self, tokens: int, *, cached: bool) -> None:
+        """Count one reply of ``tokens`` (from a store when ``cached``) towards the running test."""
         run = self._current_run()
         if run is None:
             return
         with self._lock:
             run.calls += 1
-            run.tokens += completion.usage.total_tokens
-            run.cache_hits += int(completion.cached)
+            run.tokens += tokens
+            run.cache_hits += int(cached)
 
     def meter(self, client: LLMClient) -> MeteredLLM:
         """``client`` wrapped so that its calls count towards the running test."""
@@ -253,6 +261,43 @@ class PluginSession:
                 getattr(client, "model", "") or type(client).__name__
             )
         return MeteredLLM(client, self)
+
+    def concurrency_for(self, asked: object) -> int:
+        """The concurrency an ``evaluate_prompt`` call gets, the client's pool grown to fit.
+
+        ``asked`` (the call's ``concurrency=``) is honoured, up to
+        ``--llm-concurrency`` when that is given (a cap said once per session,
+        as a warning); without it the call gets ``--llm-concurrency``, else 4.
+        """
+        import warnings
+
+        ceiling = self.options.concurrency
+        if asked is None:
+            chosen = ceiling if ceiling is not None else DEFAULT_CONCURRENCY
+        elif isinstance(asked, bool) or not isinstance(asked, int) or asked < 1:
+            from tnsai_eval.errors import ConfigError
+
+            raise ConfigError(f"concurrency must be an int >= 1, got {asked!r}")
+        elif ceiling is not None and asked > ceiling:
+            chosen = ceiling
+            if not self._said_capped:
+                self._said_capped = True
+                warnings.warn(
+                    f"evaluate_prompt(concurrency={asked}) is capped at --llm-concurrency "
+                    f"{ceiling} (tnsai_llm_concurrency); later calls above it are capped "
+                    "too, without another warning",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        else:
+            chosen = asked
+        if self.http_client is not None:
+            self.http_client.ensure_concurrency(chosen)
+        return chosen
+
+    def unmetered(self, client: LLMClient) -> LLMClient:
+        """``client`` without this session's ``MeteredLLM`` (for the core, which meters itself)."""
+        return self.meter(client).inner
 
     # -- what pytest reports --------------------------------------------
     def on_report(self, report: pytest.TestReport) -> None:

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tnsai_eval.pytest._budget import CallBudget
 from tnsai_eval.pytest._session import PluginSession
+
+if TYPE_CHECKING:
+    from tnsai_eval.llm import CallBudget
 
 __all__ = ["OUTPUT_KEY", "RECORD_PROPERTY", "XdistHooks", "attach", "call_budget", "is_worker"]
 
@@ -52,15 +54,18 @@ def call_budget(config: pytest.Config, limit: int) -> CallBudget:
     names it in each worker's ``workerinput``; without xdist the count stays
     in memory.
     """
+    # Imported only when --llm-max-calls is given: it loads the HTTP client.
+    from tnsai_eval.llm import CallBudget
+
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         shared = workerinput.get(CALLS_FILE_KEY)
-        return CallBudget(limit, None if shared is None else Path(shared))
+        return CallBudget(limit, shared=None if shared is None else Path(shared))
     if not config.pluginmanager.hasplugin("xdist"):
         return CallBudget(limit)
     folder = Path(tempfile.mkdtemp(prefix="tnsai-calls-"))
     config.add_cleanup(lambda: _remove(folder))
-    return CallBudget(limit, folder / "calls")
+    return CallBudget(limit, shared=folder / "calls")
 
 
 def _remove(folder: Path) -> None:

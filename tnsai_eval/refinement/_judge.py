@@ -10,7 +10,10 @@ used, the score, the threshold and the judge's reason when it gave one.
 
 The threshold is either given (a share in [0, 1]) or calibrated: with
 ``good=`` and ``bad=`` example texts, the judge grades them once (on first
-use) and the threshold is set where it best separates them. A small model's
+use) and the threshold is set where it best separates them, if that helps:
+calibration needs at least 4 examples of each, and keeps the given threshold
+(with a warning) unless the fitted one classifies the examples better when
+each is left out of the fit (``JudgeCalibration``). A small model's
 Yes share crowds into a narrow band (SmolLM2-135M: polite texts 0.26-0.69,
 rude 0.14-0.53), so an absolute threshold would fail everything; a few
 labelled examples place the threshold where that model draws the line.
@@ -67,9 +70,12 @@ def judge_check(
             return float(threshold), ""
         with lock:
             if not calibrated:
-                calibrated.append(judge.calibrate(question, good, bad))
+                calibrated.append(judge.calibrate(question, good, bad, uncalibrated=threshold))
         fit = calibrated[0]
-        return fit.threshold, f" (calibrated on {len(good)} good and {len(bad)} bad examples)"
+        on = f"{len(good)} good and {len(bad)} bad examples"
+        if fit.kept_uncalibrated:
+            return fit.threshold, f" (calibrating on {on} did not help: {fit.checked})"
+        return fit.threshold, f" (calibrated on {on}; {fit.checked})"
 
     def run(output: str) -> Verdict:
         try:

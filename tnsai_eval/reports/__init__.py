@@ -28,10 +28,12 @@ from tnsai_eval.reports._compare import (
     ChangeKind,
     Comparison,
     MetricChange,
+    Shortfall,
     compare,
     load_report,
 )
 from tnsai_eval.reports._decode import decode_report, decode_test, read_report
+from tnsai_eval.reports._gate import GATE_DEFAULTS, describe_settings, gate_settings
 from tnsai_eval.reports._junit import render_junit, write_junit
 from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
@@ -48,17 +50,22 @@ from tnsai_eval.reports._model import (
     prompt_hash,
     score_interval,
     shown_text,
+    was_run,
 )
+from tnsai_eval.reports._power import Detectability, detectability
 from tnsai_eval.reports._text import (
     format_comparison,
     format_summary,
     format_table,
     markdown_table,
+    prompt_diff,
     summary_rows,
+    verdict_line,
 )
 
 __all__ = [
     "COMPARISON_COLUMNS",
+    "GATE_DEFAULTS",
     "SCHEMA_VERSION",
     "CaseChange",
     "CaseComparison",
@@ -66,6 +73,7 @@ __all__ = [
     "CaseState",
     "ChangeKind",
     "Comparison",
+    "Detectability",
     "GateMode",
     "IterationRecord",
     "MetricChange",
@@ -73,23 +81,30 @@ __all__ = [
     "PromptChange",
     "PromptRecord",
     "Report",
+    "Shortfall",
     "TestStatus",
     "TrackedTest",
     "case_ids",
     "compare",
     "decode_report",
     "decode_test",
+    "describe_settings",
+    "detectability",
     "format_comparison",
     "format_summary",
     "format_table",
+    "gate_settings",
     "load_report",
     "markdown_table",
     "masked",
+    "prompt_diff",
     "prompt_hash",
     "read_report",
     "render_junit",
     "score_interval",
     "shown_text",
     "summary_rows",
+    "verdict_line",
+    "was_run",
     "write_junit",
 ]

@@ -20,13 +20,14 @@ and listed on their own: a case that was never asked has no score, not 0.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from tnsai_eval._util.stats import mean_interval, sign_test
-from tnsai_eval.reports._model import CaseRecord, CaseState, PromptRecord
+from tnsai_eval.reports._model import CaseRecord, CaseState, PromptRecord, was_run
 
 __all__ = [
     "CaseChange",
@@ -73,7 +74,7 @@ def aggregate_cases(records: Iterable[CaseRecord]) -> tuple[dict[str, _Verdict],
     verdicts: dict[str, _Verdict] = {}
     unrecorded: list[str] = []
     for case_id, group in grouped.items():
-        judged = [r for r in group if r.state is not CaseState.UNRECORDED]
+        judged = [r for r in group if was_run(r)]
         if not judged:
             unrecorded.append(case_id)
             continue
@@ -120,13 +121,38 @@ class CaseChange:
 
 @dataclass(frozen=True, slots=True)
 class PromptChange:
-    """A prompt whose hash changed between the runs (text, template or call settings)."""
+    r"""A prompt whose hash changed between the runs (text, template or call settings).
+
+    ``baseline_text`` and ``current_text`` are the prompts as the reports hold
+    them (already masked for secrets); ``diff()`` is their unified diff, empty
+    when only the template or the call settings changed.
+
+    >>> change = PromptChange("t::x", "score", "p.txt", "a", "b", "Be brief.\n", "Be terse.\n")
+    >>> change.diff()[2:]
+    ['@@ -1 +1 @@', '-Be brief.', '+Be terse.']
+    """
 
     nodeid: str
     metric: str
     name: str
     baseline_hash: str
     current_hash: str
+    baseline_text: str = ""
+    current_text: str = ""
+
+    def diff(self, *, context: int = 3) -> list[str]:
+        """The unified diff (baseline -> current) of the prompt text, line by line."""
+        return [
+            line.rstrip("\n")
+            for line in difflib.unified_diff(
+                self.baseline_text.splitlines(),
+                self.current_text.splitlines(),
+                fromfile=f"{self.name} ({self.baseline_hash})",
+                tofile=f"{self.name} ({self.current_hash})",
+                n=context,
+                lineterm="",
+            )
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +166,17 @@ class CaseComparison:
     vanished: tuple[str, ...]
     unrecorded: tuple[str, ...]
     prompt_change: PromptChange | None = None
+    #: Case ids this run did not run (no recorded reply, or refused by the call budget).
+    not_run: tuple[str, ...] = ()
+    #: Case ids that failed to run in this run (state ``error``).
+    errored: tuple[str, ...] = ()
+    #: Distinct case ids the baseline holds for this metric, run or not.
+    baseline_count: int = 0
+
+    @property
+    def common(self) -> int:
+        """How many cases both runs ran: the evidence every number here rests on."""
+        return len(self.changes)
 
     @property
     def broken(self) -> tuple[CaseChange, ...]:
@@ -204,7 +241,8 @@ def compare_cases(
     baseline_prompts: Sequence[PromptRecord] = (),
 ) -> CaseComparison:
     """Match the two runs' cases of one metric on their ids."""
-    now, now_unrecorded = aggregate_cases(current)
+    current_records = list(current)
+    now, now_unrecorded = aggregate_cases(current_records)
     before, before_unrecorded = aggregate_cases(baseline)
     changes = [
         CaseChange(
@@ -234,6 +272,9 @@ def compare_cases(
         vanished=tuple(i for i in before if i not in known_now),
         unrecorded=tuple(unrecorded),
         prompt_change=_prompt_change(nodeid, metric, current_prompts, baseline_prompts),
+        not_run=tuple(now_unrecorded),
+        errored=tuple(dict.fromkeys(r.id for r in current_records if r.state is CaseState.ERROR)),
+        baseline_count=len(before) + len(before_unrecorded),
     )
 
 
@@ -253,4 +294,6 @@ def _prompt_change(
         name=now.file or before.file or f"{nodeid} ({metric})",
         baseline_hash=before.hash,
         current_hash=now.hash,
+        baseline_text=before.text,
+        current_text=now.text,
     )

@@ -1,13 +1,17 @@
 """JUnit XML with one testcase per case, so CI systems list cases natively.
 
 Each tracked test becomes a ``<testsuite>`` (named by its node id); each of
-its cases a ``<testcase>`` named by the case id and its input. A failing case
-is a ``<failure>`` carrying expected and actual output; a case that failed to
-run an ``<error>``; an unrecorded case is ``<skipped>`` (it was never asked,
-so it neither passes nor fails). A test without case records (a
-``tnsai_record`` metric, a norm check) is one testcase with its status. With
-a comparison, a broken case says so in its failure message. Every text is
-masked for secrets (``shown_text``) before it is written.
+its cases a ``<testcase>`` named by the case id and its input. One verdict
+everywhere: with a comparison, a case fails only when it is *broken* (it
+passed in the baseline and fails now) or *new and failing*; a case that also
+failed in the baseline is ``<skipped>`` with the message "known failure", so
+a run whose gate is green gives a green JUnit report. Without a baseline every
+case is new, and every failing case fails. A failure carries expected and
+actual output; a case that failed to run is an ``<error>``; a case that was
+not run (unrecorded, or refused by the call budget) is ``<skipped>``: it was
+never asked, so it neither passes nor fails. A test without case records (a
+``tnsai_record`` metric, a norm check) is one testcase with its status. Every
+text is masked for secrets (``shown_text``) before it is written.
 
 >>> from tnsai_eval.reports import CaseRecord, Report, TestStatus, TrackedTest
 >>> test = TrackedTest("t.py::test_a", TestStatus.FAILED,
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-from tnsai_eval.reports._model import CaseRecord, CaseState, TrackedTest, shown_text
+from tnsai_eval.reports._model import CaseRecord, CaseState, TrackedTest, shown_text, was_run
 
 if TYPE_CHECKING:
     from tnsai_eval.reports._compare import Comparison
@@ -47,7 +51,10 @@ def _attr(value: str) -> str:
     return quoteattr(_xml_safe(shown_text(value, 500)))
 
 
-def _case_element(test: TrackedTest, case: CaseRecord, broken: set[tuple[str, str, str]]) -> str:
+def _case_element(
+    test: TrackedTest, case: CaseRecord, before: dict[tuple[str, str, str], bool]
+) -> tuple[str, str]:
+    """The case's ``<testcase>`` and the count it adds to (``""``: a pass)."""
     name = f"{case.id} {shown_text(case.input, 60)}"
     if case.sample:
         name += f" (sample {case.sample + 1})"
@@ -59,17 +66,30 @@ def _case_element(test: TrackedTest, case: CaseRecord, broken: set[tuple[str, st
         f"input: {shown_text(case.input, 2000)}\nexpected: {shown_text(case.expected, 2000)}\n"
         f"output: {shown_text(case.output or '', 2000)}"
     )
-    if case.state is CaseState.UNRECORDED:
+    if case.state is CaseState.NOT_RUN:
+        body, outcome = (
+            '<skipped message="not run: budget (--llm-max-calls was spent)"/>',
+            "skipped",
+        )
+    elif not was_run(case):
         body = '<skipped message="no recorded reply (run pytest --llm-record record)"/>'
+        outcome = "skipped"
     elif case.state is CaseState.ERROR:
         body = f"<error message={_attr(case.error or 'error')}>{_escape(detail)}</error>"
+        outcome = "errors"
     elif case.passed:
-        return head + "/>"
+        return head + "/>", ""
+    elif before.get((test.nodeid, case.metric, case.id)) is False:
+        body = '<skipped message="known failure (also failed in the baseline)"/>'
+        outcome = "skipped"
     else:
-        was = " (passed in the baseline)" if (test.nodeid, case.metric, case.id) in broken else ""
-        message = f"score {case.score:.3f} below the case threshold{was}"
+        score = "-" if case.score is None else f"{case.score:.3f}"
+        was = before.get((test.nodeid, case.metric, case.id))
+        why = "" if not before else " (passed in the baseline)" if was else " (new case)"
+        message = f"score {score} below the case threshold{why}"
         body = f"<failure message={_attr(message)}>{_escape(detail)}</failure>"
-    return f"{head}>{body}</testcase>"
+        outcome = "failures"
+    return f"{head}>{body}</testcase>", outcome
 
 
 def _escape(text: str) -> str:
@@ -78,10 +98,12 @@ def _escape(text: str) -> str:
 
 def render_junit(report: Report, *, comparison: Comparison | None = None) -> str:
     """The report as a JUnit XML document (a string)."""
-    broken = {
-        (c.nodeid, c.metric, c.id)
+    # Whether each case passed in the baseline. A case that failed there and
+    # fails here is a known failure: the gate does not count it, neither does JUnit.
+    before = {
+        (c.nodeid, c.metric, c.id): c.baseline_passed
         for cmp in (comparison.cases if comparison else ())
-        for c in cmp.broken
+        for c in cmp.changes
     }
     suites: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -90,14 +112,11 @@ def render_junit(report: Report, *, comparison: Comparison | None = None) -> str
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         if test.cases:
             for case in test.cases:
-                elements.append(_case_element(test, case, broken))
+                element, outcome = _case_element(test, case, before)
+                elements.append(element)
                 counts["tests"] += 1
-                if case.state is CaseState.UNRECORDED:
-                    counts["skipped"] += 1
-                elif case.state is CaseState.ERROR:
-                    counts["errors"] += 1
-                elif not case.passed:
-                    counts["failures"] += 1
+                if outcome:
+                    counts[outcome] += 1
         else:
             counts["tests"] = 1
             head = f"<testcase classname={_attr(test.nodeid)} name={_attr(test.nodeid)}"

@@ -42,6 +42,7 @@ __all__ = [
     "prompt_hash",
     "score_interval",
     "shown_text",
+    "was_run",
 ]
 
 #: Bumped whenever a field changes meaning or disappears; adding fields does not bump it.
@@ -162,12 +163,29 @@ class MetricStats:
 
 
 class CaseState(StrEnum):
-    """What happened to one case: scored, failed to run, or had no recorded reply."""
+    """What happened to one case: scored, failed to run, had no recorded reply, or was not run."""
 
     SCORED = "scored"
     ERROR = "error"
-    #: Replay mode had no recording (or --llm-max-calls was spent): never a score of 0.
+    #: Replay mode had no recording: never a score of 0.
     UNRECORDED = "unrecorded"
+    #: The call budget (--llm-max-calls) was spent before it was sent: never a score of 0.
+    NOT_RUN = "not_run"
+
+    @property
+    def asked(self) -> bool:
+        """Whether the model (or a store) answered: ``scored`` or ``error``."""
+        return self in (CaseState.SCORED, CaseState.ERROR)
+
+
+def was_run(record: CaseRecord) -> bool:
+    """Whether the case was asked: scored, or failed while running (state ``error``).
+
+    Any other state (``unrecorded``: no reply in the store; a case the call
+    budget refused) was never run: it has no score, not 0, and is left out of
+    every number.
+    """
+    return record.state.asked
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,16 +371,22 @@ class TrackedTest:
 
     @property
     def case_pass_rate(self) -> float | None:
-        """Share of recorded cases that passed (unrecorded ones left out); None without cases."""
-        judged = [c for c in self.cases if c.state is not CaseState.UNRECORDED]
+        """Share of asked cases that passed (unrecorded and not run ones left out); None without
+        cases."""
+        judged = [c for c in self.cases if c.state.asked]
         if not judged:
             return None
         return sum(c.passed is True for c in judged) / len(judged)
 
     @property
     def unrecorded(self) -> tuple[CaseRecord, ...]:
-        """Cases that had no recorded reply (replay miss or spent --llm-max-calls)."""
+        """Cases that had no recorded reply (replay miss)."""
         return tuple(c for c in self.cases if c.state is CaseState.UNRECORDED)
+
+    @property
+    def not_run(self) -> tuple[CaseRecord, ...]:
+        """Cases the call budget (--llm-max-calls) left unsent."""
+        return tuple(c for c in self.cases if c.state is CaseState.NOT_RUN)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -507,7 +531,7 @@ def score_interval(test: TrackedTest) -> tuple[float, float, float] | None:
     scores = [
         0.0 if c.score is None else c.score
         for c in test.cases
-        if c.metric == score.name and c.state is not CaseState.UNRECORDED
+        if c.metric == score.name and c.state.asked
     ]
     if len(scores) > 1:
         _, low, high = mean_interval(scores)

@@ -11,6 +11,7 @@ crafted id can neither add a line (a forged "PASS" heading) nor a table cell.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -18,10 +19,21 @@ from tnsai_eval._util.text import escape_markdown, shown_label
 from tnsai_eval.reports._model import Report, score_interval, shown_text
 
 if TYPE_CHECKING:
-    from tnsai_eval.reports._cases import CaseChange, CaseComparison
+    from tnsai_eval.reports._cases import CaseChange, CaseComparison, PromptChange
     from tnsai_eval.reports._compare import Comparison, MetricChange
 
-__all__ = ["format_comparison", "format_summary", "format_table", "markdown_table", "summary_rows"]
+__all__ = [
+    "format_comparison",
+    "format_summary",
+    "format_table",
+    "markdown_table",
+    "prompt_diff",
+    "summary_rows",
+    "verdict_line",
+]
+
+#: How many diff lines a terminal shows of a changed prompt (Markdown and HTML show all).
+TERMINAL_DIFF_LINES = 16
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -50,6 +62,11 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool
 def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for c in changes:
+        if math.isnan(c.current):  # nothing in common with the baseline
+            rows.append(
+                (shown_label(c.nodeid), shown_label(c.metric), f"{c.baseline:.3f}", "-", "-", "-")
+            )
+            continue
         current = f"{c.current:.3f}"
         if c.current_low != c.current_high:
             current += f" [{c.current_low:.3f}, {c.current_high:.3f}]"
@@ -86,6 +103,46 @@ def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, .
     ]
 
 
+def prompt_diff(change: PromptChange, *, markdown: bool = False) -> list[str]:
+    """The unified diff of a changed prompt: shortened for a terminal, collapsible in Markdown.
+
+    The texts come from the reports, already masked for secrets.
+    """
+    diff = change.diff()
+    if not diff:
+        return ["(same text: the template or the call settings changed)"]
+    if markdown:
+        # A fence longer than any backtick run in the diff cannot be closed by it.
+        fence = "`" * max(3, _longest_backticks(diff) + 1)
+        return [
+            "",
+            "<details><summary>prompt diff</summary>",
+            "",
+            f"{fence}diff",
+            *diff,
+            fence,
+            "",
+            "</details>",
+        ]
+    shown = diff[:TERMINAL_DIFF_LINES]
+    if len(diff) > len(shown):
+        shown.append(
+            f"... ({len(diff) - len(shown)} more diff line(s) in the Markdown/HTML report)"
+        )
+    # Control characters (a terminal's escape sequences) become spaces; long lines are cut.
+    return [shown_text(line, 120) if len(line) > 120 else shown_label(line) for line in shown]
+
+
+def _longest_backticks(lines: Sequence[str]) -> int:
+    longest = run = 0
+    for line in lines:
+        run = 0
+        for ch in line:
+            run = run + 1 if ch == "`" else 0
+            longest = max(longest, run)
+    return longest
+
+
 def _name(text: str, markdown: bool) -> str:
     """An id or a name for one line of output: masked, flat, escaped in Markdown."""
     shown = shown_label(text)
@@ -109,32 +166,81 @@ def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
             f"prompt {name} changed ({change.baseline_hash} -> {change.current_hash}): "
             f"{len(cmp.fixed)} case(s) fixed, {len(cmp.broken)} broken"
         )
+        lines.extend(
+            ("" if markdown else "  ") + line for line in prompt_diff(change, markdown=markdown)
+        )
     if cmp.new or cmp.vanished:
         lines.append(f"{len(cmp.new)} new case(s), {len(cmp.vanished)} vanished case(s)")
     return lines
 
 
-def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
-    """The comparison for a terminal (``markdown=False``) or a Markdown document."""
-    lines: list[str] = []
+def verdict_line(comparison: Comparison) -> str:
+    """The comparison's verdict in one line: what failed it, or what it passed under."""
     gate = f"gate: {comparison.gate.value}"
     if comparison.gate.value == "paired":
         gate += f", alpha {comparison.alpha:g}"
+    missing = "; ".join(str(s) for s in comparison.shortfalls)
     if comparison.regressions:
-        verdict = (
+        line = (
             f"{len(comparison.regressions)} regression(s) beyond tolerance "
-            f"{comparison.tolerance:g} ({gate}):"
+            f"{comparison.tolerance:g} ({gate})"
         )
-    elif comparison.errored:
-        verdict = f"{len(comparison.errored)} test(s) errored before scoring ({gate})"
-    else:
-        verdict = f"no regressions beyond tolerance {comparison.tolerance:g} ({gate})"
-    lines.append(f"**{verdict}**" if markdown else verdict)
+        return f"{line}; also missing evidence: {missing}" if missing else line
+    if comparison.shortfalls:
+        return (
+            f"missing evidence in {len(comparison.shortfalls)} test metric(s), not a pass "
+            f"({gate}): {missing}"
+        )
+    line = f"no regressions beyond tolerance {comparison.tolerance:g} ({gate})"
+    if comparison.dropped:
+        line += f"; {len(comparison.dropped)} dropped score(s), not significant"
+    return line
+
+
+def _power_lines(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
+    bullet = "- " if markdown else "  "
+
+    def shown(text: str) -> str:
+        return escape_markdown(shown_label(text)) if markdown else shown_label(text)
+
+    return [
+        f"{bullet}{shown(c.nodeid)} ({shown(c.metric)}) {c.kind.value}: "
+        f"{c.detectability.describe()}"
+        for c in changes
+        if c.detectability is not None
+    ]
+
+
+def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
+    """The comparison for a terminal (``markdown=False``) or a Markdown document."""
+    lines: list[str] = []
+    verdict = verdict_line(comparison)
+    if comparison.regressions:
+        verdict += ":"
+    # The verdict names tests (user text): inert in Markdown, on one line in a terminal.
+    verdict = shown_label(verdict)
+    lines.append(f"**{escape_markdown(verdict)}**" if markdown else verdict)
     if comparison.regressions:
         lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.regressions), markdown))
+    if comparison.inconclusive:
+        lines.append(
+            f"{len(comparison.inconclusive)} inconclusive score(s): fewer than "
+            f"{comparison.min_common:.0%} of the baseline's cases in common; never a pass:"
+        )
+        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.inconclusive), markdown))
+    if comparison.dropped:
+        lines.append(
+            f"{len(comparison.dropped)} dropped score(s): the mean fell beyond the tolerance, "
+            f"but the sign test is not significant at {comparison.alpha:g} (not failing):"
+        )
+        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.dropped), markdown))
     if comparison.improved:
         lines.append(f"{len(comparison.improved)} improvement(s):")
         lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.improved), markdown))
+    power = _power_lines([*comparison.dropped, *comparison.unchanged], markdown)
+    if power:
+        lines.append(f"what the suite can see (one-sided sign test, alpha {comparison.alpha:g}):")
+        lines.append("\n".join(power))
     flipped = [cmp for cmp in comparison.cases if cmp.flipped or cmp.prompt_change]
     total = len(comparison.flipped)
     if comparison.cases:
@@ -146,26 +252,32 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
     for cmp in flipped:
         heading = _case_heading(cmp, markdown)
         lines.append(f"#### {heading[0]}" if markdown else f"  {heading[0]}")
-        lines.extend(("" if markdown else "  ") + h for h in heading[1:])
+        body = [("" if markdown else "  ") + h for h in heading[1:]]
+        if body:
+            lines.append("\n".join(body))
         if cmp.flipped:
             lines.append(_table(_CASE_HEADERS, _case_rows(cmp.flipped, markdown), markdown))
     unrecorded = comparison.unrecorded
     if unrecorded:
         lines.append(
-            f"unrecorded (no reply in the store; left out of the comparison): {len(unrecorded)}"
+            f"unrecorded (no reply in the store, or refused by the call budget; left out of "
+            f"the comparison): {len(unrecorded)}"
         )
-        lines.extend(
-            f"{'-' if markdown else ' '} {_name(nodeid, markdown)} case {i}"
-            for nodeid, i in unrecorded
+        lines.append(
+            "\n".join(
+                f"{'-' if markdown else ' '} {_name(nodeid, markdown)} case {_name(i, markdown)}"
+                for nodeid, i in unrecorded
+            )
         )
     for title, names in (
-        ("errored (no scores; never a pass)", comparison.errored),
         ("new (not in baseline)", comparison.new),
         ("vanished", comparison.vanished),
     ):
         if names:
             lines.append(f"{title}: {len(names)}")
-            lines.extend(f"{'-' if markdown else ' '} {_name(name, markdown)}" for name in names)
+            lines.append(
+                "\n".join(f"{'-' if markdown else ' '} {_name(name, markdown)}" for name in names)
+            )
     # Markdown needs a blank line before a table or a heading to render them.
     return ("\n\n" if markdown else "\n").join(lines)
 

@@ -60,7 +60,7 @@ from tnsai_eval.llm import (
     estimate_tokens,
     json_schema_format,
 )
-from tnsai_eval.scoring._calibration import JudgeCalibration
+from tnsai_eval.scoring._calibration import MIN_CALIBRATION_EXAMPLES, JudgeCalibration
 
 __all__ = ["Judge", "JudgeMethod", "JudgeResult"]
 
@@ -209,12 +209,27 @@ class Judge:
                 return result
         return result or JudgeResult(None, self.methods[-1], "no method gave a score")
 
-    def calibrate(self, question: str, good: Sequence[str], bad: Sequence[str]) -> JudgeCalibration:
+    def calibrate(
+        self,
+        question: str,
+        good: Sequence[str],
+        bad: Sequence[str],
+        *,
+        uncalibrated: float = 0.5,
+    ) -> JudgeCalibration:
         """Grade known-good and known-bad texts against ``question`` and fit a threshold.
 
-        A text that gets no score raises ``ConfigError``: a calibration on
-        fewer examples than given would be silently weaker.
+        ``JudgeCalibration.fit`` checks it: at least ``MIN_CALIBRATION_EXAMPLES``
+        of each, and the fitted threshold is kept only when its leave-one-out
+        accuracy beats ``uncalibrated`` (the threshold used without
+        calibration); else ``uncalibrated`` is kept, with a warning. A text
+        that gets no score raises ``ConfigError``: a calibration on fewer
+        examples than given would be silently weaker.
         """
+        good, bad = tuple(good), tuple(bad)
+        if len(good) < MIN_CALIBRATION_EXAMPLES or len(bad) < MIN_CALIBRATION_EXAMPLES:
+            # Before any call: a refused calibration should cost nothing.
+            JudgeCalibration.fit([0.0] * len(good), [0.0] * len(bad))
         scores: dict[str, list[float]] = {"good": [], "bad": []}
         for label, texts in (("good", good), ("bad", bad)):
             for text in texts:
@@ -225,7 +240,7 @@ class Judge:
                         f"{result.reason}"
                     )
                 scores[label].append(result.score)
-        return JudgeCalibration.fit(scores["good"], scores["bad"])
+        return JudgeCalibration.fit(scores["good"], scores["bad"], uncalibrated=uncalibrated)
 
     def _give_up(self, method: JudgeMethod, exc: Exception) -> None:
         """Drop ``method`` for good when the client refused it; re-raise anything else.

@@ -10,7 +10,7 @@ from typing import Any
 from tnsai_eval._util.scores import parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.scoring._calibration import JudgeCalibration
+from tnsai_eval.scoring._calibration import MIN_CALIBRATION_EXAMPLES, JudgeCalibration
 from tnsai_eval.scoring._evaluator import PromptEvaluator
 from tnsai_eval.scoring._judge import Judge, JudgeMethod, JudgeResult
 from tnsai_eval.scoring._normalize import normalize_answer
@@ -61,7 +61,10 @@ class LLMJudgeEvaluator:
     its ``LLMError``; the optimizer then leaves that case out and counts it.
 
     ``calibrate(good, bad)`` grades known-right and known-wrong ``(actual,
-    expected)`` pairs and sets ``threshold`` where it best separates them;
+    expected)`` pairs (at least 4 of each) and sets ``threshold`` where it
+    best separates them, when that beats the current threshold (0.5 when
+    none) on the examples left out of the fit one at a time; else it keeps
+    the current one and warns (``JudgeCalibration``);
     with a threshold, an answer scores 1.0 at or above it and 0.0 below, so a
     mean is an accuracy (a small judge's raw scores crowd into a narrow band).
 
@@ -128,9 +131,13 @@ class LLMJudgeEvaluator:
     ) -> JudgeCalibration:
         """Set ``threshold`` from right (``good``) and wrong (``bad``) ``(actual, expected)`` pairs.
 
-        Returns the calibration (threshold and the examples' scores). A pair
-        the judge gives no score raises ``ConfigError``.
+        Returns the calibration (threshold, the examples' scores and both
+        accuracies). Fewer than 4 pairs of either kind, or a pair the judge
+        gives no score, raise ``ConfigError``.
         """
+        if min(len(good), len(bad)) < MIN_CALIBRATION_EXAMPLES:
+            # Refused before any call (the same error JudgeCalibration.fit raises).
+            JudgeCalibration.fit([0.0] * len(good), [0.0] * len(bad))
         scores: dict[str, list[float]] = {"good": [], "bad": []}
         for label, pairs in (("good", good), ("bad", bad)):
             for actual, expected in pairs:
@@ -141,8 +148,10 @@ class LLMJudgeEvaluator:
                         f"{result.reason}"
                     )
                 scores[label].append(result.score)
-        fit = JudgeCalibration.fit(scores["good"], scores["bad"])
-        self.threshold = fit.threshold
+        uncalibrated = 0.5 if self.threshold is None else self.threshold
+        fit = JudgeCalibration.fit(scores["good"], scores["bad"], uncalibrated=uncalibrated)
+        if not fit.kept_uncalibrated:
+            self.threshold = fit.threshold
         return fit
 
     def _prompt(self, actual: str, expected: str) -> str:

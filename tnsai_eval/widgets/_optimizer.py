@@ -40,7 +40,11 @@ class OptimizerDashboard(DisplayMixin):
     model calls against ``estimate_calls`` (an upper bound, so the bar jumps
     to full when the run stops early), the best prompt so far and the
     best-score-per-round plot update after every round, and at the end the
-    leaderboard lists every variant scored, best first. The optimizer given is
+    leaderboard lists every variant scored, best first. A finished run also
+    shows its held-out line (``OptimizationResult.headline``: the gain with its
+    interval, the paired test, the verdict and, on a label task, the
+    constant-answer baseline) and, on a label task, the answers-by-label plot
+    (``plots.plot_confusion``). The optimizer given is
     not modified: each run uses a copy with the controls' settings and the
     dashboard's progress callback (chained to the optimizer's own
     ``progress``, if it has one).
@@ -115,6 +119,8 @@ class OptimizerDashboard(DisplayMixin):
         self.status = w.HTML("<i>not started: choose the settings and click Run</i>")
         self.best_prompt = w.HTML(pre_html(prompt))
         self.plot = image_widget()
+        self.held_out = w.HTML()
+        self.confusion = image_widget()
         self.leaderboard = w.HTML()
         controls = w.VBox(
             [
@@ -133,6 +139,8 @@ class OptimizerDashboard(DisplayMixin):
                 w.HTML("<b>Best prompt so far</b>"),
                 self.best_prompt,
                 self.plot,
+                self.held_out,
+                self.confusion,
                 self.leaderboard,
             ]
         )
@@ -294,6 +302,11 @@ class OptimizerDashboard(DisplayMixin):
             f"(stop reason: {html.escape(stop)})"
         )
         set_png(self.plot, figure_png(plots.plot_optimizer_rounds(result)))
+        # The held-out line: gain, its interval, p, verdict and, on a label
+        # task, what a constant answer scores; then the answers by label.
+        self.held_out.value = "<b>Held out</b>" + pre_html(result.headline)
+        if result.labels is not None:
+            set_png(self.confusion, figure_png(plots.plot_confusion(result)))
         # Long prompts are shortened in the table, each whole in its cell's tooltip.
         board = frames.leaderboard(result)
         self.leaderboard.value = "<b>Leaderboard</b>" + table_html(board)

@@ -1,0 +1,306 @@
+"""``CallBudget``: the one bound on model calls, reserved one HTTP attempt at a time.
+
+One budget serves a whole run or session: the optimizer's ``max_calls``, the
+pytest plugin's ``--llm-max-calls`` (shared by every xdist worker through a
+counting file) and the CLI all use this class. What it counts is *attempts*:
+a retry is one more attempt, and a reply served from a response store is none.
+
+When an attempt is taken
+    An attempt is reserved when it is about to be sent, after any wait for a
+    concurrency slot, so tasks queued behind a semaphore hold nothing. The
+    caller makes its budget *active* for the duration of a call
+    (``with budget.active():``); whoever sends then takes the attempt with
+    :func:`reserve_attempt`: ``OpenAIClient`` does so for each HTTP request,
+    retries included, once it holds a connection slot; for any other client
+    (``ScriptedLLM``, ``LocalLLM``, a user's own) :func:`metered_call` takes
+    one attempt just before calling it and counts the retries its reply
+    reports afterwards. A client that meters itself says so with a true
+    ``meters_attempts`` attribute, so that a wrapper never counts twice; a
+    client that does not (a user's wrapper around ``OpenAIClient``) is charged
+    once outside and runs with no budget active inside.
+    Budgets nest: a call made while two are active (an optimizer run inside a
+    pytest session) takes its attempt from both, or from neither.
+
+Holding back a reserve
+    ``hold(n)`` keeps ``n`` attempts out of reach of ordinary reservations
+    until ``release()``: the optimizer sets its held-out check's calls aside
+    this way before the search starts, so the search spends the rest and the
+    held-out check still runs.
+
+Across processes
+    With ``shared=PATH`` the count lives in a small file that every process
+    updates under an exclusive ``flock`` (POSIX), so two pytest-xdist workers
+    never both take the last attempt. A hold is per process.
+
+>>> budget = CallBudget(3)
+>>> with budget.active():
+...     [reserve_attempt() for _ in range(4)]
+[True, True, True, False]
+>>> budget.spent, budget.left
+(3, 0)
+>>> reserve_attempt()  # no budget active: nothing bounds the call
+True
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+from tnsai_eval.errors import CallBudgetExceeded, ConfigError, LLMError
+from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
+
+__all__ = [
+    "CallBudget",
+    "ametered_call",
+    "attempt_available",
+    "budget_exceeded",
+    "metered_call",
+    "meters_attempts",
+    "reserve_attempt",
+]
+
+
+class CallBudget:
+    """At most ``limit`` model call attempts, counted here or in a file shared by processes.
+
+    >>> budget = CallBudget(5)
+    >>> budget.hold(2)
+    >>> [budget.try_reserve() for _ in range(4)]
+    [True, True, True, False]
+    >>> budget.release(); budget.try_reserve(), budget.left
+    (True, 1)
+    """
+
+    def __init__(self, limit: int, *, shared: str | os.PathLike[str] | None = None) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigError(f"a call budget's limit must be an int >= 0, got {limit!r}")
+        self.limit = limit
+        self.shared = None if shared is None else Path(shared)
+        self._spent = 0
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        held = f", held={self._held}" if self._held else ""
+        return f"CallBudget(limit={self.limit}, spent={self.spent}{held})"
+
+    @property
+    def spent(self) -> int:
+        """Attempts taken so far (every process's, when shared)."""
+        with self._lock:
+            return self._update(0, check=False)[1]
+
+    @property
+    def held(self) -> int:
+        """Attempts held back for a later phase (see ``hold``)."""
+        return self._held
+
+    @property
+    def left(self) -> int:
+        """Attempts that may still be taken, the held-back ones included."""
+        return max(0, self.limit - self.spent)
+
+    def hold(self, count: int) -> None:
+        """Keep ``count`` attempts out of reach of ``try_reserve`` until ``release``."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigError(f"hold() takes an int >= 0, got {count!r}")
+        with self._lock:
+            self._held = count
+
+    def release(self) -> None:
+        """Make the held-back attempts available again."""
+        with self._lock:
+            self._held = 0
+
+    def try_reserve(self) -> bool:
+        """Take one attempt; ``False`` (nothing taken) when none is left outside the hold."""
+        with self._lock:
+            return self._update(1, check=True)[0]
+
+    def add(self, attempts: int) -> None:
+        """Count ``attempts`` already made without a reservation (a client's own retries)."""
+        if attempts > 0:
+            with self._lock:
+                self._update(attempts, check=False)
+
+    def refund(self, attempts: int = 1) -> None:
+        """Give back reserved attempts that were not sent (a store answered instead)."""
+        if attempts > 0:
+            with self._lock:
+                self._update(-attempts, check=False)
+
+    @contextmanager
+    def active(self) -> Iterator[CallBudget]:
+        """Make this budget bound the calls made inside the block (this context only).
+
+        The budget travels in a context variable, so it follows the call into
+        ``asyncio`` tasks and ``asyncio.to_thread`` / ``OpenAIClient`` worker
+        threads, and never leaks into unrelated calls.
+        """
+        current = _ACTIVE.get()
+        token = _ACTIVE.set(current if self in current else (*current, self))
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+    def exceeded(self, what: str = "the call") -> CallBudgetExceeded:
+        """The error saying that this budget refused ``what``."""
+        spent = self.spent
+        held = f" ({self._held} held back for a later phase)" if self._held else ""
+        return CallBudgetExceeded(
+            f"call budget of {self.limit} attempt(s) spent ({spent} made){held}: "
+            f"{what} was not sent",
+            limit=self.limit,
+            spent=spent,
+        )
+
+    def _update(self, amount: int, *, check: bool) -> tuple[bool, int]:
+        """Add ``amount`` to the count unless ``check`` finds no room; (taken, spent after)."""
+        if self.shared is None:
+            if check and self._spent + amount + self._held > self.limit:
+                return False, self._spent
+            self._spent = max(0, self._spent + amount)
+            return True, self._spent
+        fd = os.open(self.shared, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.read(fd, 64).decode("ascii", "replace").strip()
+            spent = int(raw) if raw.isdigit() else 0
+            if check and spent + amount + self._held > self.limit:
+                return False, spent
+            if amount:
+                spent = max(0, spent + amount)
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, str(spent).encode("ascii"))
+            return True, spent
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+_ACTIVE: ContextVar[tuple[CallBudget, ...]] = ContextVar("tnsai_eval_call_budget", default=())
+
+
+def reserve_attempt() -> bool:
+    """Take one attempt from every active budget, or from none; ``False`` if one refused."""
+    taken: list[CallBudget] = []
+    for budget in _ACTIVE.get():
+        if not budget.try_reserve():
+            for earlier in taken:
+                earlier.refund()
+            return False
+        taken.append(budget)
+    return True
+
+
+def attempt_available() -> bool:
+    """Whether every active budget has an attempt left (nothing is taken)."""
+    return all(b.spent + b.held < b.limit for b in _ACTIVE.get())
+
+
+def _add(attempts: int) -> None:
+    for budget in _ACTIVE.get():
+        budget.add(attempts)
+
+
+def _refund() -> None:
+    for budget in _ACTIVE.get():
+        budget.refund()
+
+
+def budget_exceeded(what: str = "the call") -> CallBudgetExceeded:
+    """The error of the first active budget with nothing left (for a refused reservation)."""
+    budgets = _ACTIVE.get()
+    spent = [b for b in budgets if b.spent + b.held >= b.limit]
+    chosen = spent[0] if spent else budgets[0]
+    return chosen.exceeded(what)
+
+
+def meters_attempts(client: object) -> bool:
+    """Whether ``client`` reserves its own attempts (``OpenAIClient`` and the wrappers here)."""
+    return getattr(type(client), "meters_attempts", False) is True
+
+
+def _attempts_of(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _before(client: object, messages: MessagesInput) -> bool:
+    """Reserve for a client that does not meter itself; whether one was taken."""
+    if meters_attempts(client) or not _ACTIVE.get():
+        return False
+    if not reserve_attempt():
+        model = getattr(client, "model", "") or type(client).__name__
+        raise budget_exceeded(f"a call to {model!r}")
+    return True
+
+
+def _settled(reserved: bool, reply: Completion) -> Completion:
+    if reserved:
+        attempts = _attempts_of(reply.attempts)
+        if attempts == 0:
+            _refund()  # the client answered from a store: nothing was sent
+        else:
+            _add(attempts - 1)
+    return reply
+
+
+def _failed(reserved: bool, exc: Exception) -> None:
+    if reserved and isinstance(exc, LLMError):
+        _add(max(exc.attempts, 1) - 1)
+
+
+@contextmanager
+def _charged_outside() -> Iterator[None]:
+    """No budget active inside: a call charged here is not charged again further in.
+
+    A user's wrapper around ``OpenAIClient`` does not meter itself, so it is
+    charged one attempt here (and its reply's retries afterwards); the client
+    inside it must not take the same attempts again.
+    """
+    token = _ACTIVE.set(())
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def metered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
+    """``client.chat``, with one attempt reserved first unless the client meters itself.
+
+    Raises ``CallBudgetExceeded`` (nothing sent) when an active budget is spent.
+    """
+    reserved = _before(client, messages)
+    try:
+        if reserved:
+            with _charged_outside():
+                reply = client.chat(messages, **params)
+        else:
+            reply = client.chat(messages, **params)
+    except Exception as exc:
+        _failed(reserved, exc)
+        raise
+    return _settled(reserved, reply)
+
+
+async def ametered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
+    """``metered_call`` for async callers (the client's ``achat``, else ``chat`` in a thread)."""
+    reserved = _before(client, messages)
+    try:
+        if reserved:
+            with _charged_outside():
+                reply = await acall(client, messages, **params)
+        else:
+            reply = await acall(client, messages, **params)
+    except Exception as exc:
+        _failed(reserved, exc)
+        raise
+    return _settled(reserved, reply)
