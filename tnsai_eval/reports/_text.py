@@ -149,6 +149,17 @@ def _name(text: str, markdown: bool) -> str:
     return escape_markdown(shown, inline=True) if markdown else shown
 
 
+def _code_span(text: str) -> str:
+    """``text`` (one line) as a Markdown code span that nothing in it can close.
+
+    Inside a code span nothing is Markdown; only a run of backticks as long as
+    the fence would end it, so the fence is one longer than any run inside.
+    """
+    fence = "`" * (_longest_backticks([text]) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
     low, high = cmp.delta_interval
     lines = [
@@ -160,8 +171,7 @@ def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
     ]
     change = cmp.prompt_change
     if change is not None:
-        # No code span around the name: escapes do not work inside one.
-        name = _name(change.name, markdown) if markdown else f"`{_name(change.name, False)}`"
+        name = _code_span(shown_label(change.name)) if markdown else f"`{shown_label(change.name)}`"
         lines.append(
             f"prompt {name} changed ({change.baseline_hash} -> {change.current_hash}): "
             f"{len(cmp.fixed)} case(s) fixed, {len(cmp.broken)} broken"
