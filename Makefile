@@ -29,6 +29,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 ## "Demo").
 demo: $(VENV)/.local-installed
 	$(BIN)/tnsai-eval optimize sentiment --prompt "Classify the sentiment." \
+		--strategies few_shot,answer_only,concise \
 		--validation sentiment_large --demo-sets 2 --rounds 1 --search racing \
 		--reply-tokens 16 --out demo-out
 

@@ -31,9 +31,9 @@ import time
 from typing import Any
 
 from tnsai_eval import datasets
-from tnsai_eval.cli._optimize import CLI_STRATEGIES, DEFAULT_PROMPTS
+from tnsai_eval.cli._optimize import DEFAULT_PROMPTS
 from tnsai_eval.llm import CachedLLM, LLMClient, ResponseStore, default_llm, json_schema_format
-from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer
+from tnsai_eval.optimizer import SMALL_MODEL_STRATEGIES, OptimizationResult, PromptOptimizer
 
 DATASETS = "sentiment,capitals,arithmetic,formal_tone,json_extraction,feedback_examples"
 _PROMPTS = {
@@ -83,7 +83,7 @@ def run(
     optimizer = PromptOptimizer(
         llm,
         max_iterations=1,
-        candidate_strategies=CLI_STRATEGIES.split(","),
+        candidate_strategies=SMALL_MODEL_STRATEGIES,
         search="racing",
         concurrency=1,  # the embedded model serves one call at a time anyway
         seed=args.seed,

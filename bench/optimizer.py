@@ -53,7 +53,7 @@ import time
 from typing import Any
 
 from tnsai_eval import datasets
-from tnsai_eval.cli._optimize import CLI_STRATEGIES, DEFAULT_PROMPTS
+from tnsai_eval.cli._optimize import DEFAULT_PROMPTS
 from tnsai_eval.llm import (
     CachedLLM,
     Completion,
@@ -63,7 +63,7 @@ from tnsai_eval.llm import (
     default_llm,
     normalize_messages,
 )
-from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer
+from tnsai_eval.optimizer import SMALL_MODEL_STRATEGIES, OptimizationResult, PromptOptimizer
 from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator, TestCase
 
 DATASETS = "sentiment_large,arithmetic_large,sentiment,arithmetic"
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--datasets", default=DATASETS)
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--strategies", default=CLI_STRATEGIES)
+    parser.add_argument("--strategies", default=",".join(s.value for s in SMALL_MODEL_STRATEGIES))
     parser.add_argument("--reply-tokens", type=int, default=16)
     parser.add_argument("--demo-sets", type=int, default=4)
     parser.add_argument("--split", type=float, default=0.3)

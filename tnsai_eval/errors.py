@@ -8,7 +8,8 @@ r"""Every exception tnsai-eval raises, in one tree.
     │   ├── DatasetError                   a dataset file with bad lines (all of them listed)
     │   ├── StoreError                     a response-store file or feedback row that cannot be read
     │   ├── ReportError                    a run report or baseline that cannot be read
-    │   └── LocalModelUnavailable          the `local` extra (llama-cpp-python) is missing
+    │   └── LocalModelUnavailable          the embedded model cannot run: the `local` extra is
+    │                                      missing, or llama.cpp crashes on this machine
     ├── CallBudgetExceeded                 a call budget (max_calls) refused the call; nothing sent
     └── LLMError                           a model call failed; carries status, model, attempts
         ├── LLMConnectionError             could not connect, or the connection dropped
@@ -26,7 +27,9 @@ Warnings (all ``UserWarning``\ s): ``StructuredOutputWarning``, a
 ``response_format`` schema that a backend enforces only in part;
 ``StoreWarning``, a store skipped an item it could not read (one bad feedback
 row); its subclass ``ServerMismatchWarning``, a replayed recording was made
-against another server than the one configured.
+against another server than the one configured; ``LocalModelWarning``, the
+embedded model runs in a fallback setting because llama.cpp's default one
+crashed on this machine.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ __all__ = [
     "LLMError",
     "LLMTimeoutError",
     "LocalModelUnavailable",
+    "LocalModelWarning",
     "RateLimitError",
     "ReplayMissError",
     "ReportError",
@@ -116,7 +120,23 @@ class ReportError(ConfigError):
 
 
 class LocalModelUnavailable(ConfigError):
-    """The embedded model cannot run: the `local` extra is not installed."""
+    """The embedded model cannot run; the message says why and what to do.
+
+    The `local` extra (llama-cpp-python or the model package) is not
+    installed, the model file cannot be loaded, or llama.cpp crashed in a
+    probe on this machine: then ``signal`` names the signal that killed the
+    probe (``"SIGILL"``), and is empty otherwise.
+    """
+
+    def __init__(self, message: str, *, signal: str = "") -> None:
+        super().__init__(message)
+        self.signal = signal
+
+
+class LocalModelWarning(UserWarning):
+    """The embedded model runs in a fallback setting (slower) because llama.cpp's
+    default setting crashed in a probe on this machine; the message says how to
+    avoid it."""
 
 
 class CallBudgetExceeded(TnsaiError):

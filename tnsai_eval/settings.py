@@ -1,4 +1,5 @@
-"""Where tnsai-eval's settings come from: the ``TNSAI_LLM_*`` variables and the record modes.
+"""Where tnsai-eval's settings come from: the ``TNSAI_LLM_*`` variables, the record modes,
+and the ``[tool.tnsai-eval]`` table of ``pyproject.toml``.
 
 Written once here and read by ``default_llm``, ``OpenAIClient``, ``CachedLLM``,
 the CLI and the pytest plugin. The module imports only the standard library, so
@@ -18,9 +19,12 @@ True
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
+from typing import Any
 
 from tnsai_eval._util.enums import parse_member
 
@@ -29,7 +33,10 @@ __all__ = [
     "ENV_BASE_URL",
     "ENV_MODEL",
     "ModelSettings",
+    "ProjectSettings",
     "RecordMode",
+    "project_settings",
+    "read_toml",
     "resolve_model",
 ]
 
@@ -87,3 +94,51 @@ def resolve_model(
         model=model or env.get(ENV_MODEL) or None,
         api_key=api_key or env.get(ENV_API_KEY) or None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectSettings:
+    """The ``[tool.tnsai-eval]`` table of a project's ``pyproject.toml`` (empty without one)."""
+
+    table: Mapping[str, Any] = field(default_factory=dict)
+    #: The ``pyproject.toml`` it was read from (None: no file was found).
+    file: Path | None = None
+
+
+def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A TOML file as a dict; a missing or malformed file is a ``ConfigError`` naming it."""
+    from tnsai_eval.errors import ConfigError
+
+    shown = os.fspath(path)
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"TOML file {shown!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"TOML file {shown!r} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"TOML file {shown!r} is not valid TOML: {exc}") from None
+
+
+def project_settings(start: str | os.PathLike[str] | None = None) -> ProjectSettings:
+    """The ``[tool.tnsai-eval]`` table of the nearest ``pyproject.toml`` at or above ``start``.
+
+    ``start`` defaults to the working directory; pytest passes its rootdir.
+    The search stops at the first ``pyproject.toml`` found, as pip and ruff do.
+    """
+    from tnsai_eval.errors import ConfigError
+
+    here = Path.cwd() if start is None else Path(start)
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            tool = read_toml(candidate).get("tool", {})
+            table = tool.get("tnsai-eval", {}) if isinstance(tool, dict) else {}
+            if not isinstance(table, dict):
+                raise ConfigError(
+                    f"{str(candidate)!r}: [tool.tnsai-eval] must be a table, got "
+                    f"{type(table).__name__}"
+                )
+            return ProjectSettings(table, candidate)
+    return ProjectSettings()

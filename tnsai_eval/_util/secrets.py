@@ -148,6 +148,7 @@ def frozen_secrets() -> Iterator[list[str]]:
     checked): once per ``mask`` call, that was 85% of the time of an HTML page
     for 2,500 tests. A bulk output (a report, a page, a CSV) is one moment:
     it reads the secrets when it starts. Blocks nest; the outermost reads.
+    As a decorator (``@frozen_secrets()``), each call of the function is one block.
 
     >>> with frozen_secrets() as secrets:
     ...     isinstance(secrets, list)

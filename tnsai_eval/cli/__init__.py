@@ -1,6 +1,6 @@
 """The ``tnsai-eval`` command: one private module per subcommand.
 
-``chat``, ``report``, ``refine`` and ``optimize`` each live in
+``chat``, ``report``, ``refine``, ``optimize`` and ``doctor`` each live in
 ``tnsai_eval/cli/_<name>.py`` and expose ``add_parser(subparsers)``; the
 options several of them share live in ``_common``. ``SUBCOMMANDS`` maps each
 name to its module and help line; a run imports only the module of the

@@ -46,6 +46,10 @@ SUBCOMMANDS: Mapping[str, tuple[str, str]] = MappingProxyType(
             "revise a draft with the model until it passes the given checks",
         ),
         "optimize": ("tnsai_eval.cli._optimize", "search for a better prompt on a dataset"),
+        "doctor": (
+            "tnsai_eval.cli._doctor",
+            "check that the model tnsai-eval would use works here",
+        ),
     }
 )
 

@@ -40,6 +40,9 @@ from tnsai_eval.cli._common import (
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, default_llm
 from tnsai_eval.optimizer import (
+    DEFAULT_CONFIG,
+    SEARCHES,
+    SMALL_MODEL_STRATEGIES,
     ContainsEvaluator,
     DefaultPromptEvaluator,
     EventKind,
@@ -59,7 +62,7 @@ from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, resolve_mo
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CLI_STRATEGIES", "DEFAULT_PROMPTS", "add_parser"]
+__all__ = ["DEFAULT_PROMPTS", "add_parser"]
 
 #: The starting prompt for each shipped dataset when ``--prompt`` is not given.
 DEFAULT_PROMPTS = {
@@ -72,9 +75,12 @@ DEFAULT_PROMPTS = {
     "sentiment": "Is the sentiment of this review positive or negative?",
 }
 _GENERIC_PROMPT = "Answer the following."
-#: The CLI's default candidates: what helps a small model (the library's default
-#: is the original module's four reasoning strategies).
-CLI_STRATEGIES = "few_shot,answer_only,concise"
+# Every setting of the search defaults to the library's (DEFAULT_CONFIG): the
+# shell and the API run the same search unless told otherwise.
+_STRATEGIES = ",".join(s.value for s in DEFAULT_CONFIG.strategies)
+# Not a setting of the search but of each request (the dataset's scoring plan):
+# a short answer from the shell costs a quarter of the library's 128 tokens.
+_REPLY_TOKENS = 32
 _EVALUATORS = ("default", "exact", "contains", "f1", "label", "judge")
 
 
@@ -91,23 +97,31 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--strategies",
-        default=CLI_STRATEGIES,
-        help=f"comma-separated strategies to try each round (default: {CLI_STRATEGIES}; "
-        f"choices: {', '.join(s.value for s in PromptStrategy)})",
+        default=_STRATEGIES,
+        help=f"comma-separated strategies to try each round (default: {_STRATEGIES}; "
+        f"choices: {', '.join(s.value for s in PromptStrategy)}; "
+        f"{','.join(s.value for s in SMALL_MODEL_STRATEGIES)} help a small model)",
     )
     parser.add_argument(
-        "--rounds", type=positive_int, default=2, help="at most N rounds (default: 2)"
+        "--rounds",
+        type=positive_int,
+        default=DEFAULT_CONFIG.max_iterations,
+        help=f"at most N rounds (default: {DEFAULT_CONFIG.max_iterations})",
     )
     parser.add_argument(
-        "--target", type=finite_float, default=0.9, help="stop at this score (default: 0.9)"
+        "--target",
+        type=finite_float,
+        default=DEFAULT_CONFIG.target_score,
+        help=f"stop at this score (default: {DEFAULT_CONFIG.target_score})",
     )
+    # Read when the parser is built: a mode registered before is offered too.
+    modes = list(SEARCHES)
     parser.add_argument(
         "--search",
-        choices=("exhaustive", "racing", "halving"),
-        default="exhaustive",
-        help="score every variant on every case (exhaustive), race them and drop those "
-        "a paired test shows worse (racing), or keep the better half at each doubling "
-        "of the cases, no test (halving) (default: exhaustive)",
+        choices=[mode.name for mode in modes],
+        default=DEFAULT_CONFIG.search,
+        help="; ".join(f"{mode.name}: {mode.summary}" for mode in modes)
+        + f" (default: {DEFAULT_CONFIG.search})",
     )
     parser.add_argument(
         "--evaluator",
@@ -144,41 +158,51 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--split",
         type=_share,
-        default=0.3,
-        help="share of the cases held out to report on, 0 for none (default: 0.3)",
+        default=DEFAULT_CONFIG.split or 0.0,
+        help="share of the cases held out to report on, 0 for none "
+        f"(default: {DEFAULT_CONFIG.split or 0})",
     )
     parser.add_argument(
         "--demo-sets",
         type=_non_negative_int,
-        default=0,
+        default=DEFAULT_CONFIG.demo_sets,
         help="demo sets to try each round, bootstrapped from the model's correct "
-        "replies and from expected answers (default: 0)",
+        f"replies and from expected answers (default: {DEFAULT_CONFIG.demo_sets})",
     )
     parser.add_argument(
         "--racing-bound",
         choices=get_args(RacingBound),
-        default="auto",
+        default=DEFAULT_CONFIG.racing_bound,
         help="the paired test racing drops a variant on: the exact sign test on flipped "
         "cases, Student's t, Hoeffding, or auto (sign for 0/1 scores, else t; the default)",
     )
     parser.add_argument(
         "--alpha",
         type=_level,
-        default=0.05,
+        default=DEFAULT_CONFIG.alpha,
         help="the level of the held-out paired test and of the gain's interval "
-        "(default: 0.05: a 95%% interval)",
+        f"(default: {DEFAULT_CONFIG.alpha}: a {1 - DEFAULT_CONFIG.alpha:.0%}% interval)",
     )
     parser.add_argument(
-        "--reply-tokens", type=positive_int, default=32, help="max reply tokens (default: 32)"
+        "--reply-tokens",
+        type=positive_int,
+        default=_REPLY_TOKENS,
+        help=f"max reply tokens (default: {_REPLY_TOKENS})",
     )
     parser.add_argument("--max-calls", type=positive_int, help="stop after N model calls")
     parser.add_argument("--max-tokens", type=positive_int, help="stop after N tokens")
     parser.add_argument("--max-seconds", type=positive_float, help="stop after S seconds")
     parser.add_argument(
-        "--concurrency", type=positive_int, default=4, help="calls in flight (default: 4)"
+        "--concurrency",
+        type=positive_int,
+        default=DEFAULT_CONFIG.concurrency,
+        help=f"calls in flight (default: {DEFAULT_CONFIG.concurrency})",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="racing order and few-shot examples (default: 0)"
+        "--seed",
+        type=int,
+        default=DEFAULT_CONFIG.seed,
+        help=f"racing order and few-shot examples (default: {DEFAULT_CONFIG.seed})",
     )
     parser.add_argument(
         "--out",
@@ -296,7 +320,7 @@ def _run(args: argparse.Namespace) -> int:
         args.dataset,
         evaluator=None if args.evaluator is None else _evaluator(args.evaluator, args),
         constrain=args.constrain,
-        params={"temperature": 0.0, "max_tokens": args.reply_tokens},
+        params={**DEFAULT_CONFIG.call_params, "max_tokens": args.reply_tokens},
     )
     cases, meta = list(plan.cases), plan.meta
     evaluator = plan.evaluator or meta.make_evaluator()

@@ -36,8 +36,11 @@ from tnsai_eval.reports import (
     compare,
     describe_settings,
     format_comparison,
+    format_model_changes,
+    format_model_comparison,
     format_summary,
     gate_settings,
+    model_changes,
     read_report,
     summary_rows,
 )
@@ -113,6 +116,21 @@ def add_parser(subparsers: Any) -> None:
         "instead of refusing to pass (default: the report's, else refused)",
     )
     parser.add_argument(
+        "--compare-models",
+        nargs=2,
+        metavar=("A", "B"),
+        help="the gate's paired verdict of model B against model A, on a report of a run "
+        "with both (pytest --tnsai-model A --tnsai-model B): flipped cases, sign test, "
+        "tokens and cost; exit 1 when B regressed",
+    )
+    parser.add_argument(
+        "--gate-costs",
+        type=_fraction,
+        metavar="FRACTION",
+        help="also gate tokens, calls and estimated cost with this relative tolerance "
+        "(0.2: 20%% more regresses); by default they are only shown",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "markdown"),
         default="text",
@@ -155,8 +173,9 @@ def _report(args: argparse.Namespace) -> int:
     report = read_report(args.report)
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
+    models = None
     settings = ""
-    if baseline is not None:
+    if baseline is not None or args.compare_models:
         values, sources = gate_settings(
             report.config,
             {
@@ -168,7 +187,14 @@ def _report(args: argparse.Namespace) -> int:
             },
         )
         settings = describe_settings(values, sources)
-        comparison = compare(report, baseline, **values)
+        if baseline is not None:
+            comparison = compare(report, baseline, **values, gate_costs=args.gate_costs)
+        if args.compare_models:
+            from tnsai_eval.reports import compare_report_models
+
+            models = compare_report_models(
+                report, *args.compare_models, **values, gate_costs=args.gate_costs
+            )
     if args.format == "markdown":
         print(
             render_markdown(
@@ -179,12 +205,19 @@ def _report(args: argparse.Namespace) -> int:
                 settings=settings,
             )
         )
+        if baseline is not None:
+            for nodeid, old, new in model_changes(report, baseline):
+                shown = ", ".join(escape_markdown(t) for t in (nodeid, old, new))
+                print(f"- model changed (test, baseline, current): {shown}")
+        if models is not None:
+            print()
+            print(format_model_comparison(models, markdown=True))
     else:
         config = report.config
         print(
-            f"report {args.report} (schema {report.schema_version}, model "
-            f"{shown_label(str(config.get('model') or '-'))}, record mode "
-            f"{shown_label(str(config.get('record_mode') or '-'))})"
+            f"report {args.report} (schema {report.schema_version}, "
+            f"{_models_shown(report)}, "
+            f"record mode {shown_label(str(config.get('record_mode') or '-'))})"
         )
         print(format_summary(report))
         if comparison is not None:
@@ -192,6 +225,13 @@ def _report(args: argparse.Namespace) -> int:
             print(f"against baseline {args.baseline}:")
             print(settings)
             print(format_comparison(comparison))
+            if baseline is not None:
+                changed = format_model_changes(model_changes(report, baseline))
+                if changed:
+                    print(changed)
+        if models is not None:
+            print()
+            print(format_model_comparison(models))
     if args.junit:
         from tnsai_eval.reports import write_junit
 
@@ -202,10 +242,13 @@ def _report(args: argparse.Namespace) -> int:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison, settings=settings)
+        write_html(args.html, report, comparison=comparison, settings=settings, models=models)
         if args.format == "text":
             print(f"wrote {args.html}")
-    return 0 if comparison is None or comparison.passed else 1
+    failed = (comparison is not None and not comparison.passed) or (
+        models is not None and not models.passed
+    )
+    return 1 if failed else 0
 
 
 def render_markdown(
@@ -228,7 +271,7 @@ def render_markdown(
         return escape_markdown(shown_label(str(value or "-")), inline=True)
 
     lines.append(
-        f"{shown(name)}: model {shown(config.get('model'))}, record mode "
+        f"{shown(name)}: {_models_shown(report, markdown=True)}, record mode "
         f"{shown(config.get('record_mode'))}, schema {report.schema_version}"
     )
     lines.append("")
@@ -252,3 +295,15 @@ def headline(comparison: Comparison | None) -> str:
     if comparison.dropped:
         return f"PASS: no regressions; {len(comparison.dropped)} dropped score(s) not significant"
     return "PASS: no regressions"
+
+
+def _models_shown(report: Report, *, markdown: bool = False) -> str:
+    # A run against named models (--tnsai-model) names them; others name the one model.
+    # Names come from the report file: masked, flat, and escaped in Markdown.
+    def shown(value: object) -> str:
+        label = shown_label(str(value or "-"))
+        return escape_markdown(label, inline=True) if markdown else label
+
+    if report.models:
+        return "models " + ", ".join(shown(m) for m in report.models)
+    return f"model {shown(report.config.get('model'))}"

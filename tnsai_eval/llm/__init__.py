@@ -7,6 +7,7 @@ Everything else in tnsai-eval takes an ``LLMClient``: any object with
 from tnsai_eval.llm._budget import CallBudget, ametered_call, metered_call
 from tnsai_eval.llm._cached import CachedLLM
 from tnsai_eval.llm._default import default_llm
+from tnsai_eval.llm._diagnose import Diagnosis, DiagnosisItem, diagnose
 from tnsai_eval.llm._format import (
     ResponseFormatStyle,
     check_response_format,
@@ -15,6 +16,7 @@ from tnsai_eval.llm._format import (
 )
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm._models import EMBEDDED_MODEL, ModelTable, NamedModel
 from tnsai_eval.llm._openai import OpenAIClient
 from tnsai_eval.llm._serve import LOCAL_SERVER_ALIAS, serve_local_model
 from tnsai_eval.llm._store import ResponseStore, StoredRequest
@@ -36,15 +38,20 @@ from tnsai_eval.llm._types import (
 from tnsai_eval.settings import RecordMode
 
 __all__ = [
+    "EMBEDDED_MODEL",
     "LOCAL_SERVER_ALIAS",
     "AsyncLLMClient",
     "CachedLLM",
     "CallBudget",
     "Completion",
+    "Diagnosis",
+    "DiagnosisItem",
     "LLMClient",
     "LocalLLM",
     "Message",
     "MessagesInput",
+    "ModelTable",
+    "NamedModel",
     "OpenAIClient",
     "RecordMode",
     "ResponseFormatStyle",
@@ -58,6 +65,7 @@ __all__ = [
     "call_tokens",
     "check_response_format",
     "default_llm",
+    "diagnose",
     "estimate_tokens",
     "json_schema_format",
     "last_user_message",

@@ -15,6 +15,13 @@ it is loaded on the first such call.
 JSON schema (compiled once per schema). A schema the converter cannot compile
 falls back to "any JSON" and a keyword it does not enforce (``minimum``...) is
 ignored; both are reported with a ``StructuredOutputWarning`` naming them.
+
+A llama.cpp build that dies with a signal on this machine (SIGILL from AMX
+tile instructions, for one) would take the whole process with it, so the
+first load of a model file is preceded by a probe in a subprocess (``_probe``):
+where it passes, the model loads exactly as llama.cpp's defaults say; where
+only the setting without extra buffer types survives, that one is loaded with
+a ``LocalModelWarning``; where none does, ``LocalModelUnavailable`` says why.
 """
 
 from __future__ import annotations
@@ -47,7 +54,9 @@ from tnsai_eval.llm._format import (
     response_format_schema,
     unenforced_keywords,
 )
-from tnsai_eval.llm._model_path import INSTALL_HINT, smollm2_gguf_path
+from tnsai_eval.llm._llama import import_llama_cpp, new_llama
+from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm._probe import guard
 from tnsai_eval.llm._types import (
     Completion,
     MessagesInput,
@@ -85,6 +94,9 @@ class _LoadKey:
     n_ctx: int
     n_threads: int | None
     logits_all: bool = False
+    # llama.cpp's extra buffer types (repacked weights): on unless the probe
+    # found that they crash on this machine.
+    extra_bufts: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,27 +132,14 @@ def _load(key: _LoadKey, seed: int) -> _Loaded:
         loaded = _LOADED.get(key)
         if loaded is not None:
             return loaded
-        try:
-            import llama_cpp
-        except ImportError as exc:
-            raise LocalModelUnavailable(
-                f"the embedded model needs llama-cpp-python, which is not installed "
-                f"({exc}); install it with: {INSTALL_HINT}"
-            ) from exc
-        try:
-            llama = llama_cpp.Llama(
-                model_path=str(key.path),
-                n_ctx=key.n_ctx,
-                n_threads=key.n_threads,
-                seed=seed,
-                logits_all=key.logits_all,
-                # llama.cpp logs every tensor it loads to stderr otherwise.
-                verbose=False,
-            )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise LocalModelUnavailable(
-                f"llama.cpp could not load the model file {str(key.path)!r}: {exc}"
-            ) from exc
+        llama = new_llama(
+            key.path,
+            n_ctx=key.n_ctx,
+            n_threads=key.n_threads,
+            seed=seed,
+            logits_all=key.logits_all,
+            extra_bufts=key.extra_bufts,
+        )
         loaded = _Loaded(llama=llama, lock=threading.Lock())
         _LOADED[key] = loaded
         return loaded
@@ -196,8 +195,22 @@ class LocalLLM:
         self.temperature = temperature
         self.max_tokens = max_tokens
         # Loaded now, not on first call, so a broken install fails where the
-        # client is made rather than in the middle of a run.
-        self._loaded = _load(_LoadKey(self.model_path, n_ctx, n_threads), seed)
+        # client is made rather than in the middle of a run. The probe runs
+        # first (once per machine and build): a crash there costs a subprocess,
+        # not this process.
+        import_llama_cpp()
+        self._extra_bufts = guard(self.model_path, n_threads)
+        self._loaded = _load(self._load_key(), seed)
+
+    @property
+    def extra_bufts(self) -> bool:
+        """Whether llama.cpp's extra buffer types (repacked weights) are on: ``True``
+        unless they crashed in the probe on this machine (then a ``LocalModelWarning``
+        said so)."""
+        return self._extra_bufts
+
+    def _load_key(self, *, logits_all: bool = False) -> _LoadKey:
+        return _LoadKey(self.model_path, self.n_ctx, self.n_threads, logits_all, self._extra_bufts)
 
     def __repr__(self) -> str:
         return f"LocalLLM(model={self.model!r}, n_ctx={self.n_ctx}, seed={self.seed})"
@@ -223,9 +236,7 @@ class LocalLLM:
         keep_top: int | None = request.pop("_keep_top", None)
         loaded = self._loaded
         if keep_top is not None:
-            loaded = _load(
-                _LoadKey(self.model_path, self.n_ctx, self.n_threads, logits_all=True), self.seed
-            )
+            loaded = _load(self._load_key(logits_all=True), self.seed)
         with loaded.lock:
             # Timed inside the lock: the model's own time, not time spent queueing.
             started = time.perf_counter()

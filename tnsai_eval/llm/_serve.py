@@ -3,26 +3,35 @@
 For tests and benchmarks that want a real server on 127.0.0.1 rather than the
 in-process ``LocalLLM`` (ours: tests/llm, bench/_dspy.py). It needs the
 ``local`` extra's server dependencies (``llama_cpp.server``).
+
+The server loads the model the way ``LocalLLM`` does: the probe (``_probe``)
+decides whether llama.cpp's extra buffer types stay on, and where they crash
+the server loads without them. ``python -m llama_cpp.server`` has no option
+for that, so the server process runs ``server_main`` below, a small entry
+point that builds llama-cpp-python's own app (``create_app``) inside
+``extra_bufts_setting`` and serves it with uvicorn, as its ``__main__`` does.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO
 
 import httpx
 
 from tnsai_eval.errors import LocalModelUnavailable
+from tnsai_eval.llm._llama import child_env, extra_bufts_setting, import_llama_cpp
 from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm._probe import guard
 
-__all__ = ["LOCAL_SERVER_ALIAS", "serve_local_model"]
+__all__ = ["LOCAL_SERVER_ALIAS", "serve_local_model", "server_main"]
 
 #: The model name the server answers to (``OpenAIClient(LOCAL_SERVER_ALIAS, ...)``).
 LOCAL_SERVER_ALIAS = "smollm2"
@@ -31,22 +40,33 @@ _STOP_TIMEOUT_S = 10.0
 
 @contextmanager
 def serve_local_model(
-    *, n_ctx: int = 2048, alias: str = LOCAL_SERVER_ALIAS, start_timeout: float = 120.0
+    *,
+    n_ctx: int = 2048,
+    n_threads: int | None = None,
+    alias: str = LOCAL_SERVER_ALIAS,
+    start_timeout: float = 120.0,
 ) -> Iterator[str]:
-    """Run ``python -m llama_cpp.server`` with the embedded model on a free port of
-    127.0.0.1; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it on exit.
+    """Run llama-cpp-python's OpenAI-compatible server with the embedded model on a free
+    port of 127.0.0.1; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it on exit.
 
-    Raises ``LocalModelUnavailable`` with the server's log when it exits early or
-    is not answering ``/v1/models`` within ``start_timeout`` seconds::
+    ``n_threads=None`` lets llama.cpp choose, as ``LocalLLM`` does. Raises
+    ``LocalModelUnavailable`` when llama.cpp crashes on this machine in every
+    setting (see ``LocalLLM``), and with the server's log when it exits early
+    or is not answering ``/v1/models`` within ``start_timeout`` seconds::
 
         with serve_local_model() as base_url:
             llm = OpenAIClient(LOCAL_SERVER_ALIAS, base_url=base_url)
     """
+    model = smollm2_gguf_path()
+    import_llama_cpp()
+    extra_bufts = guard(model, n_threads, what="serve_local_model")
     port = _free_port()
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf_path()),
-        "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", str(n_ctx),
+        sys.executable, "-c",
+        "from tnsai_eval.llm._serve import server_main; server_main()",
+        "--model", str(model), "--alias", alias, "--port", str(port),
+        "--n-ctx", str(n_ctx), "--n-threads", str(n_threads or 0),
+        "--extra-bufts", "on" if extra_bufts else "off",
     ]  # fmt: skip
     # The log goes to a file, not a pipe: a pipe nobody reads fills up and blocks
     # the server. It is shown when the server fails to start.
@@ -55,7 +75,7 @@ def serve_local_model(
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**child_env(), "PYTHONUNBUFFERED": "1"},
         )
         try:
             _wait_ready(process, f"http://127.0.0.1:{port}", log, start_timeout)
@@ -67,6 +87,34 @@ def serve_local_model(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def server_main(argv: Sequence[str] | None = None) -> None:
+    """The served model's process: llama-cpp-python's app on 127.0.0.1, loaded with or
+    without llama.cpp's extra buffer types (``--extra-bufts on|off``)."""
+    parser = argparse.ArgumentParser(prog="tnsai-eval-local-server")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--alias", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--n-ctx", type=int, required=True)
+    parser.add_argument("--n-threads", type=int, default=0, help="0: llama.cpp chooses")
+    parser.add_argument("--extra-bufts", choices=("on", "off"), default="on")
+    args = parser.parse_args(argv)
+
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    model_options = {"model": args.model, "model_alias": args.alias, "n_ctx": args.n_ctx}
+    if args.n_threads:
+        model_options["n_threads"] = args.n_threads
+    # create_app loads the model before it returns, so the setting covers that load.
+    with extra_bufts_setting(args.extra_bufts == "on"):
+        app = create_app(
+            server_settings=ServerSettings(host="127.0.0.1", port=args.port),
+            model_settings=[ModelSettings(**model_options)],
+        )
+    uvicorn.run(app, host="127.0.0.1", port=args.port)
 
 
 def _free_port() -> int:
@@ -81,7 +129,7 @@ def _wait_ready(process: subprocess.Popen[bytes], root: str, log: IO[str], limit
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise LocalModelUnavailable(
-                f"llama_cpp.server exited with {process.returncode}:\n{_tail(log)}"
+                f"the local model server exited with {process.returncode}:\n{_tail(log)}"
             )
         try:
             if httpx.get(f"{root}/v1/models", timeout=1.0).status_code == 200:
@@ -89,7 +137,9 @@ def _wait_ready(process: subprocess.Popen[bytes], root: str, log: IO[str], limit
         except httpx.TransportError:
             pass
         time.sleep(0.2)
-    raise LocalModelUnavailable(f"llama_cpp.server not ready after {limit:g} s:\n{_tail(log)}")
+    raise LocalModelUnavailable(
+        f"the local model server was not ready after {limit:g} s:\n{_tail(log)}"
+    )
 
 
 def _tail(log: IO[str]) -> str:

@@ -13,7 +13,7 @@ True
 """
 
 from tnsai_eval.optimizer._chance import ConstantBaseline
-from tnsai_eval.optimizer._config import OptimizerConfig, SearchMode
+from tnsai_eval.optimizer._config import DEFAULT_CONFIG, OptimizerConfig, SearchMode
 from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._racing import RacingBound
@@ -35,8 +35,10 @@ from tnsai_eval.optimizer._scoring import (
     ascore_prompt,
     score_prompt,
 )
+from tnsai_eval.optimizer._search import SEARCHES, Search, SearchRegistry
 from tnsai_eval.optimizer._strategies import (
     DEFAULT_STRATEGIES,
+    SMALL_MODEL_STRATEGIES,
     PromptStrategy,
     suggest_strategies,
 )
@@ -61,8 +63,11 @@ from tnsai_eval.scoring import (
 __all__ = [
     "CASE_COLUMNS",
     "DEFAULT_CALL_PARAMS",
+    "DEFAULT_CONFIG",
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
+    "SEARCHES",
+    "SMALL_MODEL_STRATEGIES",
     "CaseResult",
     "CaseScore",
     "CaseState",
@@ -84,7 +89,9 @@ __all__ = [
     "PromptVariant",
     "RacingBound",
     "RoundRecord",
+    "Search",
     "SearchMode",
+    "SearchRegistry",
     "StopReason",
     "TestCase",
     "TokenF1Evaluator",

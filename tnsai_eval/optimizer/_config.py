@@ -5,7 +5,10 @@
 change a setting while a run goes. A variant of an optimizer is made with
 ``optimizer.with_options(search="racing")`` (a new optimizer, same client),
 which is how the dashboard applies its controls. A new setting is one field
-here, with its check in ``__post_init__``.
+here and, when it has a rule, one row of ``_RULES``, the table every config
+is checked against (each row names the field and what it accepts, so the
+error names the bad value and what was expected). ``DEFAULT_CONFIG`` is the one set
+of defaults: ``tnsai-eval optimize`` shows and uses these.
 
 >>> config = OptimizerConfig(candidate_strategies=["concise"], max_calls=20)
 >>> config.candidate_strategies, config.call_params["max_tokens"]
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
@@ -33,18 +37,19 @@ from tnsai_eval.optimizer._engine import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
     Clock,
-    check_concurrency,
     check_template,
 )
 from tnsai_eval.optimizer._racing import RACING_BOUNDS, RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
+from tnsai_eval.optimizer._search import SEARCHES
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy
 from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator
 
-__all__ = ["OptimizerConfig", "SearchMode"]
+__all__ = ["DEFAULT_CONFIG", "OptimizerConfig", "SearchMode"]
 
-SearchMode = Literal["exhaustive", "racing", "halving"]
-SEARCH_MODES: tuple[SearchMode, ...] = ("exhaustive", "racing", "halving")
+#: The name of a search mode in ``optimizer.SEARCHES`` ("exhaustive", "racing",
+#: "halving", or one registered there).
+SearchMode = str
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,52 +87,11 @@ class OptimizerConfig:
     budget: CallBudget | None = None
 
     def __post_init__(self) -> None:
-        # Whole numbers only: NaN compares False with every bound, so a NaN
-        # limit would be accepted and then never stop anything.
-        if not _is_count(self.max_iterations) or self.max_iterations < 1:
-            raise ConfigError(f"max_iterations must be at least 1, got {self.max_iterations!r}")
-        if not is_share(self.target_score):
-            raise ConfigError(f"target_score must be a number in [0, 1], got {self.target_score!r}")
-        if self.search not in SEARCH_MODES:
-            raise ConfigError(
-                f"search must be one of {', '.join(SEARCH_MODES)}, got {self.search!r}"
-            )
-        check_concurrency(self.concurrency)
-        for name, limit in (("max_calls", self.max_calls), ("max_tokens", self.max_tokens)):
-            if limit is not None and (not _is_count(limit) or limit < 0):
-                raise ConfigError(f"{name} must be an int >= 0 or None, got {limit!r}")
-        if self.budget is not None and not isinstance(self.budget, CallBudget):
-            raise ConfigError(
-                f"budget must be an llm.CallBudget or None, got {type(self.budget).__name__}"
-            )
-        if self.max_seconds is not None and not self.max_seconds > 0:
-            raise ConfigError(f"max_seconds must be > 0 or None, got {self.max_seconds!r}")
-        check_template(self.template)
-        alpha = self.alpha
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
-            raise ConfigError(f"alpha must be a level in (0, 1), got {alpha!r}")
-        split = self.split
-        if split is not None and (
-            isinstance(split, bool) or not isinstance(split, int | float) or not 0.0 < split < 1.0
-        ):
-            raise ConfigError(
-                f"split must be the held-out share, a number in (0, 1), or None, got {split!r}"
-            )
-        if self.racing_bound not in RACING_BOUNDS:
-            raise ConfigError(
-                f"racing_bound must be one of {', '.join(RACING_BOUNDS)}, got {self.racing_bound!r}"
-            )
-        for name in ("demo_sets", "rewrite_max_tokens"):
-            value = getattr(self, name)
-            least = 0 if name == "demo_sets" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
-        if self.few_shot_examples < 0:
-            raise ConfigError(f"few_shot_examples must be >= 0, got {self.few_shot_examples!r}")
-        if not isinstance(self.call_params, Mapping):
-            raise ConfigError(
-                f"call_params must be a mapping of call parameters, got {self.call_params!r}"
-            )
+        for rule in _RULES:
+            value = getattr(self, rule.field)
+            if not rule.accepts(value):
+                shown = type(value).__name__ if rule.show_type else repr(value)
+                raise ConfigError(f"{rule.field} must be {rule.expected()}, got {shown}")
         # None (as callers of the optimizer have always been able to pass) means the default.
         if cast(object, self.evaluator) is None:
             object.__setattr__(self, "evaluator", DefaultPromptEvaluator())
@@ -142,12 +106,10 @@ class OptimizerConfig:
             # A label evaluator's labels are the task's declared labels.
             found = getattr(self.evaluator, "labels", None)
             labels = tuple(found) if isinstance(found, tuple | list) else None
-        elif isinstance(labels, str) or not all(isinstance(x, str) and x.strip() for x in labels):
-            raise ConfigError(f"labels must be a sequence of non-empty strings, got {labels!r}")
         # Frozen: normalized values are set once, here.
         object.__setattr__(self, "labels", None if labels is None else tuple(labels))
         object.__setattr__(self, "candidate_strategies", strategies)
-        object.__setattr__(self, "split", None if split is None else float(split))
+        object.__setattr__(self, "split", None if self.split is None else float(self.split))
         object.__setattr__(self, "call_params", MappingProxyType(dict(self.call_params)))
 
     @property
@@ -160,8 +122,113 @@ class OptimizerConfig:
         return dataclasses.replace(self, **changes)
 
 
-def _is_count(value: object) -> bool:
-    """Whether ``value`` is a whole number (an int, or a float such as 5.0), never NaN."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+def _number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _int(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int)
+
+
+def _at_least(least: float) -> Callable[[object], bool]:
+    return lambda v: _number(v) and cast(float, v) >= least
+
+
+def _int_at_least(least: int) -> Callable[[object], bool]:
+    return lambda v: _int(v) and cast(int, v) >= least
+
+
+def _or_none(accepts: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda v: v is None or accepts(v)
+
+
+def _template(value: object) -> bool:
+    # check_template raises its own, more precise error (a stray {field}).
+    check_template(cast(str, value))
+    return True
+
+
+def _labels(value: object) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and all(isinstance(x, str) and x.strip() for x in value)
+    )
+
+
+def _has_method(name: str) -> Callable[[object], bool]:
+    return lambda v: callable(getattr(v, name, None))
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """One row of the table: ``field`` must be ``expected``; ``accepts`` says whether it is."""
+
+    field: str
+    accepts: Callable[[object], bool]
+    expected: Callable[[], str]
+    #: Show the bad value's type rather than its repr (an object's repr says little).
+    show_type: bool = False
+
+
+def _rule(
+    field: str, accepts: Callable[[object], bool], expected: str, *, show_type: bool = False
+) -> _Rule:
+    return _Rule(field, accepts, lambda: expected, show_type)
+
+
+#: What each setting accepts, checked in this order (``OptimizerConfig.__post_init__``).
+_RULES: tuple[_Rule, ...] = (
+    _rule("max_iterations", _at_least(1), "at least 1"),
+    _rule("target_score", is_share, "a number in [0, 1]"),
+    # Read from the registry when checked, so a mode registered later is accepted.
+    _Rule("search", lambda v: v in SEARCHES, lambda: f"one of {', '.join(SEARCHES.names())}"),
+    _rule("concurrency", _int_at_least(1), "an int >= 1"),
+    _rule("max_calls", _or_none(_at_least(0)), ">= 0 or None"),
+    _rule("max_tokens", _or_none(_at_least(0)), ">= 0 or None"),
+    _rule(
+        "budget",
+        lambda v: v is None or isinstance(v, CallBudget),
+        "an llm.CallBudget or None",
+        show_type=True,
+    ),
+    _rule("max_seconds", _or_none(lambda v: _number(v) and cast(float, v) > 0), "> 0 or None"),
+    _rule("template", _template, "a str with {prompt} and {input}"),
+    _rule("alpha", lambda v: _number(v) and 0 < cast(float, v) < 1, "a level in (0, 1)"),
+    _rule(
+        "split",
+        _or_none(lambda v: _number(v) and 0.0 < cast(float, v) < 1.0),
+        "the held-out share, a number in (0, 1), or None",
+    ),
+    _rule("racing_bound", lambda v: v in RACING_BOUNDS, f"one of {', '.join(RACING_BOUNDS)}"),
+    _rule("demo_sets", _int_at_least(0), "an int >= 0"),
+    _rule("rewrite_max_tokens", _int_at_least(1), "an int >= 1"),
+    _rule("few_shot_examples", _at_least(0), ">= 0"),
+    _rule("call_params", lambda v: isinstance(v, Mapping), "a mapping of call parameters"),
+    _rule("labels", _or_none(_labels), "a sequence of non-empty strings"),
+    # numbers.Integral: numpy's ints seed random.Random as well.
+    _rule("seed", lambda v: isinstance(v, Integral) and not isinstance(v, bool), "an int"),
+    _rule("rewrite", lambda v: isinstance(v, bool), "True or False"),
+    _rule(
+        "evaluator",
+        _or_none(_has_method("evaluate")),
+        "a PromptEvaluator (with evaluate(actual, expected)) or None",
+        show_type=True,
+    ),
+    _rule(
+        "rewrite_llm",
+        _or_none(_has_method("chat")),
+        "an LLM client (with chat(messages)) or None",
+        show_type=True,
+    ),
+    _rule("progress", _or_none(callable), "a callable or None", show_type=True),
+    _rule("clock", callable, "a callable returning seconds", show_type=True),
+    _rule(
+        "candidate_strategies",
+        lambda v: isinstance(v, Iterable) and not isinstance(v, str),
+        "a sequence of strategies (PromptStrategy members or names)",
+    ),
+)
+
+#: The one set of defaults, shared by the API and ``tnsai-eval optimize``.
+DEFAULT_CONFIG = OptimizerConfig()

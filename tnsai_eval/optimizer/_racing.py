@@ -87,8 +87,8 @@ its mean over the cases it was scored on as its training score
 (``OptimizationResult.initial_cases`` says how many, ``training_change``
 shows it); held-out validation still scores it on every held-out case.
 
-**Halving** (``search="halving"``, successive halving) is the same race with
-a different step 2 and no step 3: rungs double (8, 16, 32, ... cases), and
+**Halving** (``search="halving"``, successive halving; ``halve``) is the same
+race with a different step 2 and no step 3: rungs double (8, 16, 32, ... cases), and
 after each one only the upper half of the racers by mean on the cases seen
 (rounded up; ties: the incumbent, then the earlier variant) goes on, until
 one is left, which is then scored on every case. An incumbent already
@@ -129,6 +129,7 @@ __all__ = [
     "RaceSummary",
     "RacingBound",
     "final_bounds",
+    "halve",
     "look_level",
     "paired_differences",
     "race",
@@ -375,6 +376,22 @@ class RaceSummary:
         return ("halving " if self.halving else "racing ") + "; ".join(parts)
 
 
+def _drop_hopeless(alive: Sequence[Variant], n: int) -> tuple[list[Variant], int]:
+    """Step 1, cannot win: drop each racer whose best possible final mean is below the floor.
+
+    The floor is the highest guaranteed final mean among ``alive``; returns
+    the racers kept and how many were dropped.
+    """
+    floor = max(final_bounds(v, n)[0] for v in alive)
+    kept = []
+    for variant in alive:
+        if final_bounds(variant, n)[1] < floor:
+            variant.status = VariantStatus.DROPPED
+        else:
+            kept.append(variant)
+    return kept, len(alive) - len(kept)
+
+
 def _halve(
     racers: Sequence[Variant], incumbent: Variant, seen: Sequence[int], n: int
 ) -> tuple[list[Variant], int]:
@@ -406,7 +423,6 @@ async def race(
     bound: RacingBound = "auto",
     min_cases: int = MIN_RACE_CASES,
     incumbent_name: str = "the starting prompt",
-    halving: bool = False,
 ) -> RaceSummary:
     """Race ``challengers`` and ``incumbent`` in place (module docstring: the rule).
 
@@ -414,15 +430,15 @@ async def race(
     scored twice. Dropped racers, the incumbent included, get
     ``VariantStatus.DROPPED``; the others end scored on every case the budget
     allowed. ``incumbent_name`` names the incumbent in the summary's note.
-    ``halving`` races by rank instead of by test (module docstring, "Halving").
+    Halving, which drops by rank instead of by test, is ``halve``.
     """
     n = len(order)
     alive = [incumbent, *challengers]
     done = 0
-    by_test = hopeless = by_rank = 0
+    by_test = hopeless = 0
     declined: set[int] = set()
     used: set[RacingBound] = set()
-    sizes = rung_sizes(n, min_cases=min_cases, growth=2.0 if halving else _GROWTH)
+    sizes = rung_sizes(n, min_cases=min_cases, growth=_GROWTH)
     looks = max(1, len(sizes) - 1)  # every rung but the last (module docstring, step 2)
     # Set once the incumbent leads alone: it is then scored on every remaining case.
     finish_incumbent = False
@@ -445,21 +461,10 @@ async def race(
             break
         before_look = sum(1 for v in alive if v.status is not VariantStatus.DROPPED)
         # 1. Cannot win: a certainty, so it goes first and needs no test.
-        floor = max(final_bounds(v, n)[0] for v in alive)
-        kept = []
-        for variant in alive:
-            if final_bounds(variant, n)[1] < floor:
-                variant.status = VariantStatus.DROPPED
-                hopeless += 1
-            else:
-                kept.append(variant)
+        kept, dropped_now = _drop_hopeless(alive, n)
+        hopeless += dropped_now
         seen = order[:size]
         last_look = size == sizes[-2]
-        if halving:
-            alive, dropped_now = _halve(kept, incumbent, seen, n)
-            by_rank += dropped_now
-            dropped_last += (before_look - len(alive)) if last_look else 0
-            continue
         # 2. Surely worse than the leader on the cases seen so far.
         leader = max(kept, key=lambda v: (_seen_mean(v, seen), v is incumbent, -v.id))
         alive = []
@@ -491,18 +496,69 @@ async def race(
     return RaceSummary(
         dropped_by_test=by_test,
         dropped_hopeless=hopeless,
-        dropped_by_rank=by_rank,
-        halving=halving,
         declined=len(declined),
         first_rung=sizes[0] if sizes else 0,
         looks=looks,
-        # Halving makes no test: no level to compute (the sign test's costs a
-        # dynamic program the first time a schedule is seen).
-        level=RACING_ALPHA if halving else look_level(sizes[:-1], named),
+        level=look_level(sizes[:-1], named),
         bound=named,
         t_level=look_level(sizes[:-1], "t") if len(used) > 1 else None,
         dropped_incumbent=incumbent_name if dropped else None,
         declined_incumbent=incumbent_name if incumbent.id in declined else None,
+        saved=sum(n - v.attempted for v in (incumbent, *challengers) if v.attempted < n),
+        dropped_last=dropped_last,
+    )
+
+
+async def halve(
+    engine: Engine,
+    challengers: Sequence[Variant],
+    incumbent: Variant,
+    order: Sequence[int],
+    cases: Sequence[TestCase],
+    *,
+    min_cases: int = MIN_RACE_CASES,
+    incumbent_name: str = "the starting prompt",
+) -> RaceSummary:
+    """Halve ``challengers`` and ``incumbent`` in place (module docstring, "Halving").
+
+    The rungs double; after each, step 1 (cannot win) and then the upper half
+    by mean on the cases seen (``_halve``) go on. No test is made, so no
+    level is computed (the sign test's costs a dynamic program the first
+    time a schedule is seen). Statuses as in ``race``.
+    """
+    n = len(order)
+    alive = [incumbent, *challengers]
+    done = 0
+    hopeless = by_rank = dropped_last = 0
+    sizes = rung_sizes(n, min_cases=min_cases, growth=2.0)
+    for size in sizes:
+        if engine.budget.stop_reason is not None:
+            break
+        # Case by case across the racers (tasks start in the order made).
+        await asyncio.gather(
+            *(
+                engine.score_case(v, i, cases[i])
+                for i in order[done:size]
+                for v in alive
+                if i not in v.scores
+            )
+        )
+        done = size
+        if size == n:
+            break
+        before_look = len(alive)
+        kept, dropped_now = _drop_hopeless(alive, n)
+        hopeless += dropped_now
+        alive, dropped_now = _halve(kept, incumbent, order[:size], n)
+        by_rank += dropped_now
+        dropped_last += (before_look - len(alive)) if size == sizes[-2] else 0
+    return RaceSummary(
+        dropped_hopeless=hopeless,
+        dropped_by_rank=by_rank,
+        halving=True,
+        first_rung=sizes[0] if sizes else 0,
+        looks=max(1, len(sizes) - 1),
+        dropped_incumbent=(incumbent_name if incumbent.status is VariantStatus.DROPPED else None),
         saved=sum(n - v.attempted for v in (incumbent, *challengers) if v.attempted < n),
         dropped_last=dropped_last,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 import random
@@ -22,7 +21,7 @@ from tnsai_eval.optimizer._chance import constant_baseline
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
-from tnsai_eval.optimizer._racing import race, rung_sizes, savings_report
+from tnsai_eval.optimizer._racing import savings_report
 from tnsai_eval.optimizer._records import (
     CaseResult,
     EventKind,
@@ -34,6 +33,7 @@ from tnsai_eval.optimizer._records import (
 )
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
+from tnsai_eval.optimizer._search import SEARCHES
 from tnsai_eval.optimizer._strategies import PromptStrategy
 from tnsai_eval.optimizer._variant import Demo, PromptVariant
 from tnsai_eval.scoring import TestCase, score_metric
@@ -99,6 +99,8 @@ class Run:
         self.rejected_rewrites: list[str] = []
         # Over the run's races: case scorings saved, racers dropped, dropped at the last look.
         self.race_totals = [0, 0, 0]
+        # Whether the search mode raced (returned a summary) in some round.
+        self.raced = False
 
     @property
     def best_score(self) -> float:
@@ -152,13 +154,10 @@ class Run:
         initial = self._new_variant(0, "initial", self.prompt, None)
         self.best = initial
         initial.became_best = True
-        racing = self.options.search in ("racing", "halving")
-        # Racing (and halving) races the starting prompt too: it is scored here on the first
-        # rung only, and further only while it survives round 1's race. Not
-        # with a demo search: its correct replies are the bootstrapped demos'
-        # pool, and a pool from the first rung alone forces the draw (make
-        # demo: held-out 0.670, p = 0.021, fell to 0.510, p = 1).
-        first = rung_sizes(n)[0] if racing and n and not self.options.demo_sets else n
+        # The run's search mode owns its rule; the run never asks its name.
+        search = SEARCHES.get(self.options.search)
+        # A mode that races the starting prompt scores it on fewer cases here.
+        first = search.first_cases(n, demo_sets=self.options.demo_sets)
         planned = self.order[:first] if first < n else range(n)
         await self.engine.score(initial, planned, self.cases)
         partial_mean = initial.mean()
@@ -196,28 +195,26 @@ class Run:
             incumbent = self.best
             fresh = await self._make_variants(round_no)
             scored = [v for v in fresh if v.status is not VariantStatus.DUPLICATE]
+            summary = await search.score_round(
+                self.engine,
+                scored,
+                incumbent,
+                self.order,
+                self.cases,
+                bound=self.options.racing_bound,
+                incumbent_name=(
+                    "the starting prompt"
+                    if incumbent is initial
+                    else f"the best prompt so far (variant {incumbent.id})"
+                ),
+            )
             note = None
-            if racing:
-                summary = await race(
-                    self.engine,
-                    scored,
-                    incumbent,
-                    self.order,
-                    self.cases,
-                    bound=self.options.racing_bound,
-                    incumbent_name=(
-                        "the starting prompt"
-                        if incumbent is initial
-                        else f"the best prompt so far (variant {incumbent.id})"
-                    ),
-                    halving=self.options.search == "halving",
-                )
+            if summary is not None:
                 note = summary.note
+                self.raced = True
                 self.race_totals[0] += summary.saved
                 self.race_totals[1] += summary.dropped
                 self.race_totals[2] += summary.dropped_last
-            else:
-                await asyncio.gather(*(self.engine.score(v, range(n), self.cases) for v in scored))
             self._finish_statuses([incumbent, *scored])
             improved = self._select(scored, incumbent)
             self._record_round(
@@ -393,7 +390,7 @@ class Run:
         )
 
     def _racing_report(self, stop: StopReason) -> str | None:
-        if self.options.search == "exhaustive" or len(self.history) < 2:
+        if not self.raced or len(self.history) < 2:
             return None
         saved, dropped, dropped_last = self.race_totals
         cut = stop in (StopReason.MAX_CALLS, StopReason.MAX_TOKENS, StopReason.MAX_SECONDS,

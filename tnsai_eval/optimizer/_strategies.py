@@ -23,6 +23,7 @@ from tnsai_eval.scoring import TestCase
 __all__ = [
     "DEFAULT_STRATEGIES",
     "MAX_LABELS",
+    "SMALL_MODEL_STRATEGIES",
     "PromptStrategy",
     "answer_labels",
     "suggest_strategies",
@@ -166,6 +167,14 @@ DEFAULT_STRATEGIES: tuple[PromptStrategy, ...] = (
     PromptStrategy.CHAIN_OF_VERIFICATION,
     PromptStrategy.CONFIDENCE_WEIGHTED,
     PromptStrategy.STRUCTURED_THINKING,
+)
+
+#: The candidates that help a small model such as the embedded one: the demo and
+#: the benchmarks search with these (``candidate_strategies=``, ``--strategies``).
+SMALL_MODEL_STRATEGIES: tuple[PromptStrategy, ...] = (
+    PromptStrategy.FEW_SHOT,
+    PromptStrategy.ANSWER_ONLY,
+    PromptStrategy.CONCISE,
 )
 
 _S = PromptStrategy

@@ -29,6 +29,7 @@ from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
     CaseChange,
     Comparison,
+    ModelComparison,
     PromptChange,
     Report,
     TrackedTest,
@@ -83,7 +84,8 @@ _FILTERS = ("all", "flipped", "failing", "unrecorded")
 # Columns of the per-test table, in the order the terminal summary shows them.
 _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_pass_rate",
                  "sample_pass_rate", "cases", "unrecorded", "iterations", "calls", "tokens",
-                 "cache_hits", "duration_s")  # fmt: skip
+                 "cache_hits", "duration_s",
+                 "model", "tokens_in", "tokens_out", "cost")  # fmt: skip
 
 
 def _esc(value: object) -> str:
@@ -247,6 +249,42 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
     return "\n".join(parts)
 
 
+def _model_section(result: ModelComparison) -> list[str]:
+    """The model-against-model verdict: one row per test, each side's calls, tokens, cost."""
+    rows = [
+        {
+            "test": row.nodeid,
+            "verdict": row.verdict,
+            f"score {result.baseline}": row.baseline_score,
+            f"score {result.candidate}": row.candidate_score,
+            "sign test p": row.p_value,
+            "broken": row.broken,
+            "fixed": row.fixed,
+            **{
+                f"{what} {name}": getattr(side, what) if side is not None else None
+                for name, side in (
+                    (result.baseline, row.baseline),
+                    (result.candidate, row.candidate),
+                )
+                for what in ("calls", "tokens_in", "tokens_out", "cost")
+            },
+        }
+        for row in result.rows
+    ]
+    verdict = (
+        '<span class="verdict-pass">no regressions</span>'
+        if result.passed
+        else f'<span class="verdict-fail">{len(result.comparison.regressions)} regression(s)</span>'
+    )
+    frame = pd.DataFrame(rows)
+    return [
+        f"<h2>Model {html.escape(result.candidate)} against {html.escape(result.baseline)}: "
+        f"{verdict}</h2>",
+        _table(frame, row_class="verdict"),
+    ]
+
+
+@frozen_secrets()  # one page, one reading of the secrets (every text on it is masked)
 def render_html(
     report: Report | str | os.PathLike[str],
     *,
@@ -255,6 +293,7 @@ def render_html(
     title: str | None = None,
     comparison: Comparison | None = None,
     settings: str = "",
+    models: ModelComparison | None = None,
 ) -> str:
     """The page for ``report`` (a ``Report`` or a JSON path), compared with ``baseline``.
 
@@ -262,19 +301,8 @@ def render_html(
     that the page shows the gate exactly as it was judged (mode, alpha);
     ``settings`` is the line saying where each gate setting came from
     (``reports.describe_settings``), shown under the verdict.
+    ``models`` (from ``compare_report_models``) adds the model-against-model verdict.
     """
-    with frozen_secrets():  # one page, one reading of the secrets
-        return _render(report, baseline, tolerance, title, comparison, settings)
-
-
-def _render(
-    report: Report | str | os.PathLike[str],
-    baseline: Report | str | os.PathLike[str] | None,
-    tolerance: float,
-    title: str | None,
-    comparison: Comparison | None,
-    settings: str,
-) -> str:
     run = read_report(report)
     if title is not None:
         name = title
@@ -292,7 +320,9 @@ def _render(
         f"<h1>{_esc(name)}</h1>",
         f"<p>created {_esc(run.created or '-')} · schema {run.schema_version} · {_esc(config)}</p>",
         f"<p>{totals['tests']} test(s), {totals['failed']} failed · {totals['calls']} call(s), "
-        f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)</p>",
+        f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)"
+        + ("" if run.cost is None else f" · estimated cost {run.cost:.6f}")
+        + "</p>",
     ]
     if comparison is None and baseline is not None:
         comparison = compare(run, read_report(baseline), tolerance=tolerance)
@@ -308,6 +338,8 @@ def _render(
             _table(changes, row_class="kind"),
             *_prompt_diffs(comparison.prompt_changes),
         ]
+    if models is not None:
+        parts += _model_section(models)
     tests = run.to_dataframe()
     parts.append("<h2>Tests</h2>")
     if not tests.empty:
@@ -340,12 +372,18 @@ def write_html(
     tolerance: float = 0.05,
     comparison: Comparison | None = None,
     settings: str = "",
+    models: ModelComparison | None = None,
 ) -> Path:
     """Write ``render_html(...)`` to ``path`` (parent folders created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     page = render_html(
-        report, baseline=baseline, tolerance=tolerance, comparison=comparison, settings=settings
+        report,
+        baseline=baseline,
+        tolerance=tolerance,
+        comparison=comparison,
+        settings=settings,
+        models=models,
     )
     target.write_text(page, encoding="utf-8")
     return target

@@ -1,7 +1,8 @@
 """The tnsai-eval pytest plugin (registered through the ``pytest11`` entry point).
 
 Fixtures: ``llm``, ``evaluate_prompt``, ``refine``, ``agent``, ``norm_actions``,
-``norm_engine``, ``feedback_store``, ``prompt_optimizer``, ``tnsai_record``.
+``norm_engine``, ``feedback_store``, ``prompt_optimizer``, ``tnsai_record``,
+``tnsai_model``.
 Markers: ``norm_check`` and ``refine_until``, also importable from here as
 decorators::
 
@@ -34,6 +35,7 @@ from tnsai_eval.pytest._fixtures import (  # noqa: F401
     norm_engine,
     prompt_optimizer,
     refine,
+    tnsai_model,
     tnsai_record,
 )
 from tnsai_eval.pytest._markers import MARKER_LINES, norm_check, refine_until

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import LocalModelUnavailable
@@ -30,7 +30,10 @@ from tnsai_eval.llm import (
 from tnsai_eval.pytest._options import PluginOptions
 from tnsai_eval.settings import resolve_model
 
-__all__ = ["LazyClient", "build_client", "describe_model"]
+if TYPE_CHECKING:
+    from tnsai_eval.llm import NamedModel
+
+__all__ = ["LazyClient", "UsageTap", "build_client", "build_named_client", "describe_model"]
 
 
 class LazyClient:
@@ -110,3 +113,78 @@ def build_client(options: PluginOptions) -> tuple[LLMClient, OpenAIClient | None
         return inner, http
     store = ResponseStore(options.store)
     return CachedLLM(inner, store, mode=options.record_mode, server=server), http
+
+
+def build_named_client(
+    options: PluginOptions,
+    named: NamedModel,
+    on_usage: Callable[[int, int], None],
+    on_made: Callable[[OpenAIClient], None],
+) -> LLMClient:
+    """A named model's client (``--tnsai-model``), behind the store like ``build_client``'s.
+
+    Its recordings are keyed by its own model name and server, so two named
+    models never answer from each other's recordings. The model's client is
+    made on the first call that reaches it (a replaying run needs no key);
+    ``on_made`` then gets it when it is an ``OpenAIClient`` (to size its pool).
+    ``on_usage(prompt_tokens, completion_tokens)`` hears every reply, stored
+    ones included, so that a replayed run reports the cost the recording paid.
+    """
+    if named.embedded:
+        try:
+            model = smollm2_gguf_path().stem
+        except LocalModelUnavailable:
+            model = "embedded (not installed)"
+        server = None
+    else:
+        model, server = named.model or "", redact_url(named.base_url or "")
+
+    def make() -> LLMClient:
+        client = named.client()
+        if isinstance(client, OpenAIClient):
+            if options.concurrency is not None:
+                client.ensure_concurrency(options.concurrency)
+            on_made(client)
+        return client
+
+    inner: LLMClient = LazyClient(make, model)
+    if options.record_mode != "off":
+        inner = CachedLLM(
+            inner, ResponseStore(options.store), mode=options.record_mode, server=server
+        )
+    return UsageTap(inner, on_usage)
+
+
+class UsageTap:
+    """Forwards to ``inner`` and hands each reply's input and output tokens to ``on_usage``."""
+
+    #: Calls go through ``llm.metered_call``: the client inside is charged once.
+    meters_attempts = True
+
+    def __init__(self, inner: LLMClient, on_usage: Callable[[int, int], None]) -> None:
+        self.inner = inner
+        self._on_usage = on_usage
+
+    @property
+    def model(self) -> str:
+        return str(getattr(self.inner, "model", "") or "")
+
+    def __repr__(self) -> str:
+        return f"UsageTap({self.inner!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        # Transparent to what the store offers (is_stored...); `inner` itself is
+        # refused so that a half-built copy cannot recurse forever.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def _heard(self, reply: Completion) -> Completion:
+        self._on_usage(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        return reply
+
+    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
+        return self._heard(metered_call(self.inner, messages, **params))
+
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
+        return self._heard(await ametered_call(self.inner, messages, **params))

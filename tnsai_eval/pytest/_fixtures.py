@@ -29,7 +29,7 @@ from tnsai_eval.pytest._session import PluginSession, get_session
 if TYPE_CHECKING:
     from tnsai_eval.datasets import CasesInput
     from tnsai_eval.feedback import Agent, FeedbackStore
-    from tnsai_eval.llm import LLMClient
+    from tnsai_eval.llm import LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import CaseScore, PromptEvaluation, PromptOptimizer
     from tnsai_eval.refinement import RefinementResult
@@ -47,6 +47,7 @@ __all__ = [
     "norm_engine",
     "prompt_optimizer",
     "refine",
+    "tnsai_model",
     "tnsai_record",
 ]
 
@@ -66,6 +67,24 @@ def llm(pytestconfig: pytest.Config) -> LLMClient:
 
 def _session(request: pytest.FixtureRequest) -> PluginSession:
     return get_session(request.config)
+
+
+@pytest.fixture
+def tnsai_model(request: pytest.FixtureRequest) -> NamedModel | None:
+    """The named model (``--tnsai-model``) this test runs against; None without one.
+
+    With several ``--tnsai-model`` names the plugin parametrizes this fixture,
+    so every test that uses ``evaluate_prompt`` or ``refine`` runs once per model.
+    """
+    named = _session(request).options.named
+    name = getattr(request, "param", None) or (named.names[0] if named.models else None)
+    return None if name is None else named.get(str(name))
+
+
+def _client_for(request: pytest.FixtureRequest, llm: LLMClient, model: NamedModel | None) -> Any:
+    # A named model (--tnsai-model) has a client of its own, in place of `llm`.
+    session = _session(request)
+    return session.meter(llm) if model is None else session.use_model(model)
 
 
 class RecordMetric(Protocol):
@@ -161,7 +180,9 @@ def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
 
 
 @pytest.fixture
-def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., RefinementResult]:
+def refine(
+    request: pytest.FixtureRequest, llm: LLMClient, tnsai_model: NamedModel | None
+) -> Callable[..., RefinementResult]:
     """``refine(draft, input=None, check=True, **overrides)`` -> ``RefinementResult``.
 
     Runs a ``RefinementLoop`` with the ``@refine_until`` criteria (``overrides``
@@ -175,7 +196,7 @@ def refine(request: pytest.FixtureRequest, llm: LLMClient) -> Callable[..., Refi
     from tnsai_eval.refinement import RefinementLoop
 
     session = _session(request)
-    client = session.meter(llm)
+    client = _client_for(request, llm, tnsai_model)
     run = RefineRun()
     request.node.stash[REFINE_RUN_KEY] = run
     mark_spec = request.node.stash.get(REFINE_KEY, None)
@@ -294,7 +315,9 @@ class EvaluatePrompt(Protocol):
 
 
 @pytest.fixture
-def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluatePrompt:
+def evaluate_prompt(
+    request: pytest.FixtureRequest, llm: LLMClient, tnsai_model: NamedModel | None
+) -> EvaluatePrompt:
     """``evaluate_prompt(prompt, cases, *, evaluator=None, min_score=None, name=None,
     case_threshold=None, constrain=None, **options)`` -> ``PromptEvaluation``.
 
@@ -311,8 +334,9 @@ def evaluate_prompt(request: pytest.FixtureRequest, llm: LLMClient) -> EvaluateP
     session = _session(request)
     # The core scores the prompt through the session's client itself (the
     # store and the model: no metering wrapper in between), under the
-    # session's one call budget; the replies are counted from the cases.
-    client = session.unmetered(llm)
+    # session's one call budget; the replies are counted from the cases. A
+    # named model (--tnsai-model) has a client of its own.
+    client = session.unmetered(llm) if tnsai_model is None else session.named_client(tnsai_model)
 
     def run(
         prompt: str | os.PathLike[str],

@@ -17,7 +17,7 @@ from tnsai_eval.pytest._session import PluginSession
 
 if TYPE_CHECKING:
     from tnsai_eval.pytest._keys import NormActions
-    from tnsai_eval.reports import Comparison, Report
+    from tnsai_eval.reports import Comparison, ModelComparison, Report
 
 __all__ = [
     "EVIDENCE_STAT",
@@ -65,6 +65,7 @@ class TnsaiHooks:
         self.session = session
         self.baseline = baseline
         self.comparison: Comparison | None = None
+        self.model_comparison: ModelComparison | None = None
         self.report_path_written: str | None = None
         self._store = _skippable_store(config, session.options.store)
 
@@ -74,6 +75,12 @@ class TnsaiHooks:
         # holds one JSON file per recorded reply: walking thousands of them at
         # every collection cost more than replaying the calls did.
         return True if collection_path == self._store else None
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        # Two or more --tnsai-model names: one test per model, the name in its id.
+        names = self.session.options.named.names
+        if len(names) > 1 and "tnsai_model" in metafunc.fixturenames:
+            metafunc.parametrize("tnsai_model", names, indirect=True, ids=names)
 
     # -- per test ----------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -191,24 +198,46 @@ class TnsaiHooks:
                 alpha=options.alpha,
                 min_common=options.min_common,
                 allow_unrecorded=options.allow_unrecorded,
+                gate_costs=options.named.gate_costs,
             )
             if not self.comparison.passed:
-                if session.exitstatus == pytest.ExitCode.OK:
-                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                # pytest's last line ("=== 3 passed in 0.1s ===") counts what is in
-                # the terminal reporter's stats, any category included: listing the
-                # regressions there makes it read "3 passed, 1 regressed (tnsai gate)",
-                # so a run failed only by the gate never ends on a plain passed line.
-                terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-                if terminal is not None:
-                    terminal.stats.setdefault(GATE_STAT, []).extend(
-                        _GateEntry(f"{c.nodeid} :: {c.metric}") for c in self.comparison.regressions
-                    )
-                    if self.comparison.shortfalls:
-                        terminal.stats.setdefault(EVIDENCE_STAT, []).extend(
-                            _GateEntry(f"{s.nodeid} :: {s.metric}")
-                            for s in self.comparison.shortfalls
-                        )
+                self._fail_gate(session, self.comparison)
+        if options.named.compare is not None:
+            from tnsai_eval.reports import compare_report_models
+
+            baseline_model, candidate_model = options.named.compare
+            self.model_comparison = compare_report_models(
+                report,
+                baseline_model,
+                candidate_model,
+                tolerance=options.tolerance,
+                gate=options.gate,
+                alpha=options.alpha,
+                min_common=options.min_common,
+                allow_unrecorded=options.allow_unrecorded,
+                gate_costs=options.named.gate_costs,
+            )
+            if not self.model_comparison.passed:
+                self._fail_gate(
+                    session, self.model_comparison.comparison, suffix=f" [{candidate_model}]"
+                )
+
+    def _fail_gate(self, session: pytest.Session, comparison: Comparison, suffix: str = "") -> None:
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # pytest's last line ("=== 3 passed in 0.1s ===") counts what is in
+        # the terminal reporter's stats, any category included: listing the
+        # regressions there makes it read "3 passed, 1 regressed (tnsai gate)",
+        # so a run failed only by the gate never ends on a plain passed line.
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.stats.setdefault(GATE_STAT, []).extend(
+                _GateEntry(f"{c.nodeid}{suffix} :: {c.metric}") for c in comparison.regressions
+            )
+            if comparison.shortfalls:
+                terminal.stats.setdefault(EVIDENCE_STAT, []).extend(
+                    _GateEntry(f"{s.nodeid}{suffix} :: {s.metric}") for s in comparison.shortfalls
+                )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):
@@ -222,6 +251,25 @@ class TnsaiHooks:
             report_path=self.report_path_written,
             budget=self.session.budget,
         )
+        if self.baseline is not None and self.session.options.named.models:
+            from tnsai_eval.reports import format_model_changes, model_changes
+
+            changed = format_model_changes(model_changes(self.session.report(), self.baseline))
+            for line in changed.splitlines():
+                terminalreporter.write_line(line)
+        if self.model_comparison is not None:
+            from tnsai_eval.reports import format_model_comparison
+
+            red = not self.model_comparison.passed
+            for line in format_model_comparison(self.model_comparison).splitlines():
+                terminalreporter.write_line(line, red=red, bold=red)
+            if red:
+                terminalreporter.write_line(
+                    f"tnsai-eval: model {self.model_comparison.candidate} regressed against "
+                    f"{self.model_comparison.baseline}; this fails the session",
+                    red=True,
+                    bold=True,
+                )
 
 
 class _GateEntry:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tnsai_eval.pytest._models import ModelOptions, add_model_options, model_options
 from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, RecordMode
 
 __all__ = ["DEFAULT_STORE", "PluginOptions", "add_options"]
@@ -148,6 +149,7 @@ def add_options(parser: pytest.Parser) -> None:
             )
         # The ini help has no %-formatting; undo the argparse escape.
         parser.addini(spec.ini, help=spec.help.replace("%%", "%"), default=None)
+    add_model_options(parser)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,8 @@ class PluginOptions:
     min_common: float = 0.8
     allow_unrecorded: bool = False
     concurrency: int | None = None
+    #: --tnsai-model and its companions (see ``_models``).
+    named: ModelOptions = field(default_factory=ModelOptions)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -256,6 +260,7 @@ class PluginOptions:
             concurrency=(
                 None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
             ),
+            named=model_options(config, mode),
         )
 
     def describe(self) -> dict[str, object]:
@@ -278,6 +283,7 @@ class PluginOptions:
             "allow_unrecorded": self.allow_unrecorded,
             "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
+            **self.named.describe(),
         }
 
     def _shown(self, path: Path) -> str:

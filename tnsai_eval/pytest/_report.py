@@ -45,8 +45,14 @@ def _write(
         return shown_label(str(report.config.get(key) or "-"))
 
     terminal.write_sep("=", "tnsai-eval")
+    models = report.config.get("models")
+    shown = (
+        f"models: {', '.join(shown_label(str(m)) for m in models)}"
+        if models
+        else f"model: {config('model')}"
+    )
     terminal.write_line(
-        f"model: {config('model')}   record mode: {config('record_mode')} "
+        f"{shown}   record mode: {config('record_mode')} "
         f"({config('record_mode_source')})   store: {config('store')}"
     )
     if report.tests:

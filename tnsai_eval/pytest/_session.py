@@ -24,7 +24,7 @@ from tnsai_eval.pytest._options import PluginOptions
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import CallBudget, Completion, LLMClient, OpenAIClient
+    from tnsai_eval.llm import CallBudget, Completion, LLMClient, NamedModel, OpenAIClient
     from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
@@ -64,6 +64,9 @@ class _Run:
     cases: list[CaseRecord] = field(default_factory=list)
     prompts: dict[str, PromptRecord] = field(default_factory=dict)
     refinements: list[IterationRecord] = field(default_factory=list)
+    named: NamedModel | None = None  # --tnsai-model: the model this test runs against
+    tokens_in: int = 0
+    tokens_out: int = 0
 
     def finish(self) -> TrackedTest:
         from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest
@@ -94,6 +97,10 @@ class _Run:
             cases=tuple(self.cases),
             prompts=tuple(self.prompts.values()),
             refinements=tuple(self.refinements),
+            model=None if self.named is None else self.named.name,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            cost=None if self.named is None else self.named.cost(self.tokens_in, self.tokens_out),
         )
 
 
@@ -123,6 +130,10 @@ class PluginSession:
         #: The ``llm`` fixture's ``OpenAIClient`` (None: the embedded model, or not made yet).
         self.http_client: OpenAIClient | None = None
         self._said_capped = False
+        # One client per named model (--tnsai-model), made when a test first uses it.
+        self._named_clients: dict[str, LLMClient] = {}
+        self._http_named: list[OpenAIClient] = []
+        self._concurrency_seen = 0
 
     @property
     def current(self) -> str | None:
@@ -251,6 +262,47 @@ class PluginSession:
             run.tokens += tokens
             run.cache_hits += int(cached)
 
+    def named_client(self, named: NamedModel) -> LLMClient:
+        """The running test runs against ``named`` (its record says so): that model's client.
+
+        Made on first use and shared by every test on that model: the store in
+        the --llm-record mode, then the model; each reply's input and output
+        tokens go to the running test's record, for its cost.
+        """
+        run = self._current_run()
+        with self._lock:
+            if run is not None:
+                run.named = named
+            client = self._named_clients.get(named.name)
+        if client is None:
+            from tnsai_eval.pytest._client import build_named_client
+
+            client = build_named_client(self.options, named, self.record_usage, self._grow)
+            with self._lock:
+                client = self._named_clients.setdefault(named.name, client)
+        return client
+
+    def use_model(self, named: NamedModel) -> MeteredLLM:
+        """``named_client(named)`` behind the metering adapter (for ``refine``)."""
+        return self.meter(self.named_client(named))
+
+    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Add one reply's input and output tokens to the running test (named models)."""
+        run = self._current_run()
+        if run is not None:
+            with self._lock:
+                run.tokens_in += prompt_tokens
+                run.tokens_out += completion_tokens
+
+    def _grow(self, client: OpenAIClient) -> None:
+        # A named model's client, made on its first call: as large a pool as
+        # any evaluate_prompt call has asked for so far.
+        with self._lock:
+            self._http_named.append(client)
+            wanted = self._concurrency_seen
+        if wanted:
+            client.ensure_concurrency(wanted)
+
     def meter(self, client: LLMClient) -> MeteredLLM:
         """``client`` wrapped so that its calls count towards the running test."""
         if isinstance(client, MeteredLLM) and client.session is self:
@@ -293,6 +345,11 @@ class PluginSession:
             chosen = asked
         if self.http_client is not None:
             self.http_client.ensure_concurrency(chosen)
+        with self._lock:
+            self._concurrency_seen = max(self._concurrency_seen, chosen)
+            named = list(self._http_named)
+        for client in named:
+            client.ensure_concurrency(chosen)
         return chosen
 
     def unmetered(self, client: LLMClient) -> LLMClient:

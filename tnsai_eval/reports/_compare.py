@@ -229,7 +229,8 @@ def compare(
     without case records (``tnsai_record``) keep the tolerance rule alone.
 
     ``gate_costs`` (a relative tolerance, e.g. 0.2) also gates each test's
-    token and call counts (lower is better); by default they are only shown.
+    token and call counts and, where both runs have declared prices, its
+    estimated cost (lower is better); by default they are only shown.
     """
     _check_fraction("tolerance", tolerance, upper=None)
     _check_fraction("alpha", alpha, upper=1.0)
@@ -289,7 +290,7 @@ def compare(
                 change = _judge(test.nodeid, metric, old_metric.mean, cases, rules)
             buckets[change.kind].append(change)
         if gate_costs is not None:
-            for name in ("tokens", "calls"):
+            for name in ("tokens", "calls", "cost"):
                 cost = _judge_cost(test, old, name, gate_costs)
                 if cost is not None:
                     buckets[cost.kind].append(cost)
@@ -488,7 +489,10 @@ def _judge(
 def _judge_cost(
     test: TrackedTest, old: TrackedTest, name: str, relative: float
 ) -> MetricChange | None:
-    now_value, old_value = float(getattr(test, name)), float(getattr(old, name))
+    now_raw, old_raw = getattr(test, name), getattr(old, name)
+    if now_raw is None or old_raw is None:
+        return None  # a cost needs declared prices on both sides
+    now_value, old_value = float(now_raw), float(old_raw)
     if old_value == 0 and now_value == 0:
         return None
     allowed = relative * old_value

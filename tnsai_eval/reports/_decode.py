@@ -151,6 +151,7 @@ def decode_test(data: object, version: int, path: str) -> TrackedTest:
             _iteration(r, f"{path}.refinements[{i}]")
             for i, r in enumerate(_list(entry.get("refinements", []), f"{path}.refinements"))
         )
+    model, cost = entry.get("model"), entry.get("cost")
     return TrackedTest(
         nodeid=nodeid,
         status=status,
@@ -166,6 +167,10 @@ def decode_test(data: object, version: int, path: str) -> TrackedTest:
         cases=cases,
         prompts=prompts,
         refinements=refinements,
+        model=None if model is None else _string(model, f"{path}.model", nonblank=True),
+        tokens_in=_integer(entry.get("tokens_in", 0), f"{path}.tokens_in"),
+        tokens_out=_integer(entry.get("tokens_out", 0), f"{path}.tokens_out"),
+        cost=None if cost is None else _number(cost, f"{path}.cost", minimum=0.0),
     )
 
 

@@ -10,7 +10,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -42,6 +42,7 @@ __all__ = [
     "prompt_hash",
     "score_interval",
     "shown_text",
+    "strip_model",
     "was_run",
 ]
 
@@ -356,6 +357,13 @@ class TrackedTest:
     cases: tuple[CaseRecord, ...] = ()
     prompts: tuple[PromptRecord, ...] = ()
     refinements: tuple[IterationRecord, ...] = ()
+    #: The named model this record ran against (``--tnsai-model``); None without one.
+    model: str | None = None
+    #: Input (prompt) and output (completion) tokens of its calls, replayed ones included.
+    tokens_in: int = 0
+    tokens_out: int = 0
+    #: Estimated cost of those tokens at the model's declared prices (None: no price).
+    cost: float | None = None
 
     @property
     def score(self) -> MetricStats | None:
@@ -408,6 +416,18 @@ class TrackedTest:
             "prompts": [p.to_dict() for p in self.prompts],
             "cases": [c.to_dict() for c in self.cases],
             "refinements": [r.to_dict() for r in self.refinements],
+            # Only for a record of a named model: other reports (and their
+            # committed baselines) keep the fields they always had.
+            **(
+                {
+                    "model": self.model,
+                    "tokens_in": self.tokens_in,
+                    "tokens_out": self.tokens_out,
+                    "cost": self.cost,
+                }
+                if self.model is not None or self.cost is not None
+                else {}
+            ),
         }
 
 
@@ -428,6 +448,38 @@ class Report:
         return next((t for t in self.tests if t.nodeid == nodeid), None)
 
     @property
+    def models(self) -> tuple[str, ...]:
+        """The named models this run's records carry, in the order the run listed them."""
+        listed = [str(m) for m in self.config.get("models") or () if isinstance(m, str)]
+        return tuple(dict.fromkeys([*listed, *(t.model for t in self.tests if t.model)]))
+
+    @property
+    def cost(self) -> float | None:
+        """The estimated cost of every priced record (None when no record has a price)."""
+        costs = [t.cost for t in self.tests if t.cost is not None]
+        return math.fsum(costs) if costs else None
+
+    def for_model(self, model: str) -> Report:
+        """The records of ``model`` alone, with the model taken out of their node ids.
+
+        With two or more models the plugin puts the model in each test id
+        (``test_a[small]``); here it comes out again (``test_a``), so that two
+        models' views of one run compare like two runs of one model:
+        ``compare(report.for_model("new"), report.for_model("old"))``.
+        An unknown name is a ``ConfigError`` naming the models present.
+        """
+        if model not in self.models:
+            raise ConfigError(
+                f"model {model!r} is not in this report; its models are "
+                f"{', '.join(self.models) or '(none)'}"
+            )
+        tests = tuple(
+            replace(t, nodeid=strip_model(t.nodeid, model)) for t in self.tests if t.model == model
+        )
+        config = {**self.config, "model": model, "models": [model]}
+        return Report(tests, config, self.created, self.schema_version)
+
+    @property
     def totals(self) -> dict[str, int]:
         return {
             "tests": len(self.tests),
@@ -435,6 +487,8 @@ class Report:
             "calls": sum(t.calls for t in self.tests),
             "tokens": sum(t.tokens for t in self.tests),
             "cache_hits": sum(t.cache_hits for t in self.tests),
+            "tokens_in": sum(t.tokens_in for t in self.tests),
+            "tokens_out": sum(t.tokens_out for t in self.tests),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -459,7 +513,8 @@ class Report:
 
         Wide (default): one row per test with ``nodeid, status, score, score_low,
         score_high, case_pass_rate, sample_pass_rate, cases, unrecorded, samples,
-        iterations, calls, tokens, cache_hits, duration_s`` and one ``metric.<name>``
+        iterations, calls, tokens, cache_hits, duration_s`` (then ``model, tokens_in,
+        tokens_out, cost`` for a run against named models) and one ``metric.<name>``
         column (the mean) per metric. ``score_low``/``score_high`` are the 95%
         interval of ``score_interval``.
         Long: one row per (test, metric) with ``mean, ci_low, ci_high, n, gate``.
@@ -468,6 +523,7 @@ class Report:
         import pandas as pd
 
         report = self
+        by_model = bool(report.models) or report.cost is not None
         rows: list[dict[str, Any]] = []
         for test in report.tests:
             if long:
@@ -503,6 +559,14 @@ class Report:
                 "cache_hits": test.cache_hits,
                 "duration_s": test.duration_s,
             }
+            if by_model:
+                # Only for runs against named models: other frames keep their columns.
+                row.update(
+                    model=test.model,
+                    tokens_in=test.tokens_in,
+                    tokens_out=test.tokens_out,
+                    cost=test.cost,
+                )
             row.update({f"metric.{m.name}": m.mean for m in test.metrics.values()})
             rows.append(row)
         columns = (
@@ -537,3 +601,29 @@ def score_interval(test: TrackedTest) -> tuple[float, float, float] | None:
         _, low, high = mean_interval(scores)
         return score.mean, max(low, 0.0), min(high, 1.0)
     return score.mean, score.mean, score.mean
+
+
+def strip_model(nodeid: str, model: str) -> str:
+    """``nodeid`` without the ``model`` part of its parameter id (as the plugin added it).
+
+    >>> strip_model("t.py::test_a[small]", "small")
+    't.py::test_a'
+    >>> strip_model("t.py::test_a[x1-small]", "small")
+    't.py::test_a[x1]'
+    >>> strip_model("t.py::test_a[small-x1]", "small")
+    't.py::test_a[x1]'
+    >>> strip_model("t.py::test_a", "small")
+    't.py::test_a'
+    """
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return nodeid
+    head, _, inner = nodeid[:-1].partition("[")
+    parts = inner.split("-")
+    if model in parts:
+        parts.remove(model)
+    elif inner.endswith("-" + model) or inner == model:
+        parts = inner[: -len(model)].rstrip("-").split("-")
+    elif inner.startswith(model + "-"):
+        parts = inner[len(model) + 1 :].split("-")
+    left = "-".join(p for p in parts if p)
+    return f"{head}[{left}]" if left else head

@@ -316,6 +316,9 @@ def format_summary(report: Report) -> str:
 def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The headers and rows of ``format_summary`` (one per test, then the totals)."""
     rows: list[tuple[str, ...]] = []
+    # Runs against named models also show each record's token split and cost;
+    # other runs keep the columns they always had.
+    by_model = bool(report.models) or report.cost is not None
     for test in report.tests:
         interval = score_interval(test)
         if interval is None:
@@ -347,6 +350,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
                 str(test.tokens),
                 str(test.cache_hits),
             )
+            + (_cost_cells(test.tokens_in, test.tokens_out, test.cost) if by_model else ())
         )
     totals = report.totals
     rows.append(
@@ -360,6 +364,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
             str(totals["tokens"]),
             str(totals["cache_hits"]),
         )
+        + (_cost_cells(totals["tokens_in"], totals["tokens_out"], report.cost) if by_model else ())
     )
     headers: tuple[str, ...] = (
         "test",
@@ -371,4 +376,10 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
         "tokens",
         "cache hits",
     )
+    if by_model:
+        headers += ("tokens in/out", "cost")
     return headers, rows
+
+
+def _cost_cells(tokens_in: int, tokens_out: int, cost: float | None) -> tuple[str, str]:
+    return f"{tokens_in}/{tokens_out}", "-" if cost is None else f"{cost:.6f}"

@@ -11,6 +11,7 @@ import ipywidgets as w
 from tnsai_eval import frames, plots
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.optimizer import (
+    SEARCHES,
     OptimizationResult,
     ProgressEvent,
     PromptOptimizer,
@@ -28,13 +29,12 @@ from tnsai_eval.widgets._common import (
 
 __all__ = ["OptimizerDashboard"]
 
-_SEARCHES = ("exhaustive", "racing", "halving")
-
 
 class OptimizerDashboard(DisplayMixin):
     """Controls and a live view of ``PromptOptimizer.optimize``.
 
-    Controls: a checkbox per strategy, the search (exhaustive or racing), a
+    Controls: a checkbox per strategy, a button per search mode (one for
+    each in ``optimizer.SEARCHES``, its summary as the tooltip), a
     budget of calls and of seconds (0: none), and Run and Stop buttons; they
     start from the optimizer's own settings. While a run goes, the bar counts
     model calls against ``estimate_calls`` (an upper bound, so the bar jumps
@@ -87,8 +87,13 @@ class OptimizerDashboard(DisplayMixin):
             )
             for s in PromptStrategy
         }
+        # Read when the dashboard is made: a mode registered before shows as a button.
+        modes = list(SEARCHES)
         self.search = w.ToggleButtons(
-            options=_SEARCHES, value=optimizer.config.search, description="search"
+            options=[mode.name for mode in modes],
+            tooltips=[mode.summary for mode in modes],
+            value=optimizer.config.search,
+            description="search",
         )
         self.max_calls = w.BoundedIntText(
             value=optimizer.config.max_calls or 0,

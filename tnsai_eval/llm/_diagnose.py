@@ -1,0 +1,233 @@
+"""``diagnose()``: does the model ``default_llm()`` would use work here, and if not, why.
+
+The core of ``tnsai-eval doctor`` (the command only prints it). It never loads
+a model in this process: llama.cpp's facts come from subprocesses (its build
+features, the probe of ``_probe``), so a build that crashes on this machine is
+reported, not suffered. A configured server is asked ``GET {base_url}/models``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from tnsai_eval._util.secrets import mask_then_cut, redact_url
+from tnsai_eval.errors import LocalModelUnavailable
+from tnsai_eval.llm._llama import build_features, library_files
+from tnsai_eval.llm._model_path import INSTALL_HINT, smollm2_gguf_path
+from tnsai_eval.llm._probe import (
+    ProbeVerdict,
+    cached_verdict,
+    cpu_flags,
+    crash_error,
+    probe,
+)
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, resolve_model
+
+__all__ = ["Diagnosis", "DiagnosisItem", "diagnose"]
+
+# The CPU flags that decide which llama.cpp kernels can run; the rest of the
+# machine's long list says nothing about the model.
+_RELEVANT_FLAGS = (
+    "sse3", "ssse3", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw",
+    "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16",
+    "asimd", "sve", "i8mm",
+)  # fmt: skip
+_SERVER_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisItem:
+    """One line of the diagnosis.
+
+    ``ok`` is ``False`` when this item keeps the default client from working,
+    ``True`` when it was checked and is fine, ``None`` for information.
+    """
+
+    name: str
+    value: str
+    ok: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Every item checked, in order; ``ok`` when none of them is a problem."""
+
+    items: tuple[DiagnosisItem, ...]
+    client: str
+
+    @property
+    def ok(self) -> bool:
+        return all(item.ok is not False for item in self.items)
+
+    @property
+    def problems(self) -> tuple[DiagnosisItem, ...]:
+        return tuple(item for item in self.items if item.ok is False)
+
+    def __getitem__(self, name: str) -> DiagnosisItem:
+        for item in self.items:
+            if item.name == name:
+                return item
+        raise KeyError(name)
+
+
+def diagnose(*, fresh: bool = False, environ: Mapping[str, str] | None = None) -> Diagnosis:
+    """Check what ``default_llm()`` would use, with ``environ`` (default ``os.environ``).
+
+    ``fresh=True`` runs llama.cpp's probe now instead of reading its cached
+    verdict (and caches the new one).
+    """
+    env = os.environ if environ is None else environ
+    items = [
+        DiagnosisItem("python", f"{platform.python_version()} ({sys.executable})"),
+        DiagnosisItem("tnsai-eval", _version("tnsai-eval") or "(not installed as a package)"),
+    ]
+    settings = resolve_model(environ=env)
+    embedded = settings.embedded
+    client, why, client_ok = _client(settings.base_url, settings.model)
+    items.extend(_local_items(embedded, fresh, env))
+    items.append(DiagnosisItem("default client", f"{client}: {why}", client_ok))
+    if settings.base_url is not None and settings.model is not None:
+        items.append(_server_item(settings.base_url, settings.api_key))
+    else:
+        items.append(DiagnosisItem("server", f"none configured ({ENV_BASE_URL} is not set)"))
+    return Diagnosis(tuple(items), client)
+
+
+def _client(url: str | None, model: str | None) -> tuple[str, str, bool | None]:
+    if url is None and model is None:
+        return (
+            "LocalLLM",
+            f"the embedded model, because neither {ENV_BASE_URL} nor {ENV_MODEL} is set",
+            None,
+        )
+    if url is None or model is None:
+        given, missing = (
+            (f"{ENV_MODEL}={model!r}", ENV_BASE_URL)
+            if url is None
+            else (f"{ENV_BASE_URL}={redact_url(url)!r}", ENV_MODEL)
+        )
+        return "default_llm()", f"raises ConfigError: {given} is set but {missing} is not", False
+    return (
+        f"OpenAIClient(model={model!r}, base_url={redact_url(url)!r})",
+        f"{ENV_BASE_URL} and {ENV_MODEL} are set",
+        None,
+    )
+
+
+def _local_items(embedded: bool, fresh: bool, env: Mapping[str, str]) -> list[DiagnosisItem]:
+    # Problems with the embedded model only count when it is what default_llm() uses.
+    needed: bool | None = False if embedded else None
+    fine: bool | None = True if embedded else None
+    items: list[DiagnosisItem] = []
+    version = _version("llama-cpp-python")
+    items.append(
+        DiagnosisItem("llama-cpp-python", f"{version}{_library_versions()}", fine)
+        if version
+        else DiagnosisItem(
+            "llama-cpp-python", f"not installed; install it with: {INSTALL_HINT}", needed
+        )
+    )
+    flags = set(cpu_flags())
+    granted = [f for f in _RELEVANT_FLAGS if f in flags]
+    items.append(DiagnosisItem("machine CPU", " ".join(granted) or "(no SIMD flags reported)"))
+    items.append(DiagnosisItem("kernel", f"{platform.system()} {platform.release()}"))
+    try:
+        model = smollm2_gguf_path()
+    except LocalModelUnavailable as exc:
+        items.append(DiagnosisItem("model file", str(exc), needed))
+        model = None
+    else:
+        items.append(DiagnosisItem("model file", str(model), fine))
+    if version is None or model is None:
+        items.append(DiagnosisItem("probe", "not run (the embedded model is not installed)"))
+        return items
+    features = build_features(env)
+    items.append(DiagnosisItem("llama.cpp build", features or "(could not be read)"))
+    if embedded or fresh:
+        verdict: ProbeVerdict | None = probe(model, None, fresh=fresh, environ=env)
+    else:
+        # default_llm() uses the server: the embedded model's probe is shown
+        # when it has run, and not spent time on otherwise.
+        verdict = cached_verdict(model, None, environ=env)
+    if verdict is None:
+        items.append(DiagnosisItem("probe", "not run (a server is configured; --fresh runs it)"))
+    else:
+        items.append(_probe_item(verdict, needed))
+    return items
+
+
+def _library_versions() -> str:
+    """`` (libllama 0.5.0, libggml 0.25.3)``: the llama.cpp libraries' own versions,
+    read from their file names (``libllama.so.0.5.0``), where the platform gives them."""
+    found = []
+    for path in library_files():
+        name, _, version = path.name.partition(".so.")
+        if name in ("libllama", "libggml") and version.count(".") == 2:
+            found.append(f"{name} {version}")
+    return f" ({', '.join(found)})" if found else ""
+
+
+def _version(distribution: str) -> str | None:
+    # From the installed metadata: the llm layer does not import the package above it.
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _probe_item(verdict: ProbeVerdict, needed: bool | None) -> DiagnosisItem:
+    when = (
+        f"cached {verdict.probed_at} in {verdict.cache_file}; --fresh runs it again"
+        if verdict.from_cache
+        else f"run now, cached in {verdict.cache_file}"
+    )
+    choice = verdict.extra_bufts
+    if choice is True:
+        text = f"passes with llama.cpp's defaults ({verdict.describe()})"
+        ok: bool | None = True if needed is not None else None
+    elif choice is False:
+        text = (
+            f"FALLBACK: {verdict.describe()}; LocalLLM loads without the extra buffer "
+            f"types (slower)"
+        )
+        ok = True if needed is not None else None
+    elif verdict.crashed is not None:
+        text = f"FAILS: {crash_error(verdict)}"
+        ok = needed
+    else:
+        text = f"FAILS: {verdict.describe()}"
+        ok = needed
+    return DiagnosisItem("probe", f"{text} [{when}]", ok)
+
+
+def _server_item(base_url: str, api_key: str | None) -> DiagnosisItem:
+    url = f"{base_url.rstrip('/')}/models"
+    shown = redact_url(url)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = httpx.get(url, headers=headers, timeout=_SERVER_TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        problem = mask_then_cut(f"{type(exc).__name__}: {exc}", 300)
+        return DiagnosisItem("server", f"GET {shown} does not answer ({problem})", False)
+    if response.status_code != 200:
+        key_hint = f" (is {ENV_API_KEY} right?)" if response.status_code in (401, 403) else ""
+        return DiagnosisItem(
+            "server", f"GET {shown} answered HTTP {response.status_code}{key_hint}", False
+        )
+    return DiagnosisItem("server", f"GET {shown} answers (HTTP 200{_model_names(response)})", True)
+
+
+def _model_names(response: httpx.Response) -> str:
+    try:
+        data = response.json().get("data")
+        names = [str(m.get("id")) for m in data if isinstance(m, dict)]
+    except (ValueError, AttributeError, TypeError):
+        return ""
+    return f", models: {', '.join(names[:10])}" if names else ""

@@ -1,0 +1,184 @@
+"""Named models in pytest: ``--tnsai-model NAME`` (repeatable), ``--tnsai-compare-models A B``.
+
+The names come from the core's table (``tnsai_eval.llm.ModelTable``: the
+``[tool.tnsai-eval.models]`` table of the rootdir's ``pyproject.toml``, or the
+file named by ``--tnsai-models-file``), so they mean here what they mean to
+the CLI. With two or more names, every test that scores through the plugin
+(``evaluate_prompt``, ``refine`` and so ``@refine_until``) is parametrized by
+the ``tnsai_model`` fixture and runs once per model, the model's name in its
+test id (``test_capitals[small]``); with one name (or none) test ids stay as
+they were, so existing baselines keep matching.
+
+``--llm-model`` keeps its meaning (a model name on the configured server);
+named models are a separate, explicit choice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from tnsai_eval.llm import ModelTable, NamedModel
+
+__all__ = ["ModelOptions", "add_model_options", "model_options"]
+
+_HELP_MODEL = (
+    "run each evaluate_prompt and refine_until test against this named model "
+    "([tool.tnsai-eval.models.NAME] in pyproject.toml; `embedded` is built in). Repeat it "
+    "for several models: the model's name then joins the test id."
+)
+_HELP_FILE = "a TOML file with the named models ([models.NAME] tables) instead of pyproject.toml."
+_HELP_COMPARE = (
+    "the gate's paired verdict of model B against model A on the same cases (both given "
+    "with --tnsai-model): flipped cases, sign test, tokens and cost; a regression fails "
+    "the session."
+)
+_HELP_COSTS = (
+    "also gate each test's tokens, calls and estimated cost (lower is better) with this "
+    "relative tolerance (0.2: 20%% more fails), against the baseline and between models."
+)
+
+
+def add_model_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tnsai")
+    group.addoption(
+        "--tnsai-model", dest="tnsai_models", action="append", default=None, metavar="NAME",
+        help=_HELP_MODEL,
+    )  # fmt: skip
+    parser.addini("tnsai_models", help=_HELP_MODEL, type="args", default=[])
+    group.addoption(
+        "--tnsai-models-file", dest="tnsai_models_file", default=None, metavar="PATH",
+        help=_HELP_FILE,
+    )  # fmt: skip
+    parser.addini("tnsai_models_file", help=_HELP_FILE, default=None)
+    group.addoption(
+        "--tnsai-compare-models", dest="tnsai_compare_models", nargs=2, default=None,
+        metavar=("A", "B"), help=_HELP_COMPARE,
+    )  # fmt: skip
+    parser.addini("tnsai_compare_models", help=_HELP_COMPARE, type="args", default=[])
+    group.addoption(
+        "--tnsai-gate-costs", dest="tnsai_gate_costs", default=None, metavar="FRACTION",
+        help=_HELP_COSTS,
+    )  # fmt: skip
+    parser.addini("tnsai_gate_costs", help=_HELP_COSTS.replace("%%", "%"), default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOptions:
+    """The named models of one run, resolved and checked."""
+
+    models: tuple[NamedModel, ...] = ()
+    compare: tuple[str, str] | None = None
+    gate_costs: float | None = None
+    source: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.models)
+
+    def get(self, name: str) -> NamedModel:
+        return next(m for m in self.models if m.name == name)
+
+    def describe(self) -> dict[str, object]:
+        """What the report's configuration records (names, endpoints, prices; never a key)."""
+        if not self.models:
+            return {}
+        return {
+            "models": list(self.names),
+            "model_table": {m.name: m.describe() for m in self.models},
+            "models_source": self.source,
+            "compare_models": None if self.compare is None else list(self.compare),
+            "gate_costs": self.gate_costs,
+        }
+
+
+def model_options(config: pytest.Config, record_mode: str) -> ModelOptions:
+    """The run's named models (CLI > ini); a bad name or unset key is a ``UsageError``.
+
+    A key variable is checked only where the run may call the model: a
+    replaying run (CI) reads recordings and needs no key.
+    """
+    names, origin = _given(config)
+    compare, compare_origin = _compare(config)
+    gate_costs = _gate_costs(config)
+    if not names:
+        if compare is not None:
+            raise pytest.UsageError(
+                f"{compare_origin} {' '.join(compare)}: name the models to run with "
+                "--tnsai-model (once for each)"
+            )
+        return ModelOptions(gate_costs=gate_costs)
+    from tnsai_eval.errors import ConfigError
+
+    try:
+        table = _table(config)
+        models = table.select(names)
+        if record_mode != "replay":
+            for model in models:
+                model.api_key()
+    except ConfigError as exc:
+        raise pytest.UsageError(f"{origin}: {exc}") from None
+    if compare is not None:
+        missing = [n for n in compare if n not in names]
+        if missing:
+            raise pytest.UsageError(
+                f"{compare_origin}: {', '.join(map(repr, missing))} not among the models run "
+                f"({', '.join(names)}); add --tnsai-model {missing[0]}"
+            )
+        if compare[0] == compare[1]:
+            raise pytest.UsageError(f"{compare_origin}: both names are {compare[0]!r}")
+    return ModelOptions(models, compare, gate_costs, table.source)
+
+
+def _given(config: pytest.Config) -> tuple[list[str], str]:
+    cli = config.getoption("tnsai_models")
+    if cli:
+        return [str(n).strip() for n in cli], "--tnsai-model"
+    ini = config.getini("tnsai_models")
+    return [str(n).strip() for n in ini or ()], "ini tnsai_models"
+
+
+def _compare(config: pytest.Config) -> tuple[tuple[str, str] | None, str]:
+    cli = config.getoption("tnsai_compare_models")
+    if cli:
+        return (str(cli[0]), str(cli[1])), "--tnsai-compare-models"
+    ini = [str(n) for n in config.getini("tnsai_compare_models") or ()]
+    if not ini:
+        return None, ""
+    if len(ini) != 2:
+        raise pytest.UsageError(
+            f"ini tnsai_compare_models: expected two model names, got {' '.join(ini)!r}"
+        )
+    return (ini[0], ini[1]), "ini tnsai_compare_models"
+
+
+def _gate_costs(config: pytest.Config) -> float | None:
+    value, origin = config.getoption("tnsai_gate_costs"), "--tnsai-gate-costs"
+    if value is None:
+        value, origin = config.getini("tnsai_gate_costs"), "ini tnsai_gate_costs"
+    if value in (None, ""):
+        return None
+    try:
+        number = float(str(value))
+    except ValueError:
+        raise pytest.UsageError(f"{origin}: {value!r} is not a valid float") from None
+    if not math.isfinite(number) or number < 0:
+        raise pytest.UsageError(f"{origin}: expected a finite number >= 0, got {value!r}")
+    return number
+
+
+def _table(config: pytest.Config) -> ModelTable:
+    from tnsai_eval.llm import ModelTable
+
+    cli = config.getoption("tnsai_models_file")
+    if cli:
+        return ModelTable.load(config.invocation_params.dir / str(cli))
+    ini = config.getini("tnsai_models_file")
+    if ini:
+        return ModelTable.load(config.rootpath / str(ini))
+    return ModelTable.load(start=Path(config.rootpath))
