@@ -93,7 +93,7 @@ if TYPE_CHECKING:
         StopHook,
     )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AdaptivePromptEnricher",

@@ -265,8 +265,10 @@ def load_meta(name_or_path: str | os.PathLike[str]) -> DatasetMeta:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise DatasetError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
         raise DatasetError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise DatasetError(f"{str(path)!r} is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise DatasetError(f"{str(path)!r} must hold a JSON object, got {type(data).__name__}")
     meta, problems = _parse_meta(data)
@@ -407,7 +409,14 @@ def load_cases(source: CasesInput) -> list[TestCase]:
 
 
 def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise DatasetError(
+            f"a dataset is named by a str or a path, got {type(name_or_path).__name__} "
+            f"{name_or_path!r}"
+        )
     raw = os.fspath(name_or_path)
+    if not raw.strip():
+        raise DatasetError("a dataset name or path is needed, got an empty string")
     is_name = isinstance(name_or_path, str) and "/" not in raw and os.sep not in raw
     if is_name and not raw.endswith(_SUFFIX):
         path = dataset_dir() / f"{raw}{_SUFFIX}"
@@ -430,6 +439,10 @@ def _parse_line(line: str) -> tuple[TestCase | None, str | None]:
         item = json.loads(line)
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except ValueError as exc:  # an integer past the interpreter's digit limit
+        return None, f"not valid JSON ({exc})"
+    except RecursionError:
+        return None, "not valid JSON (nested too deeply to decode)"
     if not isinstance(item, dict):
         return None, f"expected a JSON object, got {type(item).__name__}"
     return _case_from(item)

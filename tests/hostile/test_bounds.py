@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
+from tests.processes import running
 from tnsai_eval.errors import BadResponseError, ConditionError, LLMTimeoutError
 from tnsai_eval.feedback import Agent
 from tnsai_eval.llm import OpenAIClient
@@ -147,14 +148,14 @@ def test_first_code_block_on_many_unclosed_fences() -> None:
 
 
 def test_a_setsid_child_does_not_survive_its_check(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
-    command = f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 60' & sleep 0.5; exit 0"
+    # Found by its unique command line: inside the check's PID namespace, $$ is
+    # not a number this process could look up.
+    marker = f"60.{os.getpid()}1"
+    command = f"setsid sh -c 'exec sleep {marker}' & sleep 0.5; exit 0"
     criteria = CompletionCriteria.builder().compiler_check(command).build()
     (outcome,) = criteria.evaluate("x")
     assert outcome.passed
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert running(f"sleep {marker}") == []
 
 
 def test_the_host_process_is_not_a_subreaper() -> None:

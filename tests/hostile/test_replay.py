@@ -105,6 +105,23 @@ def test_logprobs_and_finish_reason_round_trip(tmp_path: Path) -> None:
     assert (back.cached, back.attempts) == (True, 0)
 
 
+@pytest.mark.parametrize("value", [10**400, -(10**400)], ids=["10**400", "-10**400"])
+def test_a_replayed_logprob_beyond_any_float_is_a_store_error_naming_it(
+    tmp_path: Path, value: int
+) -> None:
+    # A hand-edited (or hostile) recording: json holds the integer, float() cannot.
+    store = ResponseStore(tmp_path)
+    request = StoredRequest.build("m", "ok?", {"logprobs": True})
+    store.put(request, Completion("yes", logprobs=(TokenLogprob("yes", -0.1, ()),)))
+    (path,) = tmp_path.glob("*.json")
+    data = json.loads(path.read_text())
+    (entry,) = data["replies"].values()
+    entry["response"]["logprobs"][0]["logprob"] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(StoreError, match=r"logprobs\[0\]"):
+        ResponseStore(tmp_path).get(request.key)
+
+
 def test_format_1_recordings_are_still_read(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path)
     request = StoredRequest.build("m", "hi")

@@ -237,7 +237,9 @@ def test_compare_models_names_the_flipped_cases(suite: pytest.Pytester) -> None:
     assert markdown.returncode == 1, markdown.stderr
     assert "**model new (B) against old (A)**" in markdown.stdout
     assert re.search(
-        r"\| test_suite.py::test_capitals \| regressed \| 1.000 -> 0.500 \|", markdown.stdout
+        # Cells are escaped Markdown: "_" would start emphasis, ">" a quote.
+        r"\| test\\_suite.py::test\\_capitals \| regressed \| 1.000 -\\> 0.500 \|",
+        markdown.stdout,
     )
     page = (suite.path / "r.html").read_text(encoding="utf-8")
     assert "<h2>Model new against old: " in page

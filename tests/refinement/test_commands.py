@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.processes import running
 from tnsai_eval.refinement import CheckKind, CompletionCriteria, RefinementLoop, RefinementStatus
 from tnsai_eval.testing import ScriptedLLM
 
-from .conftest import PY_COMPILE, process_gone
+from .conftest import PY_COMPILE
 
 
 def test_py_compile_passes_valid_python() -> None:
@@ -147,34 +149,34 @@ def test_output_path_is_also_in_the_environment() -> None:
     assert criteria.score("hi") == 1.0
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path: Path, kill_leftovers: list[int]) -> None:
-    pidfile = tmp_path / "pid"
+def test_timeout_kills_the_whole_process_group(kill_leftovers: list[int]) -> None:
+    # Found by its command line: inside the check's PID namespace, $! is not a
+    # pid this process could look up.
+    marker = f"sleep 600.{os.getpid()}1"
     # The sleeper's parent exits at once, so the sleeper is an orphan that no
     # shell waits for: only killing the whole group ends it.
-    command = f"sh -c 'sleep 600 & echo $! > {pidfile}'; sleep 30"
+    command = f"sh -c '{marker} &'; sleep 30"
     criteria = CompletionCriteria.builder().test_command(command, timeout_s=1).build()
     [outcome] = criteria.evaluate("x")
-    pid = int(pidfile.read_text())
-    kill_leftovers.append(pid)
+    left = running(marker)
+    kill_leftovers.extend(left)
     assert not outcome.passed
     assert "did not finish within 1 s and was killed" in outcome.message
-    assert process_gone(pid)
+    assert left == []
 
 
-def test_background_children_do_not_outlive_a_passing_check(
-    tmp_path: Path, kill_leftovers: list[int]
-) -> None:
-    pidfile = tmp_path / "pid"
+def test_background_children_do_not_outlive_a_passing_check(kill_leftovers: list[int]) -> None:
+    marker = f"sleep 60.{os.getpid()}2"
     criteria = (
         CompletionCriteria.builder()
-        .compiler_check(f"sleep 60 & echo $! > {pidfile}; echo done; exit 0", timeout_s=20)
+        .compiler_check(f"{marker} & echo done; exit 0", timeout_s=20)
         .build()
     )
     [outcome] = criteria.evaluate("x")
-    pid = int(pidfile.read_text())
-    kill_leftovers.append(pid)
+    left = running(marker)
+    kill_leftovers.extend(left)
     assert outcome.passed
-    assert process_gone(pid)
+    assert left == []
 
 
 def test_a_command_that_cannot_run_fails_cleanly() -> None:

@@ -90,7 +90,8 @@ def test_markdown_for_a_pull_request(
     assert out.startswith("### tnsai-eval FAIL: 1 regression(s)")
     assert "| test | score [95% CI] | status | cases passed |" in out
     assert "| broken | c0 | question 0 | answer 0 |" in out
-    assert "#### t.py::test_support (score): 6 broken, 2 fixed" in out
+    # Ids are escaped: "_" would start emphasis.
+    assert "#### t.py::test\\_support (score): 6 broken, 2 fixed" in out
 
 
 def test_junit_has_one_testcase_per_case(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:

@@ -63,18 +63,23 @@ def no_surrogates(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def escape_markdown(text: str) -> str:
+def escape_markdown(text: str, *, inline: bool = False) -> str:
     """``text`` on one line, encodable, every Markdown special character escaped.
 
     It renders as the original text (flattened) in a paragraph, a heading, a
     list item or a table cell; it can never add a line, a heading, a table
-    cell, a link, a code span or an HTML tag.
+    cell, a link, a code span or an HTML tag. ``inline=True`` says the text
+    never starts a line (it follows other text, or fills a table cell), so
+    what only means something at a line's start (``-``, ``+``, ``=``, ``1.``)
+    is left as it is: ``-1.00`` stays readable in the Markdown source.
 
     >>> print(escape_markdown("test_a[x|y]"), escape_markdown("1. - b"))
     test\\_a\\[x\\|y\\] 1\\. - b
+    >>> print(escape_markdown("-1.00", inline=True))
+    -1.00
     """
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", no_surrogates(one_line(text)))
-    start = _LINE_START.match(escaped)
+    start = None if inline else _LINE_START.match(escaped)
     if start is None:
         return escaped
     if start.group(2).isdigit():  # "1." -> "1\.": the marker is the punctuation after it

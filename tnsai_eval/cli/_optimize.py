@@ -23,11 +23,12 @@ import json
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import urlsplit
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import redact_url
+from tnsai_eval._util.secrets import frozen_secrets, mask, mask_deep, redact_url
+from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.cli._common import (
     add_model_options,
     check_output_dir,
@@ -57,6 +58,9 @@ from tnsai_eval.optimizer import (
     TokenF1Evaluator,
 )
 from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, resolve_model
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DEFAULT_PROMPTS", "add_parser"]
 
@@ -459,18 +463,38 @@ def _print_report(result: OptimizationResult) -> None:
 
 
 def _write_outputs(result: OptimizationResult, out: Path) -> None:
+    with frozen_secrets():  # every cell is masked: the secrets are read once
+        _write_files(result, out)
+
+
+def _write_files(result: OptimizationResult, out: Path) -> None:
     from tnsai_eval.plots import plot_optimizer_rounds
 
     out.mkdir(parents=True, exist_ok=True)
-    result.to_dataframe().to_csv(out / "results.csv", index=False)
-    result.rounds_dataframe().to_csv(out / "rounds.csv", index=False)
-    variants = {
-        "best_variant": result.best_variant,
-        "held_out": result.held_out_dict(),
-        "variants": [v.to_dict() for v in result.variants],
-    }
+    # Files meant to be kept and shared: every text in them is masked (a case
+    # or a prompt can quote a key) and encodable (a lone surrogate in a case).
+    _shareable(result.to_dataframe()).to_csv(out / "results.csv", index=False)
+    _shareable(result.rounds_dataframe()).to_csv(out / "rounds.csv", index=False)
+    variants = mask_deep(
+        {
+            "best_variant": result.best_variant,
+            "held_out": result.held_out_dict(),
+            "variants": [v.to_dict() for v in result.variants],
+        }
+    )
     atomic_write_text(out / "variants.json", json.dumps(variants, indent=2) + "\n")
     figure = plot_optimizer_rounds(result, title="Score progression")
     figure.savefig(out / "score_progression.png", dpi=100)
     written = ("results.csv", "rounds.csv", "variants.json", "score_progression.png")
     print(f"wrote {', '.join(str(out / name) for name in written)}")
+
+
+def _shareable(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell and column name masked and made encodable."""
+
+    def clean(value: object) -> object:
+        return no_surrogates(mask(value)) if isinstance(value, str) else value
+
+    shown = frame.map(clean)
+    shown.columns = [clean(name) for name in frame.columns]
+    return shown

@@ -26,7 +26,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval._util.text import escape_markdown
+from tnsai_eval._util.secrets import frozen_secrets
+from tnsai_eval._util.text import escape_markdown, shown_label
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
     Comparison,
@@ -165,8 +166,17 @@ def _check_output(path: str | None, option: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Every output masks every id and text: the secrets are read once for all.
+    with frozen_secrets():
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     _check_output(args.junit, "--junit")
     _check_output(args.html, "--html")
+    if args.baseline is not None and not args.baseline.strip():
+        # `--baseline "$UNSET"` must not quietly turn the gate off.
+        raise ConfigError("--baseline: expected a report path, got an empty value")
     report = read_report(args.report)
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
@@ -218,8 +228,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         config = report.config
         print(
-            f"report {args.report} (schema {report.schema_version}, {_models_shown(report)}, "
-            f"record mode {config.get('record_mode') or '-'})"
+            f"report {args.report} (schema {report.schema_version}, "
+            f"{_models_shown(report)}, "
+            f"record mode {shown_label(str(config.get('record_mode') or '-'))})"
         )
         print(format_summary(report))
         if comparison is not None:
@@ -266,14 +277,20 @@ def render_markdown(
 
     lines = [f"### tnsai-eval {headline(comparison)}", ""]
     config = report.config
+
+    def shown(value: object) -> str:
+        # Values from the report file are data: masked, flat, escaped (no code
+        # spans, since a backtick in a value would close one).
+        return escape_markdown(shown_label(str(value or "-")), inline=True)
+
     lines.append(
-        f"`{name}`: {_models_shown(report, '`')}, record mode "
-        f"`{config.get('record_mode') or '-'}`, schema {report.schema_version}"
+        f"{shown(name)}: {_models_shown(report, markdown=True)}, record mode "
+        f"{shown(config.get('record_mode'))}, schema {report.schema_version}"
     )
     lines.append("")
     lines.append(markdown_table(*summary_rows(report)))
     if comparison is not None:
-        lines += ["", f"Against baseline `{baseline_name or '-'}`:", ""]
+        lines += ["", f"Against baseline {shown(baseline_name)}:", ""]
         if settings:
             lines += [settings, ""]
         lines.append(format_comparison(comparison, markdown=True))
@@ -293,8 +310,13 @@ def headline(comparison: Comparison | None) -> str:
     return "PASS: no regressions"
 
 
-def _models_shown(report: Report, quote: str = "") -> str:
+def _models_shown(report: Report, *, markdown: bool = False) -> str:
     # A run against named models (--tnsai-model) names them; others name the one model.
+    # Names come from the report file: masked, flat, and escaped in Markdown.
+    def shown(value: object) -> str:
+        label = shown_label(str(value or "-"))
+        return escape_markdown(label, inline=True) if markdown else label
+
     if report.models:
-        return "models " + ", ".join(f"{quote}{m}{quote}" for m in report.models)
-    return f"model {quote}{report.config.get('model') or '-'}{quote}"
+        return "models " + ", ".join(shown(m) for m in report.models)
+    return f"model {shown(report.config.get('model'))}"

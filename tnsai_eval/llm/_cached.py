@@ -21,6 +21,7 @@ from tnsai_eval.errors import OldStoreKeyWarning, ReplayMissError, ServerMismatc
 from tnsai_eval.llm._budget import ametered_call, metered_call
 from tnsai_eval.llm._store import DEFAULT_CASSETTE, Recording, ResponseStore, StoredRequest
 from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput
+from tnsai_eval.llm._wire import check_params
 from tnsai_eval.settings import RecordMode
 
 __all__ = ["CachedLLM"]
@@ -162,6 +163,7 @@ class CachedLLM:
     def _request(
         self, messages: MessagesInput, params: dict[str, Any], sample: int
     ) -> StoredRequest | None:
+        check_params(params)  # a cyclic or absurdly deep schema: ConfigError, not RecursionError
         if self.mode is RecordMode.OFF:
             return None
         # Built before the model is called, so a parameter that cannot be

@@ -20,14 +20,17 @@ those so that the caller can say what the grammar does not guarantee.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, TypeAlias
 
 from tnsai_eval.errors import ConfigError
 
 __all__ = [
+    "GRAMMAR_LIMITS",
     "ResponseFormatStyle",
     "check_response_format",
+    "grammar_schema_key",
     "json_schema_format",
     "response_format_schema",
     "schema_key",
@@ -186,3 +189,87 @@ def schema_key(schema: Mapping[str, Any]) -> str:
     order are two grammars.
     """
     return json.dumps(schema, ensure_ascii=False)
+
+
+#: What a schema compiled to a llama.cpp grammar may ask for. The converter
+#: writes a length or count bound n as n copies of a rule and a regex's
+#: ``x{n}`` as n copies of ``x`` (``minLength: 1e8`` built a 500 MB grammar),
+#: names properties in time quadratic in their number, and recurses once per
+#: level: beyond these, a schema is refused before anything is compiled.
+GRAMMAR_LIMITS: Mapping[str, int] = {
+    "bound": 1_000,  # minLength, maxLength, minItems, maxItems, regex {n,m}
+    "depth": 32,  # nested subschemas
+    "properties": 256,  # properties over the whole schema
+    "schema_chars": 65_536,  # the schema's JSON text
+    "grammar_chars": 1_000_000,  # the compiled grammar's text
+}
+_BOUND_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems")
+# A regex repetition {n}, {n,} or {n,m}: its numbers, however many digits.
+_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def grammar_schema_key(schema: Mapping[str, Any]) -> str:
+    """``schema_key(schema)``, once ``schema`` is checked against ``GRAMMAR_LIMITS``.
+
+    ``ConfigError`` names the first part past a limit. The walk uses no
+    recursion and comes before the schema is serialized, so a schema nested
+    thousands deep is refused, never a ``RecursionError``.
+
+    >>> grammar_schema_key({"type": "string", "maxLength": 10**8})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    tnsai_eval.errors.ConfigError: response_format schema: $.maxLength is 100000000; ...
+    """
+    limits = GRAMMAR_LIMITS
+    properties = 0
+    stack: list[tuple[object, str, int]] = [(schema, "$", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        if depth > limits["depth"]:
+            raise ConfigError(
+                f"response_format schema: {path} is nested {depth} levels deep; a grammar "
+                f"holds at most {limits['depth']}"
+            )
+        for keyword in _BOUND_KEYWORDS:
+            value = node.get(keyword)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if not value <= limits["bound"]:  # NaN too
+                raise ConfigError(
+                    f"response_format schema: {path}.{keyword} is {value!r}; a grammar "
+                    f"writes each repetition out, so at most {limits['bound']}"
+                )
+        pattern = node.get("pattern")
+        if isinstance(pattern, str):
+            for match in _REPEAT.finditer(pattern):
+                for number in match.groups():
+                    if number and (len(number) > 6 or int(number) > limits["bound"]):
+                        raise ConfigError(
+                            f"response_format schema: {path}.pattern repeats "
+                            f"{match.group(0)!r}; a grammar writes each repetition out, so "
+                            f"at most {limits['bound']}"
+                        )
+        for key, value in node.items():
+            if key in _SUBSCHEMA:
+                stack.append((value, f"{path}.{key}", depth + 1))
+            elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+                stack.extend((v, f"{path}.{key}[{i}]", depth + 1) for i, v in enumerate(value))
+            elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+                if key == "properties":
+                    properties += len(value)
+                    if properties > limits["properties"]:
+                        raise ConfigError(
+                            f"response_format schema: more than {limits['properties']} "
+                            "properties; a grammar names each, in time that grows with the "
+                            "square of their number"
+                        )
+                stack.extend((v, f"{path}.{key}.{name}", depth + 1) for name, v in value.items())
+    text = schema_key(schema)
+    if len(text) > limits["schema_chars"]:
+        raise ConfigError(
+            f"response_format schema: {len(text)} characters of JSON; a grammar is compiled "
+            f"from at most {limits['schema_chars']}"
+        )
+    return text

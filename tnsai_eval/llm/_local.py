@@ -34,6 +34,7 @@ import os
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,9 +48,10 @@ from tnsai_eval.errors import (
     StructuredOutputWarning,
 )
 from tnsai_eval.llm._format import (
+    GRAMMAR_LIMITS,
     check_response_format,
+    grammar_schema_key,
     response_format_schema,
-    schema_key,
     unenforced_keywords,
 )
 from tnsai_eval.llm._llama import import_llama_cpp, new_llama
@@ -106,7 +108,10 @@ class _Loaded:
 _LOADED: dict[_LoadKey, _Loaded] = {}
 _LOAD_LOCK = threading.Lock()
 # Compiled grammars by canonical schema text; a grammar is immutable once built.
-_GRAMMARS: dict[str, Any] = {}
+# The most recently used ones are kept (a run that sends a new schema with
+# every call must not keep every grammar forever).
+_GRAMMARS: OrderedDict[str, Any] = OrderedDict()
+_GRAMMAR_CACHE_SIZE = 64
 _GRAMMAR_LOCK = threading.Lock()
 
 
@@ -346,9 +351,12 @@ def _grammar(response_format: Mapping[str, Any]) -> Any:
     if response_format.get("type") == "text":
         return None
     schema = response_format_schema(response_format)
-    key = "" if schema is None else schema_key(schema)
+    # ConfigError past GRAMMAR_LIMITS, before anything is serialized or compiled.
+    key = "" if schema is None else grammar_schema_key(schema)
     with _GRAMMAR_LOCK:
         cached = _GRAMMARS.get(key)
+        if cached is not None:
+            _GRAMMARS.move_to_end(key)
     if cached is not None:
         return cached
     from llama_cpp import llama_grammar
@@ -356,7 +364,15 @@ def _grammar(response_format: Mapping[str, Any]) -> Any:
     grammar: Any = None
     if schema is not None:
         try:
-            grammar = llama_grammar.LlamaGrammar.from_json_schema(key, verbose=False)
+            text = llama_grammar.json_schema_to_gbnf(key)
+            if len(text) > GRAMMAR_LIMITS["grammar_chars"]:
+                raise ConfigError(
+                    f"response_format schema compiles to a grammar of {len(text)} characters; "
+                    f"at most {GRAMMAR_LIMITS['grammar_chars']} are kept"
+                )
+            grammar = llama_grammar.LlamaGrammar.from_string(text, verbose=False)
+        except ConfigError:
+            raise
         except Exception as exc:  # the converter raises bare Exception/ValueError
             warnings.warn(
                 f"llama.cpp cannot compile this JSON schema ({exc}); the reply is "
@@ -377,4 +393,6 @@ def _grammar(response_format: Mapping[str, Any]) -> Any:
         grammar = llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
     with _GRAMMAR_LOCK:
         _GRAMMARS[key] = grammar
+        while len(_GRAMMARS) > _GRAMMAR_CACHE_SIZE:
+            _GRAMMARS.popitem(last=False)
     return grammar

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -10,6 +11,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from tnsai_eval.errors import ConfigError
 
 __all__ = [
+    "LOGPROB_FLOOR",
     "AsyncLLMClient",
     "Completion",
     "LLMClient",
@@ -20,6 +22,7 @@ __all__ = [
     "Usage",
     "acall",
     "call_tokens",
+    "clamp_logprob",
     "estimate_tokens",
     "last_user_message",
     "normalize_messages",
@@ -91,6 +94,39 @@ class TokenLogprob:
     token: str
     logprob: float
     top_logprobs: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        # Normalized here, whoever builds it (a live reply, a replayed one, a
+        # fake): every log-probability lies in [LOGPROB_FLOOR, 0].
+        object.__setattr__(self, "logprob", clamp_logprob(self.logprob))
+        object.__setattr__(
+            self,
+            "top_logprobs",
+            tuple((token, clamp_logprob(value)) for token, value in self.top_logprobs),
+        )
+
+
+# A log-probability of -inf (probability 0) is stored as this: JSON has no
+# infinity, and e**-9999 is 0 for every use the judge makes of it.
+LOGPROB_FLOOR = -9999.0
+
+
+def clamp_logprob(value: float) -> float:
+    """``value`` as a log-probability in [LOGPROB_FLOOR, 0]; NaN stays NaN (callers refuse it).
+
+    Rounding can put a certain token a hair above 0; a hostile server can send
+    10**400, which no float holds.
+
+    >>> clamp_logprob(1e-9), clamp_logprob(-10**400), clamp_logprob(10**400)
+    (0.0, -9999.0, 0.0)
+    """
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond any float
+        number = math.inf if value > 0 else -math.inf
+    if math.isnan(number):
+        return number
+    return min(max(number, LOGPROB_FLOOR), 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tnsai_eval._util.secrets import mask_then_cut
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm._types import (
     Completion,
@@ -18,11 +19,14 @@ from tnsai_eval.llm._types import (
     TokenLogprob,
     ToolCall,
     Usage,
+    clamp_logprob,
     normalize_messages,
 )
 
 __all__ = [
+    "MAX_PARAM_DEPTH",
     "ReplyProblem",
+    "check_params",
     "completion_from_body",
     "decode_completion",
     "encode_request",
@@ -33,6 +37,45 @@ __all__ = [
 # then cuts the message much shorter, so a key straddling this first cut lies
 # beyond the final one and never shows.
 _SHOWN = 4096
+# How much of a tool call's unparsable arguments a ReplyProblem quotes.
+_QUOTED = 200
+
+
+# How deep call parameters (a response_format's schema, tools) may nest. A
+# real schema is a few levels deep; a cyclic dict or a schema 500 objects deep
+# (1,000 levels) would otherwise end in a bare RecursionError in the encoder
+# or in any code that walks the parameters.
+MAX_PARAM_DEPTH = 200
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """ConfigError, before anything walks ``params``, when they nest too deep or hold a cycle.
+
+    Depth first and without recursion, so a cycle is caught after
+    ``MAX_PARAM_DEPTH`` steps down it.
+
+    >>> loop = {"type": "object"}
+    >>> loop["properties"] = {"self": loop}
+    >>> check_params({"response_format": loop})
+    Traceback (most recent call last):
+    ...
+    tnsai_eval.errors.ConfigError: request parameters nest deeper than 200 levels (a schema ...
+    """
+    stack: list[tuple[object, int]] = [(params, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children: Any = value.values()
+        elif isinstance(value, list | tuple):
+            children = value
+        else:
+            continue
+        if depth >= MAX_PARAM_DEPTH:
+            raise ConfigError(
+                f"request parameters nest deeper than {MAX_PARAM_DEPTH} levels (a schema "
+                "that contains itself, or one nested far deeper than any model needs)"
+            )
+        stack.extend((child, depth + 1) for child in children)
 
 
 class ReplyProblem(Exception):
@@ -53,6 +96,7 @@ def encode_request(
     """
     if params.get("stream"):
         raise ConfigError("stream=True is not supported: OpenAIClient returns whole replies")
+    check_params(params)
     # Validates every message (naming the bad one); the wire form keeps mapping
     # items whole so that fields we do not model (tool_calls, name) go through.
     normalize_messages(messages)
@@ -69,7 +113,7 @@ def encode_request(
         raise ConfigError(f"model must be a non-empty str, got {model!r}")
     try:
         content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ConfigError(f"request parameters are not JSON-serializable: {exc}") from exc
     return model, content
 
@@ -183,8 +227,10 @@ def _arguments(value: object, where: str) -> dict[str, Any]:
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as exc:
+            # Masked before it is cut: a key the server echoed must not leave its start.
             raise ReplyProblem(
-                f"{where}.function.arguments is not valid JSON ({exc}): {text[:200]!r}"
+                f"{where}.function.arguments is not valid JSON ({exc}): "
+                f"{mask_then_cut(text, _QUOTED)!r}"
             ) from None
     if not isinstance(value, dict):
         raise ReplyProblem(
@@ -218,16 +264,13 @@ def _logprobs(value: object) -> tuple[TokenLogprob, ...] | None:
     return tuple(out)
 
 
-# A log-probability of -inf (probability 0) is stored as this: JSON has no
-# infinity, and e**-9999 is 0 for every use the judge makes of it.
-_LOGPROB_FLOOR = -9999.0
-
-
 def _logprob(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ReplyProblem(f"{where}: logprob {value!r} is not a number")
-    # Rounding can put a certain token a hair above 0.
-    return min(max(float(value), _LOGPROB_FLOOR), 0.0)
+    number = clamp_logprob(value)  # 10**400 (no float holds it) included
+    if math.isnan(number):
+        raise ReplyProblem(f"{where}: logprob {value!r} is not a number")
+    return number
 
 
 def error_text(data: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ under the default caps.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -514,10 +515,32 @@ def _runtime_problem(exc: Exception, names: frozenset[str], state: Mapping[str, 
         known = ", ".join(sorted(str(key) for key in state)) or "nothing"
         return f"unknown name {unknown!r} (the state has: {known})"
     if isinstance(exc, TypeError):
+        # The binding reports an ordering of NaN (x > 1.0 with x NaN) as a missing
+        # overload, which blames types the user got right: name the NaN instead.
+        nans = sorted(name for name in names if _holds_nan(state.get(name)))
+        if nans:
+            return (
+                f"state value(s) {', '.join(map(repr, nans))} hold NaN, which CEL cannot "
+                "order (<, >, <=, >= have no answer for NaN); test with x != x "
+                "or pass a number"
+            )
         return f"type error: {_detail(exc)}"
     if isinstance(exc, ArithmeticError):
         return f"arithmetic error: {_detail(exc)}"
     return f"evaluation failed: {_detail(exc)}"
+
+
+def _holds_nan(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` is NaN or holds one (in a list or a mapping's values)."""
+    if isinstance(value, float):
+        return math.isnan(value)
+    if depth > _MAX_STATE_DEPTH or isinstance(value, str | bytes):
+        return False
+    if isinstance(value, Mapping):
+        return any(_holds_nan(item, depth + 1) for item in value.values())
+    if isinstance(value, Sequence):
+        return any(_holds_nan(item, depth + 1) for item in value)
+    return False
 
 
 def _detail(exc: BaseException) -> str:

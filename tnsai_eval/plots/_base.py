@@ -8,12 +8,16 @@ import textwrap
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from tnsai_eval._util.secrets import mask
+from tnsai_eval._util.text import no_surrogates
+
 __all__ = [
     "BASE_COLOR",
     "CURRENT_COLOR",
     "PASS_COLOR",
     "REGRESSION_COLOR",
     "nodeid_label",
+    "plain",
     "score_axis",
     "short",
     "to_png",
@@ -35,9 +39,22 @@ def to_png(fig: Figure, *, dpi: int = 100) -> bytes:
     return buffer.getvalue()
 
 
+def plain(text: object) -> str:
+    """``text`` as a figure may show it: masked, encodable, and never math.
+
+    Matplotlib reads text between two ``$`` as mathtext (``test_env[$A_$B]``
+    failed to parse and took the page down); an escaped ``\\$`` is a dollar.
+
+    >>> plain("test_env[$A_$B]")
+    'test_env[\\\\$A_\\\\$B]'
+    """
+    return no_surrogates(mask(str(text))).replace("$", r"\$")
+
+
 def short(text: object, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    return textwrap.shorten(" ".join(str(text).split()), width=width, placeholder="…")
+    """``text`` on one line, cut to ``width`` characters with an ellipsis (masked first)."""
+    flat = " ".join(no_surrogates(mask(str(text))).split())
+    return textwrap.shorten(flat, width=width, placeholder="…").replace("$", r"\$")
 
 
 def score_axis(ax: Axes) -> None:
@@ -52,6 +69,9 @@ def nodeid_label(nodeid: object, metric: object, *, show_metric: bool) -> str:
     # Node ids are long paths; their end (file::test[param]) is what tells tests apart.
     # Kept short so that long names do not squeeze the plot: the full node ids are in
     # the tables beside every such chart (the HTML report's, the widgets').
-    text = str(nodeid)
+    text = " ".join(no_surrogates(mask(str(nodeid))).split())
     text = text if len(text) <= _LABEL_CHARS else "…" + text[-(_LABEL_CHARS - 1) :]
-    return f"{text} · {metric}" if show_metric and isinstance(metric, str) else text
+    # Masked before the cut above (a key cut in two could not be found), and
+    # the metric by plain().
+    label = f"{text} · {metric}" if show_metric and isinstance(metric, str) else text
+    return plain(label)

@@ -7,7 +7,8 @@ table of its cases with filters (flipped, failing, unrecorded) and, for
 flipped cases, the baseline's and this run's outputs side by side. Figures
 are embedded as base64 PNG, the style sheet and the few lines of filter
 script are inline, so the file can be attached to a CI run or mailed and
-opened anywhere, offline. Case texts are masked for secrets.
+opened anywhere, offline. Every text on the page (case texts, test and case
+ids, metric names, the configuration) is masked for secrets.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tnsai_eval import frames
+from tnsai_eval._util.secrets import frozen_secrets, mask
+from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
@@ -86,9 +89,15 @@ _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_p
                  "live_calls", "latency_p50_s", "latency_p95_s")  # fmt: skip
 
 
+def _esc(value: object) -> str:
+    """Any text bound for the page: masked (ids and config can hold keys too),
+    encodable (a lone surrogate in a case), then HTML-escaped."""
+    return html.escape(no_surrogates(mask(str(value))))
+
+
 def _img(fig: Figure, alt: str) -> str:
     data = base64.b64encode(to_png(fig)).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+    return f'<img alt="{_esc(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _table(frame: pd.DataFrame, *, row_class: str | None = None) -> str:
@@ -96,10 +105,10 @@ def _table(frame: pd.DataFrame, *, row_class: str | None = None) -> str:
     if frame.empty:
         return "<p><i>(none)</i></p>"
     shown = list(frame.columns)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown)
+    head = "".join(f"<th>{_esc(str(c))}</th>" for c in shown)
     rows = []
     for _, row in frame.iterrows():
-        css = f' class="{html.escape(str(row[row_class]))}"' if row_class else ""
+        css = f' class="{_esc(str(row[row_class]))}"' if row_class else ""
         cells = "".join(f"<td>{_cell(row[c])}</td>" for c in shown)
         rows.append(f"<tr{css}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -110,7 +119,7 @@ def _cell(value: object) -> str:
         return ""
     if isinstance(value, float):
         return f"{value:.3f}"
-    return html.escape(str(value))
+    return _esc(str(value))
 
 
 def _verdict(comparison: Comparison) -> str:
@@ -134,13 +143,13 @@ def _evidence(comparison: Comparison) -> list[str]:
     """What is missing, and what the sign test could see next to each dropped or unchanged score."""
     parts: list[str] = []
     if comparison.shortfalls:
-        items = "".join(f"<li>{html.escape(str(s))}</li>" for s in comparison.shortfalls)
+        items = "".join(f"<li>{_esc(str(s))}</li>" for s in comparison.shortfalls)
         parts.append(f'<p>Missing evidence:</p><ul class="missing">{items}</ul>')
     power = [c for c in (*comparison.dropped, *comparison.unchanged) if c.detectability]
     if power:
         items = "".join(
-            f"<li><code>{html.escape(c.nodeid)}</code> ({html.escape(c.metric)}) "
-            f"<b>{c.kind.value}</b>: {html.escape(c.detectability.describe())}</li>"
+            f"<li><code>{_esc(c.nodeid)}</code> ({_esc(c.metric)}) "
+            f"<b>{c.kind.value}</b>: {_esc(c.detectability.describe())}</li>"
             for c in power
             if c.detectability is not None
         )
@@ -157,14 +166,14 @@ def _prompt_diffs(changes: tuple[PromptChange, ...]) -> list[str]:
     for change in changes:
         lines = change.diff() or ["(same text: the template or the call settings changed)"]
         body = "".join(
-            f'<span class="{_diff_class(line)}">{html.escape(line)}</span>'
+            f'<span class="{_diff_class(line)}">{_esc(line)}</span>'
             if _diff_class(line)
-            else html.escape(line) + "\n"
+            else _esc(line) + "\n"
             for line in lines
         )
         parts.append(
-            f"<h3>Prompt <code>{html.escape(change.name)}</code> changed "
-            f"({html.escape(change.baseline_hash)} -> {html.escape(change.current_hash)})</h3>"
+            f"<h3>Prompt <code>{_esc(change.name)}</code> changed "
+            f"({_esc(change.baseline_hash)} -> {_esc(change.current_hash)})</h3>"
             f'<pre class="diff">{body}</pre>'
         )
     return parts
@@ -217,23 +226,23 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         css = " ".join(k for k in kinds if k in ("broken", "fixed", "unrecorded"))
         rows.append(
             f'<tr class="{css}" data-kinds="{" ".join(kinds)}">'
-            + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+            + "".join(f"<td>{_esc(c)}</td>" for c in cells)
             + "</tr>"
         )
     parts = [
-        f"<h3>{html.escape(test.nodeid)}: {len(test.cases)} case record(s)</h3>",
+        f"<h3>{_esc(test.nodeid)}: {len(test.cases)} case record(s)</h3>",
         f'<div class="filters">{buttons}</div>',
         f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
         "</table>",
     ]
     flipped = sorted((c for c in flips.values()), key=lambda c: (c.flip != "broken", c.delta))
     for change in flipped:
-        before = html.escape(masked(change.baseline_output) or "")
-        after = html.escape(masked(change.current_output) or "")
+        before = _esc(masked(change.baseline_output) or "")
+        after = _esc(masked(change.current_output) or "")
         parts.append(
-            f"<p><b>{change.flip}</b> <code>{html.escape(change.id)}</code>: "
-            f"{html.escape(shown_text(change.input, 200))} "
-            f"(expected {html.escape(shown_text(change.expected, 80))}; "
+            f"<p><b>{change.flip}</b> <code>{_esc(change.id)}</code>: "
+            f"{_esc(shown_text(change.input, 200))} "
+            f"(expected {_esc(shown_text(change.expected, 80))}; "
             f"{change.baseline_score:.2f} -> {change.current_score:.2f})</p>"
             f'<div class="side"><div>baseline<pre>{before}</pre></div>'
             f"<div>this run<pre>{after}</pre></div></div>"
@@ -276,6 +285,7 @@ def _model_section(result: ModelComparison) -> list[str]:
     ]
 
 
+@frozen_secrets()  # one page, one reading of the secrets (every text on it is masked)
 def render_html(
     report: Report | str | os.PathLike[str],
     *,
@@ -306,11 +316,10 @@ def render_html(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(name)}</title><style>{_STYLE}</style>",
+        f"<title>{_esc(name)}</title><style>{_STYLE}</style>",
         f"<script>{_SCRIPT}</script></head><body>",
-        f"<h1>{html.escape(name)}</h1>",
-        f"<p>created {html.escape(run.created or '-')} · schema {run.schema_version} · "
-        f"{html.escape(config)}</p>",
+        f"<h1>{_esc(name)}</h1>",
+        f"<p>created {_esc(run.created or '-')} · schema {run.schema_version} · {_esc(config)}</p>",
         f"<p>{totals['tests']} test(s), {totals['failed']} failed · {totals['calls']} call(s), "
         f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)"
         + ("" if run.cost is None else f" · estimated cost {run.cost:.6f}")
@@ -324,7 +333,7 @@ def render_html(
         parts += [
             f"<h2>Against the baseline (tolerance {comparison.tolerance:g}, gate "
             f"{comparison.gate.value}{alpha}): {_verdict(comparison)}</h2>",
-            *([f"<p>{html.escape(settings)}</p>"] if settings else []),
+            *([f"<p>{_esc(settings)}</p>"] if settings else []),
             *_evidence(comparison),
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),

@@ -116,7 +116,9 @@ def plot_report_comparison(
     colors = [REGRESSION_COLOR if kind == "regressed" else CURRENT_COLOR for kind in data["kind"]]
     low = data["current_low"].to_numpy(float)
     high = data["current_high"].to_numpy(float)
-    errors = np.nan_to_num(np.vstack([current - low, high - current]))
+    # A score outside its own interval (a test that recorded its own `score`
+    # after evaluate_prompt) would give a negative bar: matplotlib refuses those.
+    errors = np.clip(np.nan_to_num(np.vstack([current - low, high - current])), 0.0, None)
     ax.barh(ys + height / 2, np.nan_to_num(current), height, color=colors,
             xerr=errors if errors.any() else None, capsize=2)  # fmt: skip
     labels = [
@@ -183,15 +185,26 @@ def plot_report_trend(
     return fig
 
 
-def plot_report_scores(report: pd.DataFrame, *, title: str = "Scores by test") -> Figure:
+def plot_report_scores(
+    report: pd.DataFrame, *, title: str = "Scores by test", max_tests: int = 60
+) -> Figure:
     """Each test's score in one report as a bar (with its 95% interval); failures in red.
 
     ``report`` is a ``frames.load_report`` frame (``nodeid``, ``status``,
     ``score`` and, when present, ``score_low``/``score_high``). Tests without a
-    score are left out.
+    score are left out. At most ``max_tests`` bars are drawn, failing tests
+    first, then the lowest scores (the table beside the figure lists them all).
     """
     frames.require_columns(report, ("nodeid", "status", "score"), what="report frame")
+    if max_tests < 1:
+        raise ConfigError(f"max_tests must be >= 1, got {max_tests!r}")
     data = report[report["score"].notna()].reset_index(drop=True)
+    total = len(data)
+    if total > max_tests:
+        order = data.assign(_ok=~data["status"].isin(("failed", "error")))
+        data = order.sort_values(["_ok", "score"], kind="stable").head(max_tests)
+        data = data.drop(columns="_ok").reset_index(drop=True)
+        title = f"{title}: {max_tests} of {total}, failing and lowest first"
     n = len(data)
     fig = Figure(figsize=(8.0, 1.2 + 0.35 * max(n, 1)), layout="constrained")
     ax = fig.add_subplot()
@@ -206,6 +219,7 @@ def plot_report_scores(report: pd.DataFrame, *, title: str = "Scores by test") -
                 data["score_high"].to_numpy(float) - scores,
             ]
         )
+        spread = np.clip(spread, 0.0, None)  # a score outside its interval: no negative bar
         errors = spread if np.nan_to_num(spread).any() else None
     ax.barh(np.arange(n), scores, color=colors, xerr=errors, capsize=2)
     ax.set_yticks(np.arange(n), [nodeid_label(t, None, show_metric=False) for t in data["nodeid"]])

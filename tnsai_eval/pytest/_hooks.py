@@ -166,8 +166,13 @@ class TnsaiHooks:
                 pytrace=False,
             )
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.session.on_report(report)
+        # On an xdist worker the record travels with its teardown report, before
+        # xdist's own hook serializes the report (tryfirst).
+        if report.when == "teardown" and _xdist.is_worker(self.config):
+            _xdist.attach(report, self.session)
 
     # -- the end -------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)

@@ -206,8 +206,11 @@ class PluginOptions:
             # Like pytest's own options: a path on the command line is relative
             # to where pytest was run, one in the ini file to the rootdir.
             found = values.get(key)
-            if found is None or not found[0]:
+            if found is None:
                 return None
+            if not found[0].strip():
+                # `--tnsai-baseline=` (an unset CI variable) must not quietly turn the gate off.
+                raise pytest.UsageError(f"{found[1]}: expected a path, got an empty value")
             base = config.invocation_params.dir if found[1].startswith("--") else config.rootpath
             return base / found[0]
 
@@ -239,6 +242,9 @@ class PluginOptions:
             )
         max_calls = values.get("tnsai_llm_max_calls")
         gate_latency = values.get("tnsai_gate_latency")
+        report = path("tnsai_report")
+        if report is not None:
+            _check_writable(report, values["tnsai_report"][1])
         min_common = _number(values.get("tnsai_min_common"), 0.8, float)
         if min_common > 1:
             raise pytest.UsageError(
@@ -252,7 +258,7 @@ class PluginOptions:
             record_mode=mode,
             record_mode_source=source,
             store=path("tnsai_llm_store") or config.rootpath / DEFAULT_STORE,
-            report=path("tnsai_report"),
+            report=report,
             baseline=path("tnsai_baseline"),
             tolerance=_number(values.get("tnsai_tolerance"), 0.05, float),
             repeat=int(_number(values.get("tnsai_repeat"), 1, int, minimum=1)),
@@ -301,6 +307,10 @@ class PluginOptions:
         return str(path)
 
 
+# The largest count an option takes (--tnsai-repeat, --llm-max-calls).
+_MAX_COUNT = 2**63 - 1
+
+
 def _flag(given: tuple[str, str] | None) -> bool:
     if given is None:
         return False
@@ -343,7 +353,34 @@ def _number(
         number = kind(value)
     except ValueError:
         raise pytest.UsageError(f"{origin}: {value!r} is not a valid {kind.__name__}") from None
-    # NaN would compare False with everything and quietly disable the gate.
+    # NaN would compare False with everything and quietly disable the gate; an
+    # int past any counter (10**400) would overflow the checks below.
+    if isinstance(number, int) and number > _MAX_COUNT:
+        raise pytest.UsageError(
+            f"{origin}: expected a whole number up to {_MAX_COUNT}, got {value!r}"
+        )
+    if isinstance(number, int) and number < minimum:  # before isfinite: -10**400 overflows it
+        raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
     if not math.isfinite(number) or number < minimum:
         raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
     return number
+
+
+def _check_writable(path: Path, origin: str) -> None:
+    """A usage error now, rather than a crash after every test has run, when the
+    report could not be written at ``path``."""
+    if path.is_dir():
+        raise pytest.UsageError(f"{origin}: {str(path)!r} is a directory, not a file")
+    folder = path.parent
+    # The report's folders are made when it is written: the nearest one that
+    # exists must be a writable directory.
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise pytest.UsageError(
+            f"{origin}: cannot write {str(path)!r}: {str(folder)!r} is not a directory"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise pytest.UsageError(
+            f"{origin}: cannot write {str(path)!r}: {str(folder)!r} is read-only"
+        )

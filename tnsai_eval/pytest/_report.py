@@ -24,15 +24,36 @@ def write_summary(
     """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table."""
     if not report.tests and comparison is None and report_path is None:
         return  # a run that never touched the plugin gets no section
+    from tnsai_eval._util.secrets import frozen_secrets
+
+    with frozen_secrets():  # every row is masked: the secrets are read once
+        _write(terminal, report, comparison, report_path, budget)
+
+
+def _write(
+    terminal: pytest.TerminalReporter,
+    report: Report,
+    comparison: Comparison | None,
+    report_path: str | None,
+    budget: CallBudget | None,
+) -> None:
+    from tnsai_eval._util.text import shown_label
     from tnsai_eval.reports import format_comparison, format_summary
 
+    def config(key: str) -> str:
+        # Config values and test ids are masked like everything else shown.
+        return shown_label(str(report.config.get(key) or "-"))
+
     terminal.write_sep("=", "tnsai-eval")
-    config = report.config
-    models = config.get("models")
-    shown = f"models: {', '.join(models)}" if models else f"model: {config.get('model') or '-'}"
+    models = report.config.get("models")
+    shown = (
+        f"models: {', '.join(shown_label(str(m)) for m in models)}"
+        if models
+        else f"model: {config('model')}"
+    )
     terminal.write_line(
-        f"{shown}   record mode: {config.get('record_mode')} "
-        f"({config.get('record_mode_source')})   store: {config.get('store')}"
+        f"{shown}   record mode: {config('record_mode')} "
+        f"({config('record_mode_source')})   store: {config('store')}"
     )
     if report.tests:
         for line in format_summary(report).splitlines():
@@ -52,7 +73,7 @@ def write_summary(
     if unrecorded:
         # Listed once for the whole run, with the one command that fixes it.
         count = sum(len({c.id for c in t.unrecorded}) for t in unrecorded)
-        nodeids = " ".join(t.nodeid for t in unrecorded)
+        nodeids = " ".join(shown_label(t.nodeid) for t in unrecorded)
         terminal.write_line(
             f"{count} case(s) in {len(unrecorded)} test(s) have no recorded reply and were "
             f"not scored; record them with:\n    pytest --llm-record record {nodeids}",
@@ -61,7 +82,7 @@ def write_summary(
     if report_path is not None:
         terminal.write_line(f"report written to {report_path}")
     if comparison is not None:
-        terminal.write_line(f"baseline {config.get('baseline')}:")
+        terminal.write_line(f"baseline {config('baseline')}:")
         red = not comparison.passed
         for line in format_comparison(comparison).splitlines():
             terminal.write_line(line, red=red, bold=red)

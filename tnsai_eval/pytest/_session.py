@@ -40,6 +40,8 @@ __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
 SAMPLES_PROPERTY = "tnsai_samples"
 #: evaluate_prompt's concurrency without --llm-concurrency or concurrency= (score_prompt's).
 DEFAULT_CONCURRENCY = 4
+# A failed test's message in the report: its first line, at most this long.
+_MESSAGE_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -126,8 +128,8 @@ class PluginSession:
     def __init__(self, options: PluginOptions) -> None:
         self.options = options
         self.runs: dict[str, _Run] = {}
-        # Records that arrived finished from xdist workers.
-        self.merged: list[TrackedTest] = []
+        # Records that arrived finished from xdist workers, one per node id.
+        self.merged: dict[str, TrackedTest] = {}
         self._current: str | None = None
         # The running test's record, looked up once rather than on every call.
         self._run: _Run | None = None
@@ -229,6 +231,11 @@ class PluginSession:
             )
         if not math.isfinite(value):
             raise ConfigError(f"metric {name!r}: value must be a finite number, got {value!r}")
+        from tnsai_eval.reports import MetricStats
+
+        # The report's own rule for a sample (its range), checked now rather
+        # than when the report is built after every test has run.
+        MetricStats(name, (float(value),))
         if tolerance is not None and (
             isinstance(tolerance, bool)
             or not isinstance(tolerance, int | float)
@@ -436,10 +443,41 @@ class PluginSession:
 
     # -- the end ---------------------------------------------------------
     def merge(self, records: Iterable[Mapping[str, Any]]) -> None:
-        """Add finished records shipped by an xdist worker."""
+        """Add finished records shipped by an xdist worker.
+
+        A node id that arrives again (``--dist each`` runs every test on every
+        worker) is merged into one record, each worker's run a sample of it:
+        metric samples and case records follow one another, counts add up, and
+        the worst status stands (error, then failed, then passed, then skipped).
+        """
         from tnsai_eval.reports import SCHEMA_VERSION, decode_test
 
-        self.merged.extend(decode_test(r, SCHEMA_VERSION, "$") for r in records)
+        for record in records:
+            test = decode_test(record, SCHEMA_VERSION, "$")
+            with self._lock:
+                earlier = self.merged.get(test.nodeid)
+                self.merged[test.nodeid] = test if earlier is None else _combine(earlier, test)
+
+    def record_crash(self, nodeid: str, detail: str) -> None:
+        """An xdist worker crashed running ``nodeid``: an error record, never a vanished test."""
+        from tnsai_eval._util.secrets import mask_then_cut
+        from tnsai_eval.reports import TestStatus, TrackedTest
+
+        message = mask_then_cut(" ".join(detail.split()) or "worker crashed", _MESSAGE_CHARS)
+        crashed = TrackedTest(nodeid=nodeid, status=TestStatus.ERROR, message=message)
+        with self._lock:
+            earlier = self.merged.get(nodeid)
+            self.merged[nodeid] = crashed if earlier is None else _combine(earlier, crashed)
+
+    def take_finished(self, nodeid: str) -> TrackedTest | None:
+        """The finished record of ``nodeid``, removed from this process (None: untracked)."""
+        with self._lock:
+            run = self.runs.pop(nodeid, None)
+        if run is None:
+            return None
+        if self._run is run:
+            self._run = None
+        return run.finish()
 
     @property
     def has_results(self) -> bool:
@@ -454,19 +492,74 @@ class PluginSession:
         """The run's report: every record (workers' too), sorted, with the configuration."""
         from tnsai_eval.reports import Report
 
-        tests = sorted([*self.merged, *self.finished()], key=lambda t: t.nodeid)
+        tests = sorted([*self.merged.values(), *self.finished()], key=lambda t: t.nodeid)
         config = self.options.describe()
         config.update(self.llm_description)
         return Report(tests=tuple(tests), config=config)
 
 
 def _first_line(report: pytest.TestReport) -> str:
+    """The failure's message line, masked, then cut (never cut first: that would
+    leave the start of a key straddling the cut where no mask could find it)."""
+    from tnsai_eval._util.secrets import mask_then_cut
+
     text = report.longreprtext.strip()
     for line in reversed(text.splitlines()):
         # pytest's short form puts "E   <message>" lines last-but-location.
         if line.startswith("E "):
-            return line[1:].strip()[:200]
-    return text.splitlines()[-1][:200] if text else ""
+            return mask_then_cut(line[1:].strip(), _MESSAGE_CHARS)
+    return mask_then_cut(text.splitlines()[-1], _MESSAGE_CHARS) if text else ""
+
+
+# Which status stands when --dist each gives one test several: the worst.
+_STATUS_RANK = {"error": 3, "failed": 2, "passed": 1, "skipped": 0}
+
+
+def _combine(first: TrackedTest, second: TrackedTest) -> TrackedTest:
+    """Two workers' records of one node id as one record whose samples are both runs'."""
+    from dataclasses import replace
+
+    from tnsai_eval.reports import MetricStats
+
+    metrics = dict(first.metrics)
+    for name, stats in second.metrics.items():
+        before = metrics.get(name)
+        metrics[name] = (
+            stats
+            if before is None
+            else MetricStats(
+                name,
+                before.samples + stats.samples,
+                gate=before.gate,
+                higher_is_better=before.higher_is_better,
+                tolerance=before.tolerance,
+                relative=before.relative,
+            )
+        )
+    status = max(first.status, second.status, key=lambda s: _STATUS_RANK[s.value])
+    iterations = (
+        None
+        if first.iterations is None and second.iterations is None
+        else (first.iterations or 0) + (second.iterations or 0)
+    )
+    return replace(
+        first,
+        status=status,
+        metrics=metrics,
+        samples=first.samples + second.samples,
+        passed_samples=first.passed_samples + second.passed_samples,
+        calls=first.calls + second.calls,
+        tokens=first.tokens + second.tokens,
+        cache_hits=first.cache_hits + second.cache_hits,
+        iterations=iterations,
+        duration_s=first.duration_s + second.duration_s,
+        message=first.message or second.message,
+        # The second run's cases are later samples, numbered after the first's.
+        cases=first.cases
+        + tuple(replace(c, sample=c.sample + first.samples) for c in second.cases),
+        prompts=first.prompts or second.prompts,
+        refinements=first.refinements + second.refinements,
+    )
 
 
 SESSION_KEY = pytest.StashKey[PluginSession]()

@@ -228,16 +228,30 @@ def min_lines(count: int) -> Check:
     return Check(f"min_lines({count})", CheckKind.DETERMINISTIC, "min_lines", run)
 
 
+# A reply nested past the decoder's (or the validator's) depth is a failed
+# check the model can fix, not an error that ends the loop.
+_TOO_DEEP = (
+    "not valid JSON: nested too deeply to decode; the output must be a JSON document "
+    "and nothing else"
+)
+
+
+def _not_json(exc: json.JSONDecodeError) -> Verdict:
+    return Verdict(
+        False,
+        f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+        "the output must be a JSON document and nothing else",
+    )
+
+
 def valid_json() -> Check:
     def run(output: str) -> Verdict:
         try:
             json.loads(output)
         except json.JSONDecodeError as exc:
-            return Verdict(
-                False,
-                f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-                "the output must be a JSON document and nothing else",
-            )
+            return _not_json(exc)
+        except RecursionError:
+            return Verdict(False, _TOO_DEEP)
         return Verdict(True)
 
     return Check("valid_json", CheckKind.DETERMINISTIC, "valid_json", run)
@@ -266,13 +280,11 @@ def json_schema(schema: Mapping[str, Any]) -> Check:
     def run(output: str) -> Verdict:
         try:
             value = json.loads(output)
+            errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         except json.JSONDecodeError as exc:
-            return Verdict(
-                False,
-                f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-                "the output must be a JSON document and nothing else",
-            )
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+            return _not_json(exc)
+        except RecursionError:  # from the decoder or the validator
+            return Verdict(False, _TOO_DEEP)
         if not errors:
             return Verdict(True)
         listed = "; ".join(f"{e.json_path}: {e.message}" for e in errors[:3])

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from tnsai_eval._util.secrets import is_secret_env_name, mask
+from tnsai_eval._util.secrets import is_secret_env_name, mask, mask_then_keep_end
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
 
@@ -125,10 +125,10 @@ class _TailReader:
     def finish(self, timeout: float, keep: int, secrets: list[str]) -> str:
         """The masked output, cut to its last ``keep`` characters (mask first, then cut)."""
         self._thread.join(timeout)
-        text = mask(bytes(self._buffer).decode("utf-8", errors="replace"), secrets)
-        if len(text) > keep:
-            return "...\n" + text[-keep:]
-        return ("...\n" + text) if self._truncated else text
+        # Bytes were dropped from the front when the output outgrew the buffer:
+        # a key straddling that cut lost its start, which the helper handles.
+        text = bytes(self._buffer).decode("utf-8", errors="replace")
+        return mask_then_keep_end(text, keep, secrets, truncated=self._truncated)
 
 
 def check_env(source: str, env: Mapping[str, str] | None) -> dict[str, str]:

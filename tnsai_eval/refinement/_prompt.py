@@ -140,7 +140,7 @@ def first_json_block(reply: str) -> str:
     for _, start in zip(range(_JSON_STARTS), starts, strict=False):
         try:
             _, end = decoder.raw_decode(reply, start)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the decoder's depth
             continue
         return reply[start:end]
     return reply
@@ -176,7 +176,7 @@ def resolve_reply_parser(
 def _is_json(text: str) -> bool:
     try:
         json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # a reply nested deeper than the decoder goes
         return False
     return True
 

@@ -20,6 +20,7 @@ from tnsai_eval.reports._model import (
     CaseState,
     MetricStats,
     ReportSource,
+    TestStatus,
     TrackedTest,
     was_run,
 )
@@ -308,11 +309,20 @@ def compare(
             latency = _judge_latency(test, old, gate_latency, notes)
             if latency is not None:
                 buckets[latency.kind].append(latency)
-        vanished.extend(
-            f"{test.nodeid} :: {name}"
+        missing = [
+            name
             for name, m in old.metrics.items()
             if m.gate and name not in test.metrics and name not in by_metric
-        )
+        ]
+        if test.status is TestStatus.ERROR:
+            # It never got to score (a crashed xdist worker's test among
+            # them): missing evidence, not a metric someone removed.
+            shortfalls.extend(
+                Shortfall(test.nodeid, name, "the test errored before it recorded this score")
+                for name in missing
+            )
+        else:
+            vanished.extend(f"{test.nodeid} :: {name}" for name in missing)
     vanished.extend(t.nodeid for t in before.tests if t.nodeid not in now_ids)
     return Comparison(
         regressions=tuple(buckets[ChangeKind.REGRESSED]),

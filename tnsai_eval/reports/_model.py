@@ -17,14 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import mask
+from tnsai_eval._util.secrets import frozen_secrets, mask, mask_deep
 from tnsai_eval._util.stats import mean_interval, percentile, t_critical_95
+from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "MAX_METRIC_VALUE",
     "SCHEMA_VERSION",
     "CaseRecord",
     "CaseState",
@@ -49,6 +51,9 @@ __all__ = [
 #: Version 2 added per-case records and prompts, and replaced ``pass_rate`` by
 #: ``case_pass_rate`` and ``sample_pass_rate``. Version 1 files are still read.
 SCHEMA_VERSION = 2
+#: The largest magnitude a metric's sample may have: squares and sums of
+#: samples this size still fit a float, so every interval can be computed.
+MAX_METRIC_VALUE = 1e100
 
 ReportSource: TypeAlias = "Report | str | os.PathLike[str]"
 
@@ -104,6 +109,11 @@ class MetricStats:
             if not math.isfinite(value):
                 # NaN compares False with everything: the gate could never fail it.
                 raise ConfigError(f"metric {self.name!r}: sample {value!r} is not finite")
+            if abs(value) > MAX_METRIC_VALUE:
+                # Means and intervals of such values overflow a float.
+                raise ConfigError(
+                    f"metric {self.name!r}: sample {value!r} is beyond +-{MAX_METRIC_VALUE:g}"
+                )
 
     @property
     def n(self) -> int:
@@ -210,8 +220,8 @@ class CaseRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "metric": self.metric,
+            "id": mask(self.id),
+            "metric": mask(self.metric),
             "sample": self.sample,
             "state": self.state.value,
             "input": masked(self.input),
@@ -244,10 +254,10 @@ class PromptRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "metric": self.metric,
+            "metric": mask(self.metric),
             "text": masked(self.text),
             "hash": self.hash,
-            "file": self.file,
+            "file": masked(self.file),
         }
 
 
@@ -269,13 +279,13 @@ class IterationRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "metric": self.metric,
+            "metric": mask(self.metric),
             "iteration": self.iteration,
             "score": self.score,
             "output": masked(self.output),
-            "passed_checks": list(self.passed_checks),
-            "failed_checks": list(self.failed_checks),
-            "reasons": {name: mask(reason) for name, reason in self.reasons},
+            "passed_checks": [mask(name) for name in self.passed_checks],
+            "failed_checks": [mask(name) for name in self.failed_checks],
+            "reasons": {mask(name): mask(reason) for name, reason in self.reasons},
         }
 
 
@@ -292,7 +302,7 @@ def shown_text(text: str, limit: int = 50) -> str:
     >>> shown_text("a  long input text", 10)
     'a long ...'
     """
-    flat = " ".join(mask(text).split())
+    flat = no_surrogates(" ".join(mask(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -394,7 +404,9 @@ class TrackedTest:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "nodeid": self.nodeid,
+            # A test id, a metric name or a case id can hold a secret too (a
+            # parametrized test over keys): every string written is masked.
+            "nodeid": mask(self.nodeid),
             "status": self.status.value,
             "samples": self.samples,
             "passed_samples": self.passed_samples,
@@ -406,7 +418,7 @@ class TrackedTest:
             "iterations": self.iterations,
             "duration_s": self.duration_s,
             "message": mask(self.message),
-            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "metrics": {mask(name): m.to_dict() for name, m in self.metrics.items()},
             "prompts": [p.to_dict() for p in self.prompts],
             "cases": [c.to_dict() for c in self.cases],
             "refinements": [r.to_dict() for r in self.refinements],
@@ -516,13 +528,14 @@ class Report:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "created": self.created,
-            "config": dict(self.config),
-            "totals": self.totals,
-            "tests": [t.to_dict() for t in self.tests],
-        }
+        with frozen_secrets():  # every string is masked: read the secrets once
+            return {
+                "schema_version": self.schema_version,
+                "created": self.created,
+                "config": mask_deep(dict(self.config)),
+                "totals": self.totals,
+                "tests": [t.to_dict() for t in self.tests],
+            }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"

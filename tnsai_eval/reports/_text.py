@@ -4,7 +4,9 @@ Both say the same things in the same order: the verdict and the gate's mode,
 the regressed metrics, then for each test the cases that flipped (broken ones
 first, worst drop first) next to the prompts that changed, then the cases left
 out because they had no recorded reply. Every case text is masked for secrets
-before it is cut to fit a line.
+before it is cut to fit a line; test ids, case ids and metric names are masked
+and kept on one line too, and in Markdown every value is escaped, so that a
+crafted id can neither add a line (a forged "PASS" heading) nor a table cell.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ TERMINAL_DIFF_LINES = 16
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table (``|`` in cells escaped).
+    """A GitHub-flavoured Markdown table; every data cell is escaped (``escape_markdown``).
 
     >>> print(markdown_table(("a", "b"), [("1", "x|y")]))
     | a | b |
@@ -44,9 +46,11 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     """
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(escape_markdown(c, inline=True) for c in cells) + " |"
 
-    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+    # The headers are ours: only a "|" could break them.
+    head = "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |"
+    return "\n".join([head, "|" + "---|" * len(headers), *(line(r) for r in rows)])
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
@@ -59,15 +63,17 @@ def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for c in changes:
         if math.isnan(c.current):  # nothing in common with the baseline
-            rows.append((c.nodeid, c.metric, f"{c.baseline:.3f}", "-", "-", "-"))
+            rows.append(
+                (shown_label(c.nodeid), shown_label(c.metric), f"{c.baseline:.3f}", "-", "-", "-")
+            )
             continue
         current = f"{c.current:.3f}"
         if c.current_low != c.current_high:
             current += f" [{c.current_low:.3f}, {c.current_high:.3f}]"
         rows.append(
             (
-                c.nodeid,
-                c.metric,
+                shown_label(c.nodeid),
+                shown_label(c.metric),
                 f"{c.baseline:.3f}",
                 current,
                 f"{c.delta:+.3f}",
@@ -86,7 +92,7 @@ def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, .
     return [
         (
             c.flip,
-            c.id,
+            shown_label(c.id),
             shown_text(c.input, width),
             shown_text(c.expected, 30),
             f"{c.baseline_score:.2f} {shown_text(c.baseline_output or '', width)!r}",
@@ -137,18 +143,37 @@ def _longest_backticks(lines: Sequence[str]) -> int:
     return longest
 
 
+def _name(text: str, markdown: bool) -> str:
+    """An id or a name for one line of output: masked, flat, escaped in Markdown."""
+    shown = shown_label(text)
+    return escape_markdown(shown, inline=True) if markdown else shown
+
+
+def _code_span(text: str) -> str:
+    """``text`` (one line) as a Markdown code span that nothing in it can close.
+
+    Inside a code span nothing is Markdown; only a run of backticks as long as
+    the fence would end it, so the fence is one longer than any run inside.
+    """
+    fence = "`" * (_longest_backticks([text]) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
     low, high = cmp.delta_interval
     lines = [
-        f"{cmp.nodeid} ({cmp.metric}): {len(cmp.broken)} broken, {len(cmp.fixed)} fixed "
+        f"{_name(cmp.nodeid, markdown)} ({_name(cmp.metric, markdown)}): "
+        f"{len(cmp.broken)} broken, {len(cmp.fixed)} fixed "
         f"of {len(cmp.changes)} common case(s); mean {cmp.baseline_mean:.3f} -> "
         f"{cmp.current_mean:.3f} (delta {cmp.mean_delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}]); "
         f"sign test p={cmp.p_worse:.3g} (one-sided, worse)"
     ]
     change = cmp.prompt_change
     if change is not None:
+        name = _code_span(shown_label(change.name)) if markdown else f"`{shown_label(change.name)}`"
         lines.append(
-            f"prompt `{change.name}` changed ({change.baseline_hash} -> {change.current_hash}): "
+            f"prompt {name} changed ({change.baseline_hash} -> {change.current_hash}): "
             f"{len(cmp.fixed)} case(s) fixed, {len(cmp.broken)} broken"
         )
         lines.extend(
@@ -250,7 +275,10 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
             f"the comparison): {len(unrecorded)}"
         )
         lines.append(
-            "\n".join(f"{'-' if markdown else ' '} {nodeid} case {i}" for nodeid, i in unrecorded)
+            "\n".join(
+                f"{'-' if markdown else ' '} {_name(nodeid, markdown)} case {_name(i, markdown)}"
+                for nodeid, i in unrecorded
+            )
         )
     for title, names in (
         ("new (not in baseline)", comparison.new),
@@ -258,7 +286,9 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
     ):
         if names:
             lines.append(f"{title}: {len(names)}")
-            lines.append("\n".join(f"{'-' if markdown else ' '} {name}" for name in names))
+            lines.append(
+                "\n".join(f"{'-' if markdown else ' '} {_name(name, markdown)}" for name in names)
+            )
     # Markdown needs a blank line before a table or a heading to render them.
     return ("\n\n" if markdown else "\n").join(lines)
 
@@ -314,7 +344,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
                 cases += f" ({len({(c.metric, c.id) for c in test.unrecorded})} unrecorded)"
         rows.append(
             (
-                test.nodeid,
+                shown_label(test.nodeid),
                 shown,
                 status,
                 cases,

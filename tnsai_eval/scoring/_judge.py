@@ -49,6 +49,7 @@ from enum import StrEnum
 from typing import Any, TypeAlias
 
 from tnsai_eval._util.scores import parse_score
+from tnsai_eval._util.secrets import mask_then_cut
 from tnsai_eval.errors import ConfigError, LLMError
 from tnsai_eval.llm import (
     Completion,
@@ -65,6 +66,8 @@ __all__ = ["Judge", "JudgeMethod", "JudgeResult"]
 
 _YES = frozenset({"yes", "y", "true"})
 _NO = frozenset({"no", "n", "false"})
+# How much of a reply a reason quotes when the reply gave no score.
+_QUOTED = 120
 # The most alternatives OpenAI's API and LocalLLM return. More alternatives
 # catch more spellings of the answer (" Yes", "yes", "YES"...): on SmolLM2-135M
 # and bench/judge.py's 24 polite/rude texts, 20 instead of 10 raised the AUC
@@ -334,6 +337,11 @@ def _yes_share(completion: Completion) -> float | None:
     first = completion.logprobs[0]
     alternatives = dict(first.top_logprobs)
     alternatives.setdefault(first.token, first.logprob)
+    # A log-probability is at most 0 (TokenLogprob clamps it; this holds for
+    # any other builder too): exp never overflows. NaN says nothing.
+    alternatives = {t: min(lp, 0.0) for t, lp in alternatives.items() if not math.isnan(lp)}
+    if not alternatives:
+        return None
     yes = no = 0.0
     for token, logprob in alternatives.items():
         word = token.strip().lower()
@@ -353,18 +361,27 @@ def _yes_share(completion: Completion) -> float | None:
 
 
 def _json_score(reply: str) -> tuple[float | None, str]:
+    shown = mask_then_cut(reply.strip(), _QUOTED)
     try:
         value = json.loads(reply)
-    except ValueError:
-        return None, f"the reply is not JSON: {reply.strip()[:120]!r}"
+    except ValueError:  # JSONDecodeError, and an integer past the digit limit
+        return None, f"the reply is not JSON: {shown!r}"
+    except RecursionError:
+        return None, f"the reply is JSON nested too deeply to read: {shown!r}"
     if not isinstance(value, dict):
-        return None, f"the reply is not a JSON object: {reply.strip()[:120]!r}"
+        return None, f"the reply is not a JSON object: {shown!r}"
     score = value.get("score")
     reason = value.get("reason")
     reason_text = reason.strip() if isinstance(reason, str) else ""
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-        return None, f"the reply has no numeric score: {reply.strip()[:120]!r}"
-    return min(1.0, max(0.0, float(score) / 100.0)), reason_text
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return None, f"the reply has no numeric score: {shown!r}"
+    try:
+        number = float(score)
+    except OverflowError:  # an integer such as 10**400, beyond any float
+        number = math.inf
+    if not math.isfinite(number):
+        return None, f"the reply has no numeric score: {shown!r}"
+    return min(1.0, max(0.0, number / 100.0)), reason_text
 
 
 def _before_score(reply: str) -> str:
