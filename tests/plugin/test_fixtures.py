@@ -211,3 +211,28 @@ def test_a_replay_miss_says_how_to_record(
             "`pytest --llm-record record` against a model and commit tests/llm-responses",
         ]
     )
+
+
+REPEATED = """
+def test_capitals(evaluate_prompt):
+    evaluate_prompt("Name the capital.", [("France?", "Paris"), ("Italy?", "Rome")])
+"""
+
+
+def test_evaluate_prompt_gives_each_repeat_sample_its_own_recording(
+    pytester: pytest.Pytester, server: FakeOpenAIServer
+) -> None:
+    # --tnsai-repeat measures run-to-run spread: a sample that replayed sample
+    # 0's recording would report no spread at all.
+    pytester.makepyfile(test_repeat=REPEATED)
+    model = ["--llm-base-url", server.base_url, "--llm-model", "fake", "--llm-store", "store"]
+    server.reset(default=Step.ok("Paris"))
+    pytester.runpytest_inprocess(*model, "--llm-record", "record").assert_outcomes(passed=1)
+    assert len(server.requests) == 2
+
+    server.reset(default=Step.ok("Paris"))
+    repeated = pytester.runpytest_inprocess(*model, "--llm-record", "record", "--tnsai-repeat", "3")
+    repeated.assert_outcomes(passed=1)
+    # Sample 0 replays; samples 1 and 2 each ask the model for both cases.
+    assert len(server.requests) == 4
+    assert len(ResponseStore(pytester.path / "store")) == 6

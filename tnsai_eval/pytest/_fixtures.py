@@ -361,7 +361,7 @@ def evaluate_prompt(
             record,
             verdict,
         )
-        from tnsai_eval.pytest._metered import add_hint
+        from tnsai_eval.pytest._metered import accepts_sample, add_hint
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
@@ -373,6 +373,18 @@ def evaluate_prompt(
         text, file = load_prompt(prompt, session.options.rootdir)
         if plan.params is not None:
             options["params"] = plan.params
+        if session.sample and (
+            accepts_sample(client) or accepts_sample(getattr(client, "inner", None))
+        ):
+            # --tnsai-repeat: each sample after the first has its own recordings
+            # (the store's `sample=`), as the `llm` fixture's calls do.
+            from tnsai_eval.scoring import DEFAULT_CALL_PARAMS
+
+            base = options.get("params")
+            options["params"] = {
+                **(DEFAULT_CALL_PARAMS if base is None else base),
+                "sample": session.sample,
+            }
         given_on_case = options.pop("on_case", None)
 
         def on_case(case: CaseScore) -> None:

@@ -25,7 +25,7 @@ from tnsai_eval.pytest._options import PluginOptions
 if TYPE_CHECKING:
     from tnsai_eval.llm import CallBudget, Completion, LLMClient, MessagesInput
 
-__all__ = ["Ledger", "MeteredLLM"]
+__all__ = ["Ledger", "MeteredLLM", "accepts_sample", "add_hint"]
 
 
 class Ledger(Protocol):
@@ -55,7 +55,7 @@ class MeteredLLM:
     def __init__(self, inner: LLMClient, session: Ledger) -> None:
         self.inner = inner
         self.session = session
-        self._takes_sample = _accepts_sample(inner)
+        self._takes_sample = accepts_sample(inner)
 
     @property
     def model(self) -> str:
@@ -136,7 +136,7 @@ def add_hint(exc: Exception, options: PluginOptions) -> None:
         )
 
 
-def _accepts_sample(client: object) -> bool:
+def accepts_sample(client: object) -> bool:
     # Only CachedLLM understands `sample`; passed to a plain client it would be
     # sent to the model as a sampling parameter.
     try:
