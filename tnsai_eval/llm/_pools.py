@@ -13,10 +13,10 @@ slots, and each request goes to the pool with the most free slots. A single requ
 always lands in the first pool, so sequential use keeps one warm connection.
 
 Each pool is a plain ``httpx.Client`` and every request goes through its
-public ``send``: an earlier version sent straight to the transport that
-httpx's private ``Client._transport_for_url`` picked, which saved about 0.1 ms
-of CPU per call but skipped the client's cookie handling (a cookie a server
-set was never sent back) and leaned on a name any httpx release may change.
+public ``send``: an earlier version sent straight to the transport a private
+httpx method picked, which saved about 0.1 ms of CPU per call but skipped the
+client's cookie handling (a cookie a server set was never sent back) and
+leaned on a name any httpx release may change.
 The pools share one cookie jar, so they behave as one httpx client would.
 """
 
