@@ -82,6 +82,9 @@ def suite(
     servers: tuple[FakeOpenAIServer, FakeOpenAIServer],
     monkeypatch: pytest.MonkeyPatch,
 ) -> pytest.Pytester:
+    # Each test picks its record mode; under CI=true the default would be replay
+    # (where a named model needs no key), as in the CI run of this very suite.
+    monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("OLD_MODEL_KEY", "sk-old-model-key-123456")
     monkeypatch.setenv("NEW_MODEL_KEY", "sk-new-model-key-654321")
     pytester.makepyprojecttoml(models_table(*servers))
