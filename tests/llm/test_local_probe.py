@@ -367,3 +367,28 @@ def test_the_cache_lives_in_the_user_cache_directory(monkeypatch: pytest.MonkeyP
     )
     monkeypatch.setenv("HOME", "/home/someone")
     assert _probe.probe_cache_file({}) == Path("/home/someone/.cache/tnsai-eval/llama-probe.json")
+
+
+_LOAD_VERBOSE = """
+import sys
+import llama_cpp
+from tnsai_eval.llm._llama import extra_bufts_setting
+with extra_bufts_setting(sys.argv[2] == "on"):
+    llama_cpp.Llama(model_path=sys.argv[1], n_ctx=256, verbose=True)
+"""
+
+
+@pytest.mark.parametrize("setting", ["on", "off"])
+def test_the_fallback_really_loads_without_the_extra_buffer_types(setting: str) -> None:
+    # The fallback is only worth something if llama.cpp obeys it: with the
+    # extra buffer types on, its load log weighs the repacking buffer type
+    # (CPU_REPACK, and AMX where the CPU has it) for the weights; off, never.
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD_VERBOSE, str(smollm2_gguf_path()), setting],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(),
+        check=True,
+    )
+    assert ("CPU_REPACK" in done.stderr) is (setting == "on")
