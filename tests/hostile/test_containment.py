@@ -124,7 +124,10 @@ def test_good(evaluate_prompt):
     evaluate_prompt("Add.", [("2+2", "4")], min_score=0.5)
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    # In a subprocess: in process, under an xdist worker's deep stack, CPython
+    # 3.11.7's ast.parse (pytest showing a failure's source) can raise
+    # "SystemError: AST constructor recursion depth mismatch" (a CPython bug).
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=4)
     out = result.stdout.str()
     assert "min_score must be a number in [0, 1] or None, got nan" in out
