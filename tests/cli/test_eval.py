@@ -12,36 +12,22 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.llm.fake_server import FakeOpenAIServer, Recorded, Step, completion_body
+from tests.capital_servers import DELAY_S, RIGHT, capital_servers
+from tests.llm.fake_server import FakeOpenAIServer
 
-RIGHT = {"France": "Paris", "Italy": "Rome", "Spain": "Madrid", "Japan": "Tokyo"}
-DELAY_S = 0.2
 KEY = "sk-big-secret-key-424242"
-
-
-def answering(answers: Mapping[str, str], delay: float = 0.0) -> Step:
-    def body(request: Recorded) -> bytes:
-        prompt = str(request.json["messages"][-1]["content"])
-        city = next((a for c, a in answers.items() if c in prompt), "I do not know")
-        return completion_body(request, city)
-
-    return Step(body=body, delay=delay)
 
 
 @pytest.fixture
 def servers() -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
-    wrong = {**RIGHT, "Spain": "Lisbon", "Japan": "Kyoto"}
-    with (
-        FakeOpenAIServer(default=answering(RIGHT)) as big,
-        FakeOpenAIServer(default=answering(wrong, DELAY_S)) as small,
-    ):
-        yield big, small
+    with capital_servers() as pair:
+        yield pair
 
 
 @pytest.fixture

@@ -7,41 +7,27 @@ wrong, is cheap, and adds a known delay to each reply.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.llm.fake_server import FakeOpenAIServer, Recorded, Step, completion_body
+from tests.capital_servers import DELAY_S, RIGHT, capital_servers
+from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval import compare_models, frames, plots
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import ModelTable
 from tnsai_eval.optimizer import MODEL_CASE_COLUMNS, MODEL_SUMMARY_COLUMNS
 from tnsai_eval.scoring import ExactMatchEvaluator
 
-RIGHT = {"France": "Paris", "Italy": "Rome", "Spain": "Madrid", "Japan": "Tokyo"}
 CASES = [(f"What is the capital of {c}?", a) for c, a in RIGHT.items()]
-DELAY_S = 0.2
-
-
-def answering(answers: Mapping[str, str], delay: float = 0.0) -> Step:
-    def body(request: Recorded) -> bytes:
-        prompt = str(request.json["messages"][-1]["content"])
-        city = next((a for c, a in answers.items() if c in prompt), "I do not know")
-        return completion_body(request, city)
-
-    return Step(body=body, delay=delay)
 
 
 @pytest.fixture
 def servers() -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
-    wrong = {**RIGHT, "Spain": "Lisbon", "Japan": "Kyoto"}
-    with (
-        FakeOpenAIServer(default=answering(RIGHT)) as big,
-        FakeOpenAIServer(default=answering(wrong, DELAY_S)) as small,
-    ):
-        yield big, small
+    with capital_servers() as pair:
+        yield pair
 
 
 def table(big: FakeOpenAIServer, small: FakeOpenAIServer) -> ModelTable:
