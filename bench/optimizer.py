@@ -52,15 +52,14 @@ import threading
 import time
 from typing import Any
 
+from _replay import open_store  # bench/_replay.py, beside this script
+
 from tnsai_eval import datasets
 from tnsai_eval.cli._optimize import DEFAULT_PROMPTS
 from tnsai_eval.llm import (
-    CachedLLM,
     Completion,
     LLMClient,
     MessagesInput,
-    ResponseStore,
-    default_llm,
     normalize_messages,
 )
 from tnsai_eval.optimizer import SMALL_MODEL_STRATEGIES, OptimizationResult, PromptOptimizer
@@ -188,6 +187,12 @@ def main() -> None:
         "--prompt", help="start from this prompt instead of the CLI's default for each dataset"
     )
     parser.add_argument("--store", help="keep replies in this directory across runs")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="answer only from --store, with no model loaded: a request it lacks is a miss "
+        "and fails the run (bench/_replay.py)",
+    )
     parser.add_argument("--verbose", action="store_true", help="print every variant")
     parser.add_argument(
         "--dspy",
@@ -199,16 +204,24 @@ def main() -> None:
     parser.add_argument("--dspy-threads", type=int, default=1)
     parser.add_argument("--dspy-ctx", type=int, default=8192, help="the DSPy server's n_ctx")
     args = parser.parse_args()
+    dspy: Any = None
     if args.dspy:
         import _dspy  # bench/_dspy.py, beside this script; imports dspy only when run
 
         if not _dspy.available():
             parser.error("--dspy needs dspy: install the bench extra (bench/README.md, 'DSPy')")
+        dspy = _dspy
 
-    model = default_llm()
-    if args.store:
-        model = CachedLLM(model, ResponseStore(args.store), mode="record")
-    memo = Memo(model)
+    with open_store(args.store, replay=args.replay) as store:
+        memo = Memo(store.llm)
+        report(memo, args, dspy)
+    print(store.summary())
+    if store.failed:
+        raise SystemExit("--replay: the store lacks replies, so the figures above are not its own")
+
+
+def report(memo: Memo, args: argparse.Namespace, dspy: Any) -> None:
+    """Run every dataset and method and print the table."""
     header = (
         f"{'dataset':<17} {'sel/out':>7} {'method':<16} {'held-out initial -> best':<24} "
         f"{'gain [95% CI]':<22} {'const':>5} {'flips':>7} {'p':>7} {'verdict':<12} "
@@ -259,10 +272,10 @@ def main() -> None:
                         f"    v{v.id} r{v.round} {v.strategy:<12} {v.status.value:<10} "
                         f"cases={v.cases_scored:<3} train={shown} {extra}"
                     )
-        if args.dspy:
+        if dspy is not None:
             meta = getattr(datasets, "load_meta", None)
             threshold = meta(name).threshold if meta is not None else None
-            mipro = _dspy.run_mipro(
+            mipro = dspy.run_mipro(
                 name,
                 cases,
                 args.prompt or _PROMPTS[name],
@@ -276,7 +289,7 @@ def main() -> None:
                 threads=args.dspy_threads,
                 n_ctx=args.dspy_ctx,
             )
-            print("\n".join(_dspy.format_lines(name, mipro)), flush=True)
+            print("\n".join(dspy.format_lines(name, mipro)), flush=True)
             _against_mipro(results, mipro)
         for method, against in _RACED_PAIRS:
             raced, exhaustive = results.get(method), results.get(against)

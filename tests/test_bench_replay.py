@@ -1,0 +1,102 @@
+"""The committed reply stores replay the figures bench/README.md publishes.
+
+Each check runs a bench script as its README section gives it, with
+``--replay`` (no model loaded; a request the store lacks fails the run), and
+compares what it prints with the README's table, read from the README itself:
+a store or a code change that moves a published figure fails here.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_README = ROOT / "bench" / "README.md"
+
+# One row of bench/optimizer.py's table, up to its requests column.
+_OPTIMIZER_ROW = re.compile(
+    r"^(?P<dataset>\S+)\s+\d+/\d+\s+(?P<method>\S+)\s+(?P<initial>\S+) ->\s+(?P<best>\S+)\s+"
+    r"(?P<gain>[+-]\d\.\d+ \[[+-]\d\.\d+, [+-]\d\.\d+\])\s+(?P<const>\S+)\s+"
+    r"(?P<flips>\+\d+/-\d+)\s+(?P<p>\S+)\s+(?P<verdict>\S+)\s+\S+\s+(?P<requests>\d+)\s"
+)
+
+
+def readme_table(heading: str) -> list[list[str]]:
+    """The cells of the first table's body rows in the README section titled ``heading``."""
+    text = BENCH_README.read_text("utf-8")
+    start = text.index(heading)
+    section = text[start : text.find("\n#", start + len(heading))]
+    rows: list[list[str]] = []
+    for line in section.splitlines():
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif rows:
+            break  # the first table ended
+    assert len(rows) > 2, f"no table under {heading!r} in {BENCH_README}"
+    return rows[2:]  # past the header and the |---| line
+
+
+def replay(script: str, *args: str) -> str:
+    """What ``bench/SCRIPT ARGS --replay`` prints; it must end with no store miss."""
+    done = subprocess.run(
+        [sys.executable, f"bench/{script}", *args, "--replay"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"replies replayed, 0 misses$", done.stdout.strip()), done.stdout
+    return done.stdout
+
+
+def test_headlines_store_replays_the_published_table() -> None:
+    published = {row[0]: row for row in readme_table("### A held-out benchmark nothing")}
+    printed = replay(
+        "optimizer.py",
+        "--store",
+        "bench/stores/headlines",
+        "--datasets",
+        "headlines",
+        "--methods",
+        ",".join(published),
+    )
+    rows = {m["method"]: m for m in map(_OPTIMIZER_ROW.match, printed.splitlines()) if m}
+    assert sorted(rows) == sorted(published), printed
+    for method, cells in published.items():
+        row = rows[method]
+        assert cells[1] == f"{row['initial']} -> {row['best']}", (method, printed)
+        assert cells[2] == row["gain"], (method, printed)
+        assert cells[3].split()[0] == row["const"], (method, printed)
+        assert cells[4] == f"{row['flips']}, {row['p']}", (method, printed)
+        assert cells[5] == row["verdict"], (method, printed)
+        assert cells[6] == row["requests"], (method, printed)
+
+
+def test_a_replay_that_misses_fails(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/optimizer.py",
+            "--store",
+            str(tmp_path),
+            "--replay",
+            "--datasets",
+            "headlines",
+            "--methods",
+            "exhaustive",
+            "--limit",
+            "6",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert re.search(r"0 replies replayed, [1-9]\d* misses", done.stdout), done.stdout
+    assert "the store lacks replies" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # a replay writes nothing
