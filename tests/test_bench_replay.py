@@ -23,6 +23,18 @@ _OPTIMIZER_ROW = re.compile(
     r"(?P<flips>\+\d+/-\d+)\s+(?P<p>\S+)\s+(?P<verdict>\S+)\s+\S+\s+(?P<requests>\d+)\s"
 )
 
+# One row of bench/datasets.py's table, up to its requests column.
+_DATASETS_ROW = re.compile(
+    r"^(?P<dataset>\S+)\s+(?P<mode>free|structured)\s+(?P<split>\d+/\d+)\s+"
+    r"(?P<held>\S+ -> \S+ \[\S+, \S+\])\s+(?P<flips>\+\d+/-\d+)\s+(?P<p>\S+)\s+"
+    r"(?P<train>\S+->\S+)\s+(?P<best>\S+)\s+(?P<requests>\d+)\s"
+)
+
+
+def _plain(cell: str) -> str:
+    """A README cell as the script prints it: no emphasis, no spaces."""
+    return cell.replace("*", "").replace(" ", "")
+
 
 def readme_table(heading: str) -> list[list[str]]:
     """The cells of the first table's body rows in the README section titled ``heading``."""
@@ -74,6 +86,21 @@ def test_headlines_store_replays_the_published_table() -> None:
         assert cells[4] == f"{row['flips']}, {row['p']}", (method, printed)
         assert cells[5] == row["verdict"], (method, printed)
         assert cells[6] == row["requests"], (method, printed)
+
+
+def test_datasets_store_replays_the_published_table() -> None:
+    published = {
+        (row[0], row[1]): row for row in readme_table("## Shipped datasets: initial and best")
+    }
+    printed = replay("datasets.py", "--store", "bench/stores/datasets")
+    rows = {
+        (m["dataset"], m["mode"]): m for m in map(_DATASETS_ROW.match, printed.splitlines()) if m
+    }
+    assert sorted(rows) == sorted(published), printed
+    for key, cells in published.items():
+        row = rows[key]
+        fields = ("split", "held", "flips", "p", "train", "best", "requests")
+        assert [_plain(c) for c in cells[2:]] == [_plain(row[f]) for f in fields], (key, printed)
 
 
 def test_a_replay_that_misses_fails(tmp_path: Path) -> None:
