@@ -203,6 +203,11 @@ def main() -> None:
     parser.add_argument("--dspy-proposer-tokens", type=int, default=256)
     parser.add_argument("--dspy-threads", type=int, default=1)
     parser.add_argument("--dspy-ctx", type=int, default=8192, help="the DSPy server's n_ctx")
+    parser.add_argument(
+        "--dspy-store",
+        help="keep DSPy's replies (and the initial prompt's, through its server) in this "
+        "directory; with --replay, answer only from it and never start the server",
+    )
     args = parser.parse_args()
     dspy: Any = None
     if args.dspy:
@@ -211,6 +216,8 @@ def main() -> None:
         if not _dspy.available():
             parser.error("--dspy needs dspy: install the bench extra (bench/README.md, 'DSPy')")
         dspy = _dspy
+        if args.replay and not args.dspy_store:
+            parser.error("--replay with --dspy needs --dspy-store DIR: MIPROv2's replies")
 
     with open_store(args.store, replay=args.replay) as store:
         memo = Memo(store.llm)
@@ -288,8 +295,17 @@ def report(memo: Memo, args: argparse.Namespace, dspy: Any) -> None:
                 proposer_tokens=args.dspy_proposer_tokens,
                 threads=args.dspy_threads,
                 n_ctx=args.dspy_ctx,
+                store=args.dspy_store,
+                replay=args.replay,
             )
             print("\n".join(dspy.format_lines(name, mipro)), flush=True)
+            if args.dspy_store:
+                line = f"store {args.dspy_store}: {mipro.replayed} replies replayed"
+                if args.replay:
+                    line += f", {mipro.missed} misses"
+                print(f"{'':<17} {line}", flush=True)
+                if mipro.missed:
+                    raise SystemExit("--replay: the DSPy store lacks replies")
             _against_mipro(results, mipro)
         for method, against in _RACED_PAIRS:
             raced, exhaustive = results.get(method), results.get(against)
