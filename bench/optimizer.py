@@ -271,6 +271,8 @@ def report(memo: Memo, args: argparse.Namespace, dspy: Any) -> None:
             if args.verbose:
                 for note in (r.racing_note for r in result.history if r.racing_note):
                     print(f"    {note}")
+                for reason in result.rejected_rewrites:
+                    print(f"    the model's rewrite was rejected, not scored: {reason}")
                 for v in result.variants:
                     score = v.score if v.score is not None else v.partial_score
                     shown = "-" if score is None else f"{score:.3f}"

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_README = ROOT / "bench" / "README.md"
 
@@ -20,7 +22,7 @@ BENCH_README = ROOT / "bench" / "README.md"
 _OPTIMIZER_ROW = re.compile(
     r"^(?P<dataset>\S+)\s+\d+/\d+\s+(?P<method>\S+)\s+(?P<initial>\S+) ->\s+(?P<best>\S+)\s+"
     r"(?P<gain>[+-]\d\.\d+ \[[+-]\d\.\d+, [+-]\d\.\d+\])\s+(?P<const>\S+)\s+"
-    r"(?P<flips>\+\d+/-\d+)\s+(?P<p>\S+)\s+(?P<verdict>\S+)\s+\S+\s+(?P<requests>\d+)\s"
+    r"(?P<flips>\+\d+/-\d+)\s+(?P<p>\S+)\s+(?P<verdict>\S+)\s+(?P<train>\S+)\s+(?P<requests>\d+)\s"
 )
 
 # One row of bench/datasets.py's table, up to its requests column.
@@ -86,6 +88,36 @@ def test_headlines_store_replays_the_published_table() -> None:
         assert cells[4] == f"{row['flips']}, {row['p']}", (method, printed)
         assert cells[5] == row["verdict"], (method, printed)
         assert cells[6] == row["requests"], (method, printed)
+
+
+# The Optimizer section's tables: the words just before each, and its command's arguments.
+_OPTIMIZER_TABLES = {
+    "sentiment_large, default prompt": (
+        'default prompt "Is the sentiment of this review positive or negative?":',
+        "--datasets sentiment_large --demo-sets 4 --methods "
+        "exhaustive,racing,racing-t,racing-hoeffding,halving,demos,demos-halving",
+    ),
+    "arithmetic_large, first 100": (
+        'default prompt "Solve the arithmetic problem.":',
+        "--datasets arithmetic_large --limit 100 "
+        "--methods exhaustive,racing,racing-t,racing-hoeffding,halving",
+    ),
+}
+
+
+@pytest.mark.parametrize("table", sorted(_OPTIMIZER_TABLES))
+def test_optimizer_store_replays_the_published_tables(table: str) -> None:
+    phrase, arguments = _OPTIMIZER_TABLES[table]
+    published = {_plain(row[0]).split("(")[0]: row for row in readme_table(phrase)}
+    printed = replay("optimizer.py", "--store", "bench/stores/optimizer", *arguments.split())
+    rows = {m["method"]: m for m in map(_OPTIMIZER_ROW.match, printed.splitlines()) if m}
+    assert sorted(rows) == sorted(published), printed
+    for method, cells in published.items():
+        row = rows[method]
+        shown = [f"{row['initial']}->{row['best']}", row["gain"], row["const"], row["flips"]]
+        shown += [row["p"], row["verdict"], row["train"]]
+        assert [_plain(c) for c in cells[1:8]] == [_plain(v) for v in shown], (method, printed)
+        assert _plain(cells[8]).split("(")[0] == row["requests"], (method, printed)
 
 
 def test_datasets_store_replays_the_published_table() -> None:
