@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from tnsai_eval.pytest import NormActions, PluginSession, norm_check, refine_until
 
 if TYPE_CHECKING:
-    from tnsai_eval.pytest import CaseScore, PromptEvaluation
+    from tnsai_eval.pytest import CaseRecord, PromptEvaluation
 
 __all__ = [
-    "CaseScore",
+    "CaseRecord",
     "NormActions",
     "PluginSession",
     "PromptEvaluation",
@@ -31,7 +31,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("CaseScore", "PromptEvaluation"):
+    if name in ("CaseRecord", "PromptEvaluation"):
         from tnsai_eval import pytest as plugin
 
         return getattr(plugin, name)

@@ -319,6 +319,7 @@ ROWS = (
     ("feedback", "norms", "refinement", "optimizer", "datasets", "testing"),
     ("scoring",),
     ("reports",),
+    ("records",),
     ("llm",),
     ("settings",),
     ("_util",),

@@ -49,6 +49,9 @@ def _case_rows() -> list[dict[str, object]]:
                     "split": "train",
                     "details": details,
                     "reason": None,
+                    "case_id": f"c{case}",
+                    "state": "scored",
+                    "error_type": None,
                 }
             )
     # A validation row: it reports on the winner and must never count in a round.

@@ -51,6 +51,9 @@ def test_optimizer_case_columns(optimization: OptimizationResult) -> None:
         "split",
         "details",
         "reason",
+        "case_id",
+        "state",
+        "error_type",
     )
     assert tuple(out.columns) == frames.OPTIMIZER_CASE_COLUMNS
     assert tuple(optimization.to_dataframe().columns) == frames.OPTIMIZER_CASE_COLUMNS

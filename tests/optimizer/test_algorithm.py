@@ -91,7 +91,7 @@ def test_a_failing_case_is_left_out_and_counted(answers: dict[str, str]) -> None
     initial = result.variants[0]
     assert (initial.cases_scored, initial.cases_failed) == (3, 1)
     failed = [r for r in result.case_results if r.error is not None]
-    assert [(r.variant, r.case, r.output, r.score) for r in failed] == [(0, 1, None, None)]
+    assert [(r.variant, r.index, r.output, r.score) for r in failed] == [(0, 1, None, None)]
     assert "LLMConnectionError" in (failed[0].error or "")
     assert result.stop_reason is StopReason.MAX_ITERATIONS
 

@@ -209,7 +209,7 @@ def test_partial_credit_gets_a_seeded_paired_bootstrap() -> None:
     first, again = optimizer.optimize("P", cases), optimizer.optimize("P", cases)
     assert first.gain_interval == again.gain_interval
     rows = {
-        (r.variant, r.case): float(r.score or 0.0)
+        (r.variant, r.index): float(r.score or 0.0)
         for r in first.case_results
         if r.split == "validation"
     }

@@ -8,7 +8,7 @@ import pytest
 
 from tnsai_eval.errors import ConfigError, LLMConnectionError
 from tnsai_eval.optimizer import (
-    CaseScore,
+    CaseRecord,
     PromptOptimizer,
     PromptStrategy,
     StopReason,
@@ -87,7 +87,7 @@ def test_a_failed_call_is_recorded_with_its_type() -> None:
 
 
 def test_each_case_carries_what_a_report_needs() -> None:
-    seen: list[CaseScore] = []
+    seen: list[CaseRecord] = []
     llm = ScriptedLLM(rules=RULES, usage="estimate")
     result = score_prompt(llm, "Capital?", CASES, on_case=seen.append)
     assert sorted(c.index for c in seen) == [0, 1, 2]
@@ -146,7 +146,7 @@ def test_a_shared_budget_bounds_the_calls_too() -> None:
     shared = CallBudget(2)
     llm = ScriptedLLM(rules=RULES)
     result = score_prompt(llm, "Capital?", CASES, budget=shared, concurrency=3)
-    assert [c.state for c in result.cases].count("not_run") == 1
+    assert [c.state.value for c in result.cases].count("not_run") == 1
     assert shared.spent == result.calls == len(llm.calls) == 2
 
 

@@ -239,7 +239,7 @@ def _signature(result: OptimizationResult) -> object:
         result.stop_reason,
         [(v.id, v.prompt, v.status, v.score, v.calls) for v in result.variants],
         [
-            (r.round, r.variant, r.case, r.output, r.score, r.cached, r.split)
+            (r.round, r.variant, r.index, r.output, r.score, r.cached, r.split)
             for r in result.case_results
         ],
         [(r.best_score, r.best_variant, r.calls) for r in result.history],

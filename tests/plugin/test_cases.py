@@ -299,15 +299,30 @@ def test_refine_iterations_are_stored(scripted: pytest.Pytester) -> None:
     assert iterations[0]["output"] == "id: 7"
     checks = ["must_contain('\"id\"')", "valid_json"]  # in declaration order
     assert iterations[0]["failed_checks"] == checks
-    assert iterations[1] == {
+    second = iterations[1]
+    assert {k: second[k] for k in ("metric", "iteration", "score", "output", "improved")} == {
         "metric": "refine_score",
         "iteration": 2,
         "score": 1.0,
         "output": '{"id": 7}',
-        "passed_checks": checks,
-        "failed_checks": [],
-        "reasons": {},
+        "improved": True,
     }
+    assert (second["passed_checks"], second["failed_checks"], second["reasons"]) == (checks, [], {})
+    # The report keeps the loop's own record: every check's whole outcome.
+    assert [(c["name"], c["passed"], c["kind"], c["source"]) for c in second["checks"]] == [
+        (checks[0], True, "deterministic", "must_contain"),
+        (checks[1], True, "deterministic", "valid_json"),
+    ]
+    # Read back, it is the record the refinement loop made (its metric added).
+    from tnsai_eval.reports import read_report
+
+    (decoded,) = read_report(scripted.path / "r.json").tests
+    assert [(c.name, c.passed) for c in decoded.refinements[0].checks] == [
+        (checks[0], False),
+        (checks[1], False),
+    ]
+    assert decoded.refinements[1].passed
+    assert decoded.refinements[1].metric == "refine_score"
 
 
 def test_the_judges_reason_is_kept_in_the_refinement_and_case_records(
@@ -348,7 +363,9 @@ def test_the_judges_reason_is_kept_in_the_refinement_and_case_records(
     decoded = {t.nodeid: t for t in read_report(scripted.path / "r.json").tests}
     assert decoded["test_judged.py::test_graded"].cases[0].reason == "It is a JSON record."
     iteration = decoded["test_judged.py::test_refined"].refinements[1]
-    assert dict(iteration.reasons) == {"llm_check('Is it a JSON record?')": "It is a JSON record."}
+    assert {c.name: c.reason for c in iteration.checks if c.reason} == {
+        "llm_check('Is it a JSON record?')": "It is a JSON record."
+    }
 
 
 def test_tnsai_record_declares_a_relative_tolerance(

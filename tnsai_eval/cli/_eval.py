@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -210,14 +211,11 @@ def _report(
     """The run as a report the gate reads: one test per model, its cases, cost and latency."""
     from tnsai_eval.optimizer import DEFAULT_TEMPLATE
     from tnsai_eval.reports import (
-        CaseRecord,
-        CaseState,
         MetricStats,
         PromptRecord,
         Report,
         TestStatus,
         TrackedTest,
-        case_ids,
         latency_figures,
         prompt_hash,
     )
@@ -226,23 +224,9 @@ def _report(
     tests = []
     for result in evaluation.results:
         scored = result.evaluation
-        ids = case_ids((c.input, c.expected, None) for c in scored.cases)
+        # The engine's records, as the plugin keeps them: pass or fail at the threshold.
         cases = tuple(
-            CaseRecord(
-                id=ids[i],
-                input=c.input,
-                expected=c.expected,
-                output=c.output,
-                score=c.score,
-                passed=None if c.state == "unrecorded" else c.passed(result.threshold),
-                state=CaseState(c.state),
-                cached=c.cached,
-                tokens=c.tokens,
-                latency_s=c.latency_s,
-                error=c.error,
-                reason=c.reason,
-            )
-            for i, c in enumerate(scored.cases)
+            replace(c, passed=c.passes(result.threshold) if c.asked else None) for c in scored.cases
         )
         low_score = min_score is not None and result.score < min_score
         passed = not scored.errors and not low_score

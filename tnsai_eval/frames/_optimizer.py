@@ -49,11 +49,15 @@ __all__ = [
 #: ``split`` is ``train`` or ``validation``; ``details`` what the variant carries
 #: beyond its instruction (system message, demos, response format; ``''`` for
 #: none); ``reason`` the evaluator's explanation of the score when it gave one
-#: (a judge's reason), else empty.
+#: (a judge's reason), else empty; ``case_id`` the case's stable id (as in the
+#: plugin's reports), ``state`` its ``CaseState`` and ``error_type`` the class of
+#: the exception behind ``error``.
 OPTIMIZER_CASE_COLUMNS: tuple[str, ...] = CASE_COLUMNS
 # A frame passed in (say, read back from results.csv of an older run) needs only these.
 _CASE_REQUIRED = tuple(
-    c for c in OPTIMIZER_CASE_COLUMNS if c not in ("error", "split", "details", "reason")
+    c
+    for c in OPTIMIZER_CASE_COLUMNS
+    if c not in ("error", "split", "details", "reason", "case_id", "state", "error_type")
 )
 
 #: ``optimizer_rounds``: one row per round, the fields of ``RoundRecord``:
@@ -123,8 +127,9 @@ def optimizer_cases(result: OptimizationResult | pd.DataFrame) -> pd.DataFrame:
     """One row per (round, variant, case) of an optimization (``OPTIMIZER_CASE_COLUMNS``).
 
     Accepts an ``OptimizationResult`` (delegates to its ``to_dataframe()``) or a
-    frame that already has those columns (``error``, ``split`` and ``reason``
-    may be absent).
+    frame that already has those columns (``error``, ``split``, ``reason``,
+    ``case_id``, ``state`` and ``error_type`` may be absent: a frame read back
+    from an older run's CSV file).
     """
     frame = (
         result

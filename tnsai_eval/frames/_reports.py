@@ -32,10 +32,12 @@ __all__ = [
     "report_cases",
 ]
 
-#: The columns of ``report_cases``: one row per case record of every report.
+#: The columns of ``report_cases``: one row per case record of every report
+#: (``error`` and ``error_type`` say why a case in state ``error`` failed).
 REPORT_CASE_COLUMNS = (
     "report", "nodeid", "metric", "case_id", "sample", "state", "score", "passed",
     "input", "expected", "output", "tokens", "cached", "latency_s", "reason",
+    "error", "error_type",
 )  # fmt: skip
 
 #: The columns of ``case_deltas``: one row per case both runs recorded.
@@ -165,6 +167,8 @@ def report_cases(
             "cached": case.cached,
             "latency_s": case.latency_s,
             "reason": masked(case.reason),
+            "error": masked(case.error),
+            "error_type": case.error_type,
         }
         for name, source in named
         for test in read_report(source).tests

@@ -26,7 +26,6 @@ from tnsai_eval.optimizer._models import (
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
-    CaseResult,
     EventKind,
     ProgressEvent,
     RoundRecord,
@@ -36,13 +35,7 @@ from tnsai_eval.optimizer._records import (
 )
 from tnsai_eval.optimizer._result import CASE_COLUMNS, OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite
-from tnsai_eval.optimizer._scoring import (
-    CaseScore,
-    CaseState,
-    PromptEvaluation,
-    ascore_prompt,
-    score_prompt,
-)
+from tnsai_eval.optimizer._scoring import PromptEvaluation, ascore_prompt, score_prompt
 from tnsai_eval.optimizer._search import SEARCHES, Search, SearchRegistry
 from tnsai_eval.optimizer._strategies import (
     DEFAULT_STRATEGIES,
@@ -51,6 +44,7 @@ from tnsai_eval.optimizer._strategies import (
     suggest_strategies,
 )
 from tnsai_eval.optimizer._variant import Demo, PromptVariant, demos_text
+from tnsai_eval.records import CaseRecord, CaseState
 from tnsai_eval.scoring import (
     DEFAULT_CALL_PARAMS,
     ContainsEvaluator,
@@ -78,8 +72,7 @@ __all__ = [
     "MODEL_SUMMARY_COLUMNS",
     "SEARCHES",
     "SMALL_MODEL_STRATEGIES",
-    "CaseResult",
-    "CaseScore",
+    "CaseRecord",
     "CaseState",
     "ConstantBaseline",
     "ContainsEvaluator",

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tnsai_eval.optimizer._records import CaseResult
+from tnsai_eval.records import CaseRecord
 from tnsai_eval.scoring import LabelEvaluator, TestCase
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def answer_counts(labels: Sequence[str], outputs: Iterable[str | None]) -> Count
 
 
 def confusion_frame(
-    labels: Sequence[str], prompts: Sequence[tuple[str, Sequence[CaseResult]]]
+    labels: Sequence[str], prompts: Sequence[tuple[str, Sequence[CaseRecord]]]
 ) -> pd.DataFrame:
     """Expected label by answered label, one block of rows per named prompt.
 

@@ -30,8 +30,9 @@ from tnsai_eval.llm import (
     ametered_call,
     call_tokens,
 )
-from tnsai_eval.optimizer._records import CaseResult, StopReason, VariantStatus
+from tnsai_eval.optimizer._records import StopReason, VariantStatus
 from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
+from tnsai_eval.records import CaseRecord, CaseState, case_ids
 from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase
 
 __all__ = [
@@ -203,7 +204,7 @@ class Variant:
     became_best: bool = False
     scores: dict[int, float | None] = field(default_factory=dict)
     outputs: dict[int, str | None] = field(default_factory=dict)
-    rows: list[CaseResult] = field(default_factory=list)
+    rows: list[CaseRecord] = field(default_factory=list)
     calls: int = 0
     tokens: int = 0
 
@@ -252,7 +253,7 @@ class Engine:
         concurrency: int,
         params: Mapping[str, Any],
         template: str,
-        on_case: Callable[[CaseResult], None],
+        on_case: Callable[[CaseRecord], None],
     ) -> None:
         self.llm = llm
         self.evaluator = evaluator
@@ -262,6 +263,8 @@ class Engine:
         self._on_case = on_case
         self._semaphore = asyncio.Semaphore(concurrency)
         self._cache: dict[CacheKey, asyncio.Future[Reply]] = {}
+        # Keyed by the list's id; the list itself is kept so that the id cannot be reused.
+        self._ids: dict[int, tuple[Sequence[TestCase], list[str]]] = {}
 
     def case_messages(self, variant: Variant, case_input: str) -> str | list[Message]:
         """What scoring ``case_input`` sends: one user message goes as a plain str."""
@@ -352,9 +355,10 @@ class Engine:
             return _Sent(reply, cached=False, latency_s=latency, tokens=tokens, attempts=attempts)
 
     async def score_case(
-        self, variant: Variant, index: int, case: TestCase, *, split: str = "train"
-    ) -> CaseResult | None:
-        """Score one case of ``variant``; ``None`` when the budget refused it."""
+        self, variant: Variant, index: int, cases: Sequence[TestCase], *, split: str = "train"
+    ) -> CaseRecord | None:
+        """Score ``cases[index]`` with ``variant``; ``None`` when the budget refused it."""
+        case = cases[index]
         sent = await self.send(self.case_messages(variant, case.input), self.case_params(variant))
         if isinstance(sent.reply, _Skipped):
             return None
@@ -364,11 +368,13 @@ class Engine:
         error_type: str | None = None
         reason: str | None = None
         cached = sent.cached
-        unrecorded = False
+        state = CaseState.SCORED
         if isinstance(sent.reply, Exception):
             error_type = type(sent.reply).__name__
             error = f"{error_type}: {mask(str(sent.reply))}"
-            unrecorded = isinstance(sent.reply, ReplayMissError)
+            # A replay miss was never asked: no score, rather than a failing 0.
+            missed = isinstance(sent.reply, ReplayMissError)
+            state = CaseState.UNRECORDED if missed else CaseState.ERROR
         else:
             output = sent.reply.text
             cached = cached or sent.reply.cached
@@ -381,23 +387,25 @@ class Engine:
                 # counted like a failed call, and the other cases keep theirs.
                 error_type = type(exc).__name__
                 error = f"evaluator {error_type}: {mask(str(exc))}"
-        row = CaseResult(
-            round=variant.round,
-            variant=variant.id,
-            strategy=variant.strategy,
-            case=index,
+                score, reason, state = None, None, CaseState.ERROR
+        row = CaseRecord(
+            id=self.case_ids(cases)[index],
             input=case.input,
             expected=case.expected,
             output=output,
             score=score,
+            state=state,
+            cached=cached,
             tokens=sent.tokens,
             latency_s=sent.latency_s,
-            cached=cached,
             error=error,
-            split=split,
-            error_type=error_type,
             reason=reason,
-            unrecorded=unrecorded,
+            error_type=error_type,
+            index=index,
+            round=variant.round,
+            variant=variant.id,
+            strategy=variant.strategy,
+            split=split,
         )
         if split == "train":
             variant.scores[index] = score
@@ -417,7 +425,15 @@ class Engine:
         split: str = "train",
     ) -> None:
         """Score ``variant`` on ``cases[i]`` for each ``i`` in ``indices``, concurrently."""
-        await asyncio.gather(*(self.score_case(variant, i, cases[i], split=split) for i in indices))
+        await asyncio.gather(*(self.score_case(variant, i, cases, split=split) for i in indices))
+
+    def case_ids(self, cases: Sequence[TestCase]) -> list[str]:
+        """The stable ids of ``cases`` (``records.case_ids``), worked out once per case list."""
+        key = id(cases)
+        known = self._ids.get(key)
+        if known is None or known[0] is not cases:
+            known = self._ids[key] = (cases, case_ids((c.input, c.expected, c.id) for c in cases))
+        return known[1]
 
     def _reason(self, actual: str, expected: str) -> str | None:
         """The evaluator's explanation of its last score for this pair, when it offers one.

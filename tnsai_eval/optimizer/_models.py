@@ -46,7 +46,8 @@ from tnsai_eval.llm import (
     ResponseStore,
     acall,
 )
-from tnsai_eval.optimizer._scoring import CaseScore, PromptEvaluation, score_prompt
+from tnsai_eval.optimizer._scoring import PromptEvaluation, score_prompt
+from tnsai_eval.records import CaseRecord
 from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase, check_cases
 
 if TYPE_CHECKING:
@@ -182,8 +183,8 @@ class ModelEvaluation:
                 "expected": case.expected,
                 "output": case.output,
                 "score": case.score,
-                "passed": None if case.state == "unrecorded" else case.passed(result.threshold),
-                "state": case.state,
+                "passed": case.passes(result.threshold) if case.asked else None,
+                "state": case.state.value,
                 "tokens": case.tokens,
                 "cached": case.cached,
                 "latency_s": case.latency_s,
@@ -289,7 +290,7 @@ def evaluate_models(
     store: ResponseStore | str | os.PathLike[str] | None = None,
     record_mode: RecordMode | str = RecordMode.RECORD,
     progress: bool = True,
-    on_case: Callable[[str, CaseScore], None] | None = None,
+    on_case: Callable[[str, CaseRecord], None] | None = None,
 ) -> ModelEvaluation:
     """Score ``prompt`` on ``cases`` with each of ``models``, one model after the other.
 
@@ -348,7 +349,7 @@ def evaluate_models(
         tally = _Tally()
         bar = _bar(label, len(checked)) if progress else None
 
-        def seen(case: CaseScore, label: str = label, bar: Any = bar) -> None:
+        def seen(case: CaseRecord, label: str = label, bar: Any = bar) -> None:
             if bar is not None:
                 bar.update(1)
             if on_case is not None:

@@ -453,8 +453,8 @@ async def race(
         # Case by case across the racers (tasks start in the order made), then
         # the rest of a leading incumbent's cases.
         await asyncio.gather(
-            *(engine.score_case(v, i, cases[i]) for i in rung for v in alive if i not in v.scores),
-            *(engine.score_case(incumbent, i, cases[i]) for i in rest if i not in incumbent.scores),
+            *(engine.score_case(v, i, cases) for i in rung for v in alive if i not in v.scores),
+            *(engine.score_case(incumbent, i, cases) for i in rest if i not in incumbent.scores),
         )
         done = size
         if size == n:
@@ -537,7 +537,7 @@ async def halve(
         # Case by case across the racers (tasks start in the order made).
         await asyncio.gather(
             *(
-                engine.score_case(v, i, cases[i])
+                engine.score_case(v, i, cases)
                 for i in order[done:size]
                 for v in alive
                 if i not in v.scores

@@ -1,4 +1,4 @@
-"""The records an optimizer run produces: per case, per variant, per round."""
+"""The records an optimizer run makes per variant and per round (per case: ``CaseRecord``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tnsai_eval.optimizer._variant import Demo, PromptVariant
+from tnsai_eval.records import CaseRecord
 
 __all__ = [
-    "CaseResult",
     "EventKind",
     "ProgressEvent",
     "RoundRecord",
@@ -66,48 +66,6 @@ class VariantStatus(enum.Enum):
     """Same text as an earlier variant (or the prompt itself): not scored again."""
     INCOMPLETE = "incomplete"
     """The budget ran out before every case was scored; it cannot become best."""
-
-
-@dataclass(frozen=True, slots=True)
-class CaseResult:
-    """One case of one variant: the reply, its score and what it cost.
-
-    ``output`` and ``score`` are ``None`` when the call failed (``error`` says
-    why); such a case is left out of the variant's score. ``tokens`` and
-    ``latency_s`` are what this row spent: 0 for a reply reused from the run's
-    cache (``cached``), which also marks replies the client itself served from
-    a store. ``split`` is ``"train"`` or ``"validation"``.
-
-    >>> from tnsai_eval.optimizer import PromptOptimizer, TestCase
-    >>> from tnsai_eval.testing import ScriptedLLM
-    >>> optimizer = PromptOptimizer(ScriptedLLM(default="Paris"))
-    >>> result = optimizer.optimize("Capital?", [TestCase("France", "Paris")])
-    >>> row = result.case_results[0]
-    >>> row.input, row.output, row.score, row.cached, row.error
-    ('France', 'Paris', 1.0, False, None)
-    """
-
-    round: int
-    variant: int
-    strategy: str
-    case: int
-    input: str
-    expected: str
-    output: str | None
-    score: float | None
-    tokens: int
-    latency_s: float
-    cached: bool
-    error: str | None = None
-    split: str = "train"
-    error_type: str | None = None
-    """The class name of the exception behind ``error`` (``None`` without one)."""
-    reason: str | None = None
-    """The evaluator's explanation of ``score`` when it gives one (``LLMJudgeEvaluator``:
-    the judge's reason, from its JSON or ``SCORE:`` reply); ``None`` otherwise."""
-    unrecorded: bool = False
-    """The client is a response store in replay mode without this request
-    (``ReplayMissError``): never asked, so no score rather than a failing 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,5 +225,5 @@ class ProgressEvent:
     round: int
     calls: int
     best_score: float | None
-    case: CaseResult | None = None
+    case: CaseRecord | None = None
     round_record: RoundRecord | None = None

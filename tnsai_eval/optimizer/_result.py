@@ -16,7 +16,6 @@ from tnsai_eval.optimizer._chance import (
     confusion_frame,
 )
 from tnsai_eval.optimizer._records import (
-    CaseResult,
     RoundRecord,
     StopReason,
     VariantRecord,
@@ -28,6 +27,7 @@ from tnsai_eval.optimizer._variant import (
     demos_text,
     json_ready,
 )
+from tnsai_eval.records import CaseRecord
 
 if TYPE_CHECKING:  # pandas is imported by the views only, when they are used
     import pandas as pd
@@ -54,6 +54,9 @@ CASE_COLUMNS = (
     "split",
     "details",
     "reason",
+    "case_id",
+    "state",
+    "error_type",
 )
 
 
@@ -136,7 +139,7 @@ class OptimizationResult:
     # Left out of repr: a run's rows would drown the summary in a notebook.
     variants: tuple[VariantRecord, ...] = field(default=(), repr=False)
     history: tuple[RoundRecord, ...] = field(default=(), repr=False)
-    case_results: tuple[CaseResult, ...] = field(default=(), repr=False)
+    case_results: tuple[CaseRecord, ...] = field(default=(), repr=False)
     rejected_rewrites: tuple[str, ...] = field(default=(), repr=False)
     #: What the scores are (``score_metric`` of the evaluator): "accuracy" or "score".
     metric: str = "score"
@@ -247,7 +250,7 @@ class OptimizationResult:
         return None
 
     @property
-    def best_validation_rows(self) -> tuple[CaseResult, ...]:
+    def best_validation_rows(self) -> tuple[CaseRecord, ...]:
         """The best prompt's rows on the held-out cases."""
         return tuple(
             r
@@ -364,7 +367,7 @@ class OptimizationResult:
             )
         split = "validation" if any(r.split == "validation" for r in self.case_results) else "train"
 
-        def rows(variant: int) -> list[CaseResult]:
+        def rows(variant: int) -> list[CaseRecord]:
             return [r for r in self.case_results if r.split == split and r.variant == variant]
 
         return confusion_frame(
@@ -424,8 +427,10 @@ class OptimizationResult:
         """One row per (round, variant, case) scored, in that order.
 
         Columns: round, variant, strategy, case, input, expected, output,
-        score, tokens, latency, cached, error, split, details, reason. Failed
-        calls are rows with a ``None`` output and score and the error's text.
+        score, tokens, latency, cached, error, split, details, reason,
+        case_id, state, error_type: the fields of each ``CaseRecord`` (``case``
+        is its ``index``, ``latency`` its ``latency_s``). Failed calls are rows
+        with a ``None`` output and score, the error's text and its type.
         ``details`` says what the variant carries beyond its instruction
         ("system message; 3 demo(s) as chat"; ``''`` for a bare instruction):
         the full variants are in ``variants_dataframe()``. ``reason`` is the
@@ -440,7 +445,7 @@ class OptimizationResult:
                 r.round,
                 r.variant,
                 r.strategy,
-                r.case,
+                r.index,
                 r.input,
                 r.expected,
                 r.output,
@@ -452,6 +457,9 @@ class OptimizationResult:
                 r.split,
                 details.get(r.variant, ""),
                 r.reason,
+                r.id,
+                r.state.value,
+                r.error_type,
             )
             for r in self.case_results
         ]

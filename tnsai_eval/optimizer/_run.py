@@ -23,7 +23,6 @@ from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
 from tnsai_eval.optimizer._engine import Budget, Engine, Variant
 from tnsai_eval.optimizer._racing import savings_report
 from tnsai_eval.optimizer._records import (
-    CaseResult,
     EventKind,
     ProgressEvent,
     RoundRecord,
@@ -36,6 +35,7 @@ from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_
 from tnsai_eval.optimizer._search import SEARCHES
 from tnsai_eval.optimizer._strategies import PromptStrategy
 from tnsai_eval.optimizer._variant import Demo, PromptVariant
+from tnsai_eval.records import CaseRecord
 from tnsai_eval.scoring import TestCase, score_metric
 
 __all__ = ["HeldOut", "Run", "example_order", "held_out_stats"]
@@ -93,7 +93,7 @@ class Run:
         self.variants: list[Variant] = []
         self.by_key: dict[str, int] = {}
         self.history: list[RoundRecord] = []
-        self.validation_rows: list[CaseResult] = []
+        self.validation_rows: list[CaseRecord] = []
         self.best: Variant | None = None
         # Rewrite replies that were not prompts for the task (check_rewrite), with why.
         self.rejected_rewrites: list[str] = []
@@ -106,7 +106,7 @@ class Run:
     def best_score(self) -> float:
         return (self.best.mean() or 0.0) if self.best is not None else 0.0
 
-    def _on_case(self, row: CaseResult) -> None:
+    def _on_case(self, row: CaseRecord) -> None:
         if self.options.progress is not None:
             best = self.best_score if self.best is not None else None
             self.options.progress(
@@ -380,7 +380,7 @@ class Run:
                 shadow, range(len(self.validation)), self.validation, split="validation"
             )
             self.validation_rows.extend(shadow.rows)
-            per_case[source.id] = {row.case: row.score for row in shadow.rows}
+            per_case[source.id] = {row.index: row.score for row in shadow.rows}
         return held_out_stats(
             per_case[initial.id],
             per_case[self.best.id],
@@ -410,9 +410,9 @@ class Run:
         initial = self.variants[0]
         train_rows = sorted(
             (row for v in self.variants for row in v.rows),
-            key=lambda r: (r.round, r.variant, r.case),
+            key=lambda r: (r.round, r.variant, r.index),
         )
-        validation_rows = sorted(self.validation_rows, key=lambda r: (r.variant, r.case))
+        validation_rows = sorted(self.validation_rows, key=lambda r: (r.variant, r.index))
         return OptimizationResult(
             best_prompt=self.best.prompt,
             best_spec=self.best.spec,

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
@@ -39,90 +39,15 @@ from tnsai_eval.optimizer._engine import (
     check_concurrency,
     check_template,
 )
-from tnsai_eval.optimizer._records import CaseResult, StopReason
+from tnsai_eval.optimizer._records import StopReason
 from tnsai_eval.optimizer._variant import PromptVariant
+from tnsai_eval.records import CaseRecord, CaseState
 from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator, TestCase, check_cases
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CaseScore", "CaseState", "PromptEvaluation", "ascore_prompt", "score_prompt"]
-
-#: ``scored``: the reply was scored; ``error``: the call or the evaluator
-#: failed (``CaseScore.error`` says how); ``unrecorded``: a response store in
-#: replay mode had no recording of it (``ReplayMissError``; ``error`` says
-#: which); ``not_run``: the call budget (``max_calls``, ``--llm-max-calls``)
-#: was spent before it was sent. Neither of the last two has a score.
-CaseState: TypeAlias = Literal["scored", "error", "unrecorded", "not_run"]
-
-
-@dataclass(frozen=True, slots=True)
-class CaseScore:
-    """One case: what was asked, expected and answered, its score and its cost.
-
-    ``score`` is ``None`` when the call or the evaluator failed (``error``
-    then says why, ``error_type`` names the exception's class), when a
-    response store in replay mode had no recording (``unrecorded``) and when
-    the call budget left the case unsent (state ``not_run``). ``tokens`` and
-    ``latency_s`` are what this case spent (0 for a reply reused from earlier
-    in the same evaluation); ``cached`` marks such reuse and replies a
-    response store served.
-
-    >>> case = CaseScore("2+2", "4", "4", 1.0, tokens=12)
-    >>> case.state, case.passed(0.5)
-    ('scored', True)
-    """
-
-    input: str
-    expected: str
-    output: str | None
-    score: float | None
-    tokens: int = 0
-    cached: bool = False
-    error: str | None = None
-    error_type: str | None = None
-    latency_s: float = 0.0
-    index: int = 0
-    reason: str | None = None
-    """The evaluator's explanation of ``score`` (a judge's reason), when it gave one."""
-    unrecorded: bool = False
-    """Replay mode had no recording of the request (``ReplayMissError``)."""
-
-    @property
-    def state(self) -> CaseState:
-        """``scored``, ``error``, ``unrecorded`` or ``not_run`` (see ``CaseState``)."""
-        if self.unrecorded:
-            return "unrecorded"  # never asked: no score, rather than a failing 0
-        if self.error is not None:
-            return "error"
-        return "not_run" if self.score is None else "scored"
-
-    @property
-    def asked(self) -> bool:
-        """Whether the model was asked (or a store answered): ``scored`` or ``error``."""
-        return self.state in ("scored", "error")
-
-    def passed(self, threshold: float) -> bool:
-        """Whether the case was scored at ``threshold`` or above."""
-        return self.score is not None and self.score >= threshold
-
-    @classmethod
-    def from_result(cls, row: CaseResult) -> CaseScore:
-        """The evaluation view of one row the engine produced."""
-        return cls(
-            row.input,
-            row.expected,
-            row.output,
-            row.score,
-            tokens=row.tokens,
-            cached=row.cached,
-            error=row.error,
-            error_type=row.error_type,
-            latency_s=row.latency_s,
-            index=row.case,
-            reason=row.reason,
-            unrecorded=row.unrecorded,
-        )
+__all__ = ["PromptEvaluation", "ascore_prompt", "score_prompt"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +58,8 @@ class PromptEvaluation:
     (a repeated case reuses the earlier reply); ``stop_reason`` is set when a
     budget left cases unsent.
 
-    >>> result = PromptEvaluation("p", (CaseScore("2+2", "4", "4", 1.0),
-    ...                                 CaseScore("3+3", "6", "9", 0.2)))
+    >>> result = PromptEvaluation("p", (CaseRecord("a", "2+2", "4", "4", 1.0),
+    ...                                 CaseRecord("b", "3+3", "6", "9", 0.2)))
     >>> result.mean_score, result.scores
     (0.6, (1.0, 0.2))
     >>> result.worst(1)[0].input
@@ -142,7 +67,7 @@ class PromptEvaluation:
     """
 
     prompt: str
-    cases: tuple[CaseScore, ...]
+    cases: tuple[CaseRecord, ...]
     calls: int = 0
     stop_reason: StopReason | None = None
 
@@ -161,31 +86,31 @@ class PromptEvaluation:
     score = mean_score
 
     @property
-    def errors(self) -> tuple[CaseScore, ...]:
+    def errors(self) -> tuple[CaseRecord, ...]:
         """The cases whose call (or evaluator) failed."""
-        return tuple(c for c in self.cases if c.state == "error")
+        return tuple(c for c in self.cases if c.state is CaseState.ERROR)
 
     @property
-    def unrecorded(self) -> tuple[CaseScore, ...]:
+    def unrecorded(self) -> tuple[CaseRecord, ...]:
         """The cases replay mode had no recording of."""
-        return tuple(c for c in self.cases if c.state == "unrecorded")
+        return tuple(c for c in self.cases if c.state is CaseState.UNRECORDED)
 
     @property
-    def not_run(self) -> tuple[CaseScore, ...]:
+    def not_run(self) -> tuple[CaseRecord, ...]:
         """The cases the call budget left unsent."""
-        return tuple(c for c in self.cases if c.state == "not_run")
+        return tuple(c for c in self.cases if c.state is CaseState.NOT_RUN)
 
     def case_pass_rate(self, threshold: float = 0.5) -> float:
         """Share of the recorded cases scored at ``threshold`` or above (0.0 with none)."""
         recorded = [c for c in self.cases if c.asked]
-        return sum(c.passed(threshold) for c in recorded) / len(recorded) if recorded else 0.0
+        return sum(c.passes(threshold) for c in recorded) / len(recorded) if recorded else 0.0
 
     @property
     def tokens(self) -> int:
         """Tokens used by every case's call together."""
         return sum(c.tokens for c in self.cases)
 
-    def worst(self, n: int = 5) -> list[CaseScore]:
+    def worst(self, n: int = 5) -> list[CaseRecord]:
         """The ``n`` lowest-scoring recorded cases, worst first (failed ones count as 0)."""
         recorded = [c for c in self.cases if c.asked]
         return sorted(recorded, key=lambda c: -1.0 if c.score is None else c.score)[:n]
@@ -214,7 +139,7 @@ def score_prompt(
     params: Mapping[str, Any] | None = None,
     concurrency: int = 4,
     max_calls: int | None = None,
-    on_case: Callable[[CaseScore], None] | None = None,
+    on_case: Callable[[CaseRecord], None] | None = None,
     clock: Clock = time.monotonic,
     budget: CallBudget | None = None,
 ) -> PromptEvaluation:
@@ -256,7 +181,7 @@ async def ascore_prompt(
     params: Mapping[str, Any] | None = None,
     concurrency: int = 4,
     max_calls: int | None = None,
-    on_case: Callable[[CaseScore], None] | None = None,
+    on_case: Callable[[CaseRecord], None] | None = None,
     clock: Clock = time.monotonic,
     budget: CallBudget | None = None,
 ) -> PromptEvaluation:
@@ -277,9 +202,9 @@ async def ascore_prompt(
     if params is not None and not isinstance(params, Mapping):
         raise ConfigError(f"params must be a mapping of call parameters, got {params!r}")
 
-    def report(row: CaseResult) -> None:
+    def report(row: CaseRecord) -> None:
         if on_case is not None:
-            on_case(CaseScore.from_result(row))
+            on_case(row)
 
     if budget is not None and not isinstance(budget, CallBudget):
         raise ConfigError(f"budget must be an llm.CallBudget or None, got {budget!r}")
@@ -297,9 +222,11 @@ async def ascore_prompt(
     )
     variant = Variant(id=0, round=0, strategy="initial", spec=PromptVariant(prompt), parent=None)
     await engine.score(variant, range(len(checked)), checked)
-    by_index = {row.case: CaseScore.from_result(row) for row in variant.rows}
+    by_index = {row.index: row for row in variant.rows}
+    ids = engine.case_ids(checked)
     scored = tuple(
-        by_index.get(i) or CaseScore(case.input, case.expected, None, None, index=i)
+        by_index.get(i)
+        or CaseRecord(ids[i], case.input, case.expected, state=CaseState.NOT_RUN, index=i)
         for i, case in enumerate(checked)
     )
     return PromptEvaluation(prompt, scored, calls=spent.calls, stop_reason=spent.stop_reason)

@@ -42,10 +42,10 @@ from tnsai_eval.pytest._markers import MARKER_LINES, norm_check, refine_until
 from tnsai_eval.pytest._session import SESSION_KEY, PluginSession
 
 if TYPE_CHECKING:
-    from tnsai_eval.optimizer import CaseScore, PromptEvaluation
+    from tnsai_eval.optimizer import CaseRecord, PromptEvaluation
 
 __all__ = [
-    "CaseScore",
+    "CaseRecord",
     "NormActions",
     "PluginSession",
     "PromptEvaluation",
@@ -57,7 +57,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Loaded on first use: a suite that never evaluates a prompt should not pay
     # for importing the optimizer package at start-up.
-    if name in ("CaseScore", "PromptEvaluation"):
+    if name in ("CaseRecord", "PromptEvaluation"):
         from tnsai_eval import optimizer
 
         return getattr(optimizer, name)

@@ -19,23 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.reports import (
-    CaseRecord,
-    CaseState,
-    PromptRecord,
-    case_ids,
-    format_table,
-    prompt_hash,
-)
+from tnsai_eval.reports import PromptRecord, format_table, prompt_hash
 
 if TYPE_CHECKING:
     from tnsai_eval.datasets import ScoringPlan
-    from tnsai_eval.optimizer import CaseScore, PromptEvaluation
+    from tnsai_eval.optimizer import PromptEvaluation
     from tnsai_eval.pytest._session import PluginSession
-    from tnsai_eval.scoring import TestCase
+    from tnsai_eval.records import CaseRecord
 
 __all__ = [
-    "case_records",
     "check_min_score",
     "error_message",
     "excerpt",
@@ -77,7 +69,7 @@ def error_message(result: PromptEvaluation) -> str:
     return "\n".join(lines)
 
 
-def _table(cases: Sequence[CaseScore]) -> str:
+def _table(cases: Sequence[CaseRecord]) -> str:
     rows = [
         (
             excerpt(c.input),
@@ -92,7 +84,7 @@ def _table(cases: Sequence[CaseScore]) -> str:
 
 def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> str:
     """One message for every unrecorded case: how many, why, and the command that records."""
-    missing = [c for c in result.cases if c.state == "unrecorded"]
+    missing = result.unrecorded
     lines = [
         f"{len(missing)} of {len(result.cases)} case(s) unrecorded ({reason}); they are not "
         f"scored. Record them with:\n    {command}",
@@ -172,7 +164,7 @@ def record(
     """Keep the mean (unless no case has a reply) and every case in the report."""
     if any(c.asked for c in result.cases):
         session.record_metric(metric, result.mean_score)
-    session.record_cases(metric, case_records(result, plan.cases, plan.threshold), prompt)
+    session.record_cases(metric, result.cases, prompt, threshold=plan.threshold)
 
 
 def verdict(
@@ -197,30 +189,6 @@ def verdict(
     if min_score is not None and result.mean_score < min_score:
         return failure_message(result, min_score)
     return None
-
-
-def case_records(
-    result: PromptEvaluation, cases: Sequence[TestCase], threshold: float
-) -> list[CaseRecord]:
-    """The report's records of ``result``'s cases (ids from the cases, in order)."""
-    ids = case_ids((c.input, c.expected, c.id) for c in cases)
-    return [
-        CaseRecord(
-            id=ids[case.index],
-            input=case.input,
-            expected=case.expected,
-            output=case.output,
-            score=case.score,
-            passed=case.passed(threshold) if case.asked else None,
-            state=CaseState(case.state),
-            cached=case.cached,
-            tokens=case.tokens,
-            latency_s=case.latency_s,
-            error=case.error,
-            reason=case.reason,
-        )
-        for case in result.cases
-    ]
 
 
 def prompt_record(text: str, file: str | None, options: Mapping[str, Any]) -> PromptRecord:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -31,9 +32,9 @@ if TYPE_CHECKING:
     from tnsai_eval.feedback import Agent, FeedbackStore
     from tnsai_eval.llm import LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.optimizer import CaseScore, PromptEvaluation, PromptOptimizer
+    from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
+    from tnsai_eval.records import CaseRecord
     from tnsai_eval.refinement import RefinementResult
-    from tnsai_eval.reports import IterationRecord
     from tnsai_eval.scoring import PromptEvaluator
 
 __all__ = [
@@ -225,30 +226,12 @@ def refine(
         session.record_iterations(result.iteration_count)
         metric = _free_name(session, "refine_score")
         session.record_metric(metric, result.final_score)
-        session.record_refinement(_iteration_records(metric, result))
+        session.record_refinement(replace(record, metric=metric) for record in result.iterations)
         if check and not result.is_success:
             pytest.fail(refinement_failure(result), pytrace=False)
         return result
 
     return do_refine
-
-
-def _iteration_records(metric: str, result: RefinementResult) -> list[IterationRecord]:
-    """Each checked output of a refinement, as the report keeps it (output cut to 500)."""
-    from tnsai_eval.reports import IterationRecord, shown_text
-
-    return [
-        IterationRecord(
-            metric=metric,
-            iteration=record.iteration,
-            score=record.score,
-            output=shown_text(record.output, 500),
-            passed_checks=tuple(c.name for c in record.passed_checks),
-            failed_checks=tuple(c.name for c in record.failed_checks),
-            reasons=tuple((c.name, c.reason) for c in record.checks if c.reason),
-        )
-        for record in result.iterations
-    ]
 
 
 def _free_name(session: PluginSession, base: str) -> str:
@@ -387,7 +370,7 @@ def evaluate_prompt(
             }
         given_on_case = options.pop("on_case", None)
 
-        def on_case(case: CaseScore) -> None:
+        def on_case(case: CaseRecord) -> None:
             if case.output is not None:
                 session.record_reply(case.tokens, cached=case.cached, latency_s=case.latency_s)
             if given_on_case is not None:

@@ -270,21 +270,39 @@ class PluginSession:
                 run.iterations = (run.iterations or 0) + count
 
     def record_cases(
-        self, metric: str, cases: Iterable[CaseRecord], prompt: PromptRecord | None
+        self,
+        metric: str,
+        cases: Iterable[CaseRecord],
+        prompt: PromptRecord | None,
+        *,
+        threshold: float,
     ) -> None:
-        """Keep the case records of one ``evaluate_prompt`` call (this repeat sample)."""
+        """Keep the case records of one ``evaluate_prompt`` call (this repeat sample).
+
+        The records are the engine's own, with the report's context added: the
+        metric, the sample and, for a case that was asked, pass or fail at ``threshold``.
+        """
         from dataclasses import replace
 
         run = self._current_run()
         if run is None:
             return
+        kept = [
+            replace(
+                c,
+                metric=metric,
+                sample=self.sample,
+                passed=c.passes(threshold) if c.asked else None,
+            )
+            for c in cases
+        ]
         with self._lock:
-            run.cases.extend(replace(c, metric=metric, sample=self.sample) for c in cases)
+            run.cases.extend(kept)
             if prompt is not None:
                 run.prompts[metric] = replace(prompt, metric=metric)
 
     def record_refinement(self, iterations: Iterable[IterationRecord]) -> None:
-        """Keep the iterations of one ``refine()`` run."""
+        """Keep the iterations of one ``refine()`` run (each naming its run's metric)."""
         run = self._current_run()
         if run is not None:
             with self._lock:

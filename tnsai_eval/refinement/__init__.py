@@ -43,7 +43,8 @@ Where this package reads API.md in a particular way:
   ``llm_check`` call, not at ``build()``.
 """
 
-from tnsai_eval.refinement._checks import Check, CheckKind, CheckOutcome, Verdict
+from tnsai_eval.records import CheckKind, CheckOutcome, IterationRecord
+from tnsai_eval.refinement._checks import Check, Verdict
 from tnsai_eval.refinement._criteria import CompletionCriteria, CompletionCriteriaBuilder
 from tnsai_eval.refinement._hooks import LoopState, StopHook
 from tnsai_eval.refinement._judge import parse_score
@@ -56,12 +57,7 @@ from tnsai_eval.refinement._prompt import (
     revision_prompt,
     strip_code_fence,
 )
-from tnsai_eval.refinement._result import (
-    IterationRecord,
-    RefinementMetrics,
-    RefinementResult,
-    RefinementStatus,
-)
+from tnsai_eval.refinement._result import RefinementMetrics, RefinementResult, RefinementStatus
 from tnsai_eval.refinement._spec import CRITERIA_OPTIONS, CriteriaSpec
 
 __all__ = [

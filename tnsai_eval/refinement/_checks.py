@@ -8,7 +8,6 @@ the same ``Check`` so the criteria treat every kind alike.
 
 from __future__ import annotations
 
-import enum
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -16,11 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.records import CheckKind
 
 __all__ = [
     "Check",
-    "CheckKind",
-    "CheckOutcome",
     "Verdict",
     "custom",
     "json_schema",
@@ -33,33 +31,6 @@ __all__ = [
 ]
 
 
-class CheckKind(enum.Enum):
-    """What a check costs to run; checks run in this order (cheapest first).
-
-    ``DETERMINISTIC``: string, regex, JSON and count checks (microseconds).
-    ``CUSTOM``: a user predicate (in process, cost unknown).
-    ``COMMAND``: an external command (compiler, tests, linter): a process.
-    ``LLM``: a judge model call: the slowest and the only one that costs tokens.
-    """
-
-    DETERMINISTIC = "deterministic"
-    CUSTOM = "custom"
-    COMMAND = "command"
-    LLM = "llm"
-
-    @property
-    def cost_rank(self) -> int:
-        return _COST_RANK[self]
-
-
-_COST_RANK = {
-    CheckKind.DETERMINISTIC: 0,
-    CheckKind.CUSTOM: 1,
-    CheckKind.COMMAND: 2,
-    CheckKind.LLM: 3,
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What a check function returns: pass/fail, why, and for judges a score and reason."""
@@ -67,39 +38,6 @@ class Verdict:
     passed: bool
     message: str = ""
     score: float | None = None
-    tokens: int = 0
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class CheckOutcome:
-    """The result of running one check on one output.
-
-    Attributes:
-        name: the check's unique name within its criteria, e.g. ``must_contain('id')``.
-        passed: whether the output passed.
-        message: why it failed (for commands: the tail of their output); on a
-            pass, a short confirmation or ''.
-        score: the judge's score in [0, 1] for ``llm_check``; ``None`` otherwise.
-        kind: ``CheckKind`` (deterministic, custom, command, llm).
-        source: the builder method that made the check (``"compiler_check"``...).
-        duration_s: wall time of the check in seconds.
-        skipped: an ``llm_check`` that did not run because a cheaper check failed
-            (it counts as failed).
-        tokens: tokens the check spent (judge calls only).
-        reason: the judge's own explanation for ``llm_check``, when its method
-            gives one (a JSON ``reason``, the text before ``SCORE:``); ''
-            otherwise. ``message`` quotes it too.
-    """
-
-    name: str
-    passed: bool
-    message: str
-    kind: CheckKind
-    source: str
-    duration_s: float = 0.0
-    score: float | None = None
-    skipped: bool = False
     tokens: int = 0
     reason: str = ""
 

@@ -57,7 +57,8 @@ from typing import IO
 
 from tnsai_eval._util.secrets import is_secret_env_name, mask, mask_then_keep_end
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
+from tnsai_eval.records import CheckKind
+from tnsai_eval.refinement._checks import Check, Verdict
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",

@@ -10,8 +10,9 @@ from typing import Any
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, json_schema_format
+from tnsai_eval.records import CheckKind, CheckOutcome
 from tnsai_eval.refinement import _checks
-from tnsai_eval.refinement._checks import Check, CheckKind, CheckOutcome, Verdict
+from tnsai_eval.refinement._checks import Check, Verdict
 from tnsai_eval.refinement._commands import DEFAULT_COMMAND_TIMEOUT_S, command_check
 from tnsai_eval.refinement._judge import judge_check
 

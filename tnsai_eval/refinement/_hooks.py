@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import estimate_tokens
-from tnsai_eval.refinement._checks import CheckOutcome
+from tnsai_eval.records import CheckOutcome
 
 __all__ = ["LoopState", "StopHook"]
 

@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from tnsai_eval._util.scores import is_share, parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
-from tnsai_eval.refinement._checks import Check, CheckKind, Verdict
+from tnsai_eval.records import CheckKind
+from tnsai_eval.refinement._checks import Check, Verdict
 from tnsai_eval.scoring import Judge, JudgeCalibration
 
 __all__ = ["judge_check", "parse_score"]

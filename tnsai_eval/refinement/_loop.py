@@ -11,6 +11,7 @@ from typing import Any
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Completion, call_tokens
+from tnsai_eval.records import IterationRecord
 from tnsai_eval.refinement._criteria import CompletionCriteria, share_passed
 from tnsai_eval.refinement._hooks import LoopState, StopHook
 from tnsai_eval.refinement._prompt import (
@@ -19,12 +20,7 @@ from tnsai_eval.refinement._prompt import (
     revision_prompt,
     strip_code_fence,
 )
-from tnsai_eval.refinement._result import (
-    IterationRecord,
-    RefinementMetrics,
-    RefinementResult,
-    RefinementStatus,
-)
+from tnsai_eval.refinement._result import RefinementMetrics, RefinementResult, RefinementStatus
 
 __all__ = ["RefinementLoop"]
 

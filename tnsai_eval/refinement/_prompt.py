@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.refinement._checks import CheckOutcome
+from tnsai_eval.records import CheckOutcome
 
 __all__ = [
     "REPLY_PARSERS",

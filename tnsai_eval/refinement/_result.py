@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from tnsai_eval.refinement._checks import CheckOutcome
+from tnsai_eval.records import IterationRecord
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["IterationRecord", "RefinementMetrics", "RefinementResult", "RefinementStatus"]
+__all__ = ["RefinementMetrics", "RefinementResult", "RefinementStatus"]
 
 
 class RefinementStatus(enum.Enum):
@@ -23,53 +23,6 @@ class RefinementStatus(enum.Enum):
     TIMEOUT = "timeout"  # the time budget ran out before the next check
     STOPPED = "stopped"  # the stop hook ended the run
     ERROR = "error"  # the revision call raised
-
-
-@dataclass(frozen=True, slots=True)
-class IterationRecord:
-    """One checked output and the revision call made from it (if any).
-
-    Attributes:
-        iteration: 1-based; iteration 1 checks the draft.
-        output: the output that was checked.
-        checks: each check's outcome, in declaration order.
-        score: share of checks passed.
-        improved: beat every earlier score and is not a repeat (False for the draft).
-        repeated: identical to an earlier checked output.
-        tokens: tokens spent in this iteration: judge checks plus the revision call.
-        tokens_estimated: some of ``tokens`` were estimated (the client reported none).
-        latency_s: wall time of the revision call (0.0 when none was made).
-        checks_duration_s: wall time of running the checks.
-        revision: the reply of the revision call, fences stripped (None if no call
-            succeeded); it is the next iteration's ``output``.
-    """
-
-    iteration: int
-    output: str
-    checks: tuple[CheckOutcome, ...]
-    score: float
-    improved: bool
-    repeated: bool
-    tokens: int = 0
-    tokens_estimated: bool = False
-    latency_s: float = 0.0
-    checks_duration_s: float = 0.0
-    revision: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        """Every check passed."""
-        return all(check.passed for check in self.checks)
-
-    @property
-    def failed_checks(self) -> tuple[CheckOutcome, ...]:
-        """The outcomes of the checks that failed, in declaration order."""
-        return tuple(check for check in self.checks if not check.passed)
-
-    @property
-    def passed_checks(self) -> tuple[CheckOutcome, ...]:
-        """The outcomes of the checks that passed, in declaration order."""
-        return tuple(check for check in self.checks if check.passed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from tnsai_eval.errors import ConfigError, ReportError
+from tnsai_eval.records import CheckKind, CheckOutcome, IterationRecord
 from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
     CaseRecord,
     CaseState,
-    IterationRecord,
     MetricStats,
     PromptRecord,
     Report,
@@ -230,6 +230,7 @@ def _case(data: object, path: str) -> CaseRecord:
     output = entry.get("output")
     error = entry.get("error")
     reason = entry.get("reason")
+    error_type = entry.get("error_type")
     return CaseRecord(
         id=_string(_required(entry, "id", path), f"{path}.id", nonblank=True),
         input=_string(_required(entry, "input", path), f"{path}.input"),
@@ -245,6 +246,7 @@ def _case(data: object, path: str) -> CaseRecord:
         metric=_string(entry.get("metric", "score"), f"{path}.metric", nonblank=True),
         sample=_integer(entry.get("sample", 0), f"{path}.sample"),
         reason=None if reason is None else _string(reason, f"{path}.reason"),
+        error_type=None if error_type is None else _string(error_type, f"{path}.error_type"),
     )
 
 
@@ -261,18 +263,76 @@ def _prompt(data: object, path: str) -> PromptRecord:
 
 def _iteration(data: object, path: str) -> IterationRecord:
     entry = _object(data, path)
+    revision = entry.get("revision")
+    if "checks" in entry:
+        checks = tuple(
+            _check(c, f"{path}.checks[{i}]")
+            for i, c in enumerate(_list(entry["checks"], f"{path}.checks"))
+        )
+    else:
+        checks = _older_checks(entry, path)
     return IterationRecord(
-        metric=_string(entry.get("metric", "refine_score"), f"{path}.metric", nonblank=True),
         iteration=_integer(_required(entry, "iteration", path), f"{path}.iteration"),
-        score=_number(_required(entry, "score", path), f"{path}.score"),
         output=_string(entry.get("output", ""), f"{path}.output"),
-        passed_checks=_strings(entry.get("passed_checks", []), f"{path}.passed_checks"),
-        failed_checks=_strings(entry.get("failed_checks", []), f"{path}.failed_checks"),
-        reasons=tuple(
-            (name, _string(reason, f"{path}.reasons.{name}"))
-            for name, reason in _object(entry.get("reasons", {}), f"{path}.reasons").items()
+        checks=checks,
+        score=_number(_required(entry, "score", path), f"{path}.score"),
+        improved=_boolean(entry.get("improved", False), f"{path}.improved"),
+        repeated=_boolean(entry.get("repeated", False), f"{path}.repeated"),
+        tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
+        tokens_estimated=_boolean(entry.get("tokens_estimated", False), f"{path}.tokens_estimated"),
+        latency_s=_number(entry.get("latency_s", 0.0), f"{path}.latency_s", minimum=0.0),
+        checks_duration_s=_number(
+            entry.get("checks_duration_s", 0.0), f"{path}.checks_duration_s", minimum=0.0
         ),
+        revision=None if revision is None else _string(revision, f"{path}.revision"),
+        metric=_string(entry.get("metric", "refine_score"), f"{path}.metric", nonblank=True),
     )
+
+
+def _check(data: object, path: str) -> CheckOutcome:
+    entry = _object(data, path)
+    kind_text = _string(entry.get("kind", CheckKind.DETERMINISTIC.value), f"{path}.kind")
+    try:
+        kind = CheckKind(kind_text)
+    except ValueError:
+        _fail(
+            f"{path}.kind",
+            f"expected one of {', '.join(k.value for k in CheckKind)}, got {kind_text!r}",
+        )
+    score = entry.get("score")
+    return CheckOutcome(
+        name=_string(_required(entry, "name", path), f"{path}.name", nonblank=True),
+        passed=_boolean(_required(entry, "passed", path), f"{path}.passed"),
+        message=_string(entry.get("message", ""), f"{path}.message"),
+        kind=kind,
+        source=_string(entry.get("source", ""), f"{path}.source"),
+        duration_s=_number(entry.get("duration_s", 0.0), f"{path}.duration_s", minimum=0.0),
+        score=None if score is None else _number(score, f"{path}.score", minimum=0.0, maximum=1.0),
+        skipped=_boolean(entry.get("skipped", False), f"{path}.skipped"),
+        tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
+        reason=_string(entry.get("reason", ""), f"{path}.reason"),
+    )
+
+
+def _older_checks(entry: Mapping[str, object], path: str) -> tuple[CheckOutcome, ...]:
+    """The checks of a report written before iterations kept their whole outcomes.
+
+    Such a report kept only the names of the passed and failed checks and the
+    judge's reasons; a check with a reason was a judge (``llm``), and the
+    others are read as deterministic, since the report did not say.
+    """
+    reasons = {
+        name: _string(reason, f"{path}.reasons.{name}")
+        for name, reason in _object(entry.get("reasons", {}), f"{path}.reasons").items()
+    }
+
+    def outcome(name: str, passed: bool) -> CheckOutcome:
+        kind = CheckKind.LLM if name in reasons else CheckKind.DETERMINISTIC
+        return CheckOutcome(name, passed, "", kind, "", reason=reasons.get(name, ""))
+
+    passed = _strings(entry.get("passed_checks", []), f"{path}.passed_checks")
+    failed = _strings(entry.get("failed_checks", []), f"{path}.failed_checks")
+    return tuple(outcome(n, True) for n in passed) + tuple(outcome(n, False) for n in failed)
 
 
 # -- typed readers: each checks one JSON type and names the path ------------

@@ -21,6 +21,7 @@ from tnsai_eval._util.secrets import frozen_secrets, mask, mask_deep
 from tnsai_eval._util.stats import mean_interval, percentile, t_critical_95
 from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.records import CaseRecord, CaseState, IterationRecord, case_ids
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,22 +165,6 @@ class MetricStats:
         return tolerance * abs(baseline) if self.relative else tolerance
 
 
-class CaseState(StrEnum):
-    """What happened to one case: scored, failed to run, had no recorded reply, or was not run."""
-
-    SCORED = "scored"
-    ERROR = "error"
-    #: Replay mode had no recording: never a score of 0.
-    UNRECORDED = "unrecorded"
-    #: The call budget (--llm-max-calls) was spent before it was sent: never a score of 0.
-    NOT_RUN = "not_run"
-
-    @property
-    def asked(self) -> bool:
-        """Whether the model (or a store) answered: ``scored`` or ``error``."""
-        return self in (CaseState.SCORED, CaseState.ERROR)
-
-
 def was_run(record: CaseRecord) -> bool:
     """Whether the case was asked: scored, or failed while running (state ``error``).
 
@@ -188,53 +173,6 @@ def was_run(record: CaseRecord) -> bool:
     every number.
     """
     return record.state.asked
-
-
-@dataclass(frozen=True, slots=True)
-class CaseRecord:
-    """One case of one ``evaluate_prompt`` call (one repeat sample of it).
-
-    ``metric`` names the call's metric (``score``, ``score_2``...), so that a
-    test evaluating two prompts keeps their cases apart. ``passed`` is
-    ``score >= case_threshold``; it is ``None`` unless the case was scored.
-
-    >>> CaseRecord("a1", "2+2", "4", output="4", score=1.0, passed=True).state.value
-    'scored'
-    """
-
-    id: str
-    input: str
-    expected: str
-    output: str | None = None
-    score: float | None = None
-    passed: bool | None = None
-    state: CaseState = CaseState.SCORED
-    cached: bool = False
-    tokens: int = 0
-    latency_s: float = 0.0
-    error: str | None = None
-    metric: str = "score"
-    sample: int = 0
-    reason: str | None = None
-    """The judge's explanation of ``score`` when the evaluator gave one (``LLMJudgeEvaluator``)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": mask(self.id),
-            "metric": mask(self.metric),
-            "sample": self.sample,
-            "state": self.state.value,
-            "input": masked(self.input),
-            "expected": masked(self.expected),
-            "output": masked(self.output),
-            "score": self.score,
-            "passed": self.passed,
-            "cached": self.cached,
-            "tokens": self.tokens,
-            "latency_s": self.latency_s,
-            "error": masked(self.error),
-            "reason": masked(self.reason),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,34 +196,6 @@ class PromptRecord:
             "text": masked(self.text),
             "hash": self.hash,
             "file": masked(self.file),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class IterationRecord:
-    """One iteration of a ``refine()`` / ``@refine_until`` run, as the report keeps it.
-
-    ``reasons`` pairs each judged check (``llm_check``) that gave a reason with
-    that reason, so a reader of the report sees why the judge scored as it did.
-    """
-
-    metric: str
-    iteration: int
-    score: float
-    output: str
-    passed_checks: tuple[str, ...] = ()
-    failed_checks: tuple[str, ...] = ()
-    reasons: tuple[tuple[str, str], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": mask(self.metric),
-            "iteration": self.iteration,
-            "score": self.score,
-            "output": masked(self.output),
-            "passed_checks": [mask(name) for name in self.passed_checks],
-            "failed_checks": [mask(name) for name in self.failed_checks],
-            "reasons": {mask(name): mask(reason) for name, reason in self.reasons},
         }
 
 
@@ -314,30 +224,6 @@ def prompt_hash(*parts: object) -> str:
     """
     blob = json.dumps(parts, sort_keys=True, default=repr, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-
-
-def case_ids(cases: Iterable[tuple[str, str, str | None]]) -> list[str]:
-    """Stable ids for ``(input, expected, dataset_id)`` triples, in order.
-
-    A dataset's own ``id`` is used as given; otherwise the id is a hash of the
-    input and the expected answer, so it survives reordering and edits to
-    other cases. The second and later copies of an id get ``#2``, ``#3``...
-
-    >>> case_ids([("2+2", "4", None), ("2+2", "4", None), ("x", "y", "c7")])[1:]
-    ['...#2', 'c7']
-    """
-    seen: dict[str, int] = {}
-    out: list[str] = []
-    for text, expected, given in cases:
-        base = (
-            given
-            or hashlib.sha256(
-                json.dumps([text, expected], ensure_ascii=False).encode("utf-8", "surrogatepass")
-            ).hexdigest()[:12]
-        )
-        count = seen[base] = seen.get(base, 0) + 1
-        out.append(base if count == 1 else f"{base}#{count}")
-    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ class TestCase:
 
     ``id`` is an optional stable name for the case (a dataset line's ``"id"``);
     reports use it to match the case across runs, else a hash of input and
-    expected answer (see ``tnsai_eval.reports.case_ids``).
+    expected answer (see ``tnsai_eval.records.case_ids``).
     """
 
     # A class named Test* would otherwise be collected by pytest in users' test modules.

@@ -17,7 +17,7 @@ class PromptEvaluator(Protocol):
     It may also define ``explain(actual, expected)``, returning a text or a
     record with a ``reason`` attribute (``LLMJudgeEvaluator``: the judge's
     ``JudgeResult``); a non-blank reason is kept in the case's record
-    (``CaseResult.reason``, ``CaseScore.reason``, the report's case records).
+    (``CaseRecord.reason``, from the engine to the report).
 
     >>> class StartsWith:
     ...     def evaluate(self, actual: str, expected: str) -> float:

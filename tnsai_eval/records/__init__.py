@@ -1,0 +1,23 @@
+"""What a run records: one case of one prompt, one check of one output, one refinement iteration.
+
+These are the records every other package shares. The optimizer's engine
+makes a ``CaseRecord`` for each case it scores; ``score_prompt`` returns
+them, the pytest plugin and ``tnsai-eval eval`` add what the report needs
+(the metric, the repeat sample, pass or fail at the case threshold) and keep
+the same record in the report, and the frames and plots read it there. A
+refinement's ``IterationRecord`` travels the same way, from the loop to the
+report. So a new field is added in one place, and a case has one ``CaseState``.
+
+>>> record = CaseRecord("c1", "2+2", "4", output="4", score=1.0, passed=True)
+>>> record.state, record.asked, record.passes(0.5)
+(<CaseState.SCORED: 'scored'>, True, True)
+>>> CaseRecord("c2", "3+3", "6", state=CaseState.NOT_RUN).asked
+False
+"""
+
+from __future__ import annotations
+
+from tnsai_eval.records._case import CaseRecord, CaseState, case_ids
+from tnsai_eval.records._iteration import CheckKind, CheckOutcome, IterationRecord
+
+__all__ = ["CaseRecord", "CaseState", "CheckKind", "CheckOutcome", "IterationRecord", "case_ids"]
