@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+S = "bench/stores/optimizer"
 BENCH_README = ROOT / "bench" / "README.md"
 
 # One row of bench/optimizer.py's table, up to its requests column.
@@ -91,16 +92,23 @@ def test_headlines_store_replays_the_published_table() -> None:
 
 
 # The Optimizer section's tables: the words just before each, and its command's arguments.
-_OPTIMIZER_TABLES = {
+_RACES = "exhaustive,racing,racing-t,racing-hoeffding,halving"
+_OPTIMIZER_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "sentiment_large, default prompt": (
         'default prompt "Is the sentiment of this review positive or negative?":',
-        "--datasets sentiment_large --demo-sets 4 --methods "
-        "exhaustive,racing,racing-t,racing-hoeffding,halving,demos,demos-halving",
+        ("--datasets", "sentiment_large", "--demo-sets", "4"),
     ),
     "arithmetic_large, first 100": (
         'default prompt "Solve the arithmetic problem.":',
-        "--datasets arithmetic_large --limit 100 "
-        "--methods exhaustive,racing,racing-t,racing-hoeffding,halving",
+        ("--datasets", "arithmetic_large", "--limit", "100", "--methods", _RACES),
+    ),
+    "arithmetic_large, all 200": (
+        "split is stratified by expected value), the same methods:",
+        ("--datasets", "arithmetic_large", "--methods", _RACES),
+    ),
+    "sentiment_large, weaker prompt": (
+        "split, both held out and in training), demo search (4 sets):",
+        ("--datasets", "sentiment_large", "--demo-sets", "4", "--prompt", "Classify the sentiment."),
     ),
 }
 
@@ -109,7 +117,8 @@ _OPTIMIZER_TABLES = {
 def test_optimizer_store_replays_the_published_tables(table: str) -> None:
     phrase, arguments = _OPTIMIZER_TABLES[table]
     published = {_plain(row[0]).split("(")[0]: row for row in readme_table(phrase)}
-    printed = replay("optimizer.py", "--store", "bench/stores/optimizer", *arguments.split())
+    methods = ",".join(published)  # the table's rows, in its order
+    printed = replay("optimizer.py", "--store", S, *arguments, "--methods", methods)
     rows = {m["method"]: m for m in map(_OPTIMIZER_ROW.match, printed.splitlines()) if m}
     assert sorted(rows) == sorted(published), printed
     for method, cells in published.items():
