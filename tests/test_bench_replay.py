@@ -108,7 +108,14 @@ _OPTIMIZER_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "sentiment_large, weaker prompt": (
         "split, both held out and in training), demo search (4 sets):",
-        ("--datasets", "sentiment_large", "--demo-sets", "4", "--prompt", "Classify the sentiment."),
+        (
+            "--datasets",
+            "sentiment_large",
+            "--demo-sets",
+            "4",
+            "--prompt",
+            "Classify the sentiment.",
+        ),
     ),
 }
 
