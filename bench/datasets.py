@@ -1,6 +1,7 @@
 """The initial and the best prompt on each shipped dataset, free-form and with structured output.
 
     .venv/bin/python bench/datasets.py --store /tmp/dsstore          # embedded SmolLM2 model
+    .venv/bin/python bench/datasets.py --store bench/stores/datasets --replay  # the README's table
     .venv/bin/python bench/datasets.py --datasets sentiment,capitals --limit 40
 
 For each dataset the optimizer starts from the CLI's default prompt

@@ -3,6 +3,13 @@
     .venv/bin/python bench/optimizer.py                    # embedded SmolLM2 model
     .venv/bin/python bench/optimizer.py --datasets sentiment_large --methods exhaustive,racing
     .venv-bench/bin/python bench/optimizer.py --dspy   # also DSPy MIPROv2: bench/_dspy.py
+    .venv/bin/python bench/optimizer.py --store bench/stores/optimizer --replay ...  # no model
+
+``--store DIR`` records every reply (and replays what is there); with
+``--replay`` only the store answers, the model is never loaded and a request
+it lacks fails the run (bench/_replay.py). ``--dspy-store DIR`` does the same
+for MIPROv2's requests. The stores behind bench/README.md's tables are
+committed under bench/stores/.
 
 For each dataset, every method starts from the CLI's default prompt on the
 same seeded split (30% held out, stratified by label) and the same model:
