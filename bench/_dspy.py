@@ -124,6 +124,7 @@ class CountingProxy:
         self,
         upstream: str | None,
         store: ResponseStore | None = None,
+        cassette: str = DEFAULT_CASSETTE,
     ) -> None:
         self.upstream = None if upstream is None else upstream.rstrip("/")
         if self.upstream is None and store is None:
@@ -131,6 +132,7 @@ class CountingProxy:
         #: Chat completions are looked up here first and recorded here when
         #: forwarded; with no upstream, a request it lacks is a miss (502).
         self.store = store
+        self.cassette = cassette
         self.replayed = 0
         self.missed = 0
         self.recorded = 0
@@ -176,7 +178,7 @@ class CountingProxy:
         """(status, content, content type) of the reply: from the store, else from upstream."""
         request = self._stored_request(method, path, body)
         if request is not None and self.store is not None:
-            found = self.store.find(request)
+            found = self.store.find(request, self.cassette)
             if found is not None:
                 with self._lock:
                     self.replayed += 1
@@ -192,7 +194,7 @@ class CountingProxy:
         except httpx.HTTPError as error:
             return 502, f"proxy: {type(error).__name__}: {error}".encode(), "text/plain"
         if request is not None and self.store is not None and reply.status_code == 200:
-            self.store.put(request, _parse_completion(reply.content))
+            self.store.put(request, _parse_completion(reply.content), cassette=self.cassette)
             with self._lock:
                 self.recorded += 1
                 flush = self.recorded % FLUSH_EVERY == 0
@@ -402,24 +404,31 @@ def run_mipro(
     if replay and threads != 1:
         raise ValueError("a replay needs DSPy's requests in the recorded order: threads=1")
     replies = None if store is None else ResponseStore(store)
+    # One cassette per run, and none in the store's default one (which every
+    # lookup falls back to): at temperature 1.0 the server's reply depends on
+    # what it answered before in its process, so a request another run also
+    # sent must get this run's reply, not that one's.
+    cassette = f"mipro {name} ({len(cases)} cases, split {split}, seed {seed}): {prompt}"
     with contextlib.ExitStack() as stack:
         server_url = None if replay else stack.enter_context(llama_server(n_ctx))
         if replies is not None:
-            stack.enter_context(replies.holding(DEFAULT_CASSETTE))
+            stack.enter_context(replies.holding(cassette))
         upstream = None if server_url is None else server_url.removesuffix("/v1")
-        proxy = stack.enter_context(CountingProxy(upstream, replies))
+        proxy = stack.enter_context(CountingProxy(upstream, replies, cassette))
         # The initial prompt is scored straight to the server, not through the
         # proxy (it is not DSPy's cost), so the store sits in front of it here.
         initial_llm: LLMClient
         cached: CachedLLM | None = None
         if server_url is None:
             assert replies is not None
-            initial_llm = cached = CachedLLM(NoModel(MODEL_ALIAS), replies, mode="replay")
+            initial_llm = cached = CachedLLM(
+                NoModel(MODEL_ALIAS), replies, mode="replay", cassette=cassette
+            )
         elif replies is None:
             initial_llm = OpenAIClient(MODEL_ALIAS, base_url=server_url)
         else:
             initial_llm = cached = CachedLLM(
-                OpenAIClient(MODEL_ALIAS, base_url=server_url), replies
+                OpenAIClient(MODEL_ALIAS, base_url=server_url), replies, cassette=cassette
             )
         result = _run_mipro(
             name,
