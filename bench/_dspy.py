@@ -30,6 +30,7 @@ every call reaches the server.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -42,8 +43,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
+from _replay import FLUSH_EVERY, NoModel  # bench/_replay.py, beside this script
 
-from tnsai_eval.llm import OpenAIClient, serve_local_model
+from tnsai_eval.llm import (
+    DEFAULT_CASSETTE,
+    CachedLLM,
+    Completion,
+    LLMClient,
+    OpenAIClient,
+    ResponseStore,
+    StoredRequest,
+    Usage,
+    serve_local_model,
+)
 from tnsai_eval.optimizer import score_prompt
 from tnsai_eval.optimizer._run import held_out_stats
 from tnsai_eval.scoring import PromptEvaluator, TestCase, split_cases
@@ -108,8 +120,23 @@ class CountingProxy:
     costs a request too); tokens come from the ``usage`` of JSON replies.
     """
 
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
+    def __init__(
+        self,
+        upstream: str | None,
+        store: ResponseStore | None = None,
+    ) -> None:
+        self.upstream = None if upstream is None else upstream.rstrip("/")
+        if self.upstream is None and store is None:
+            raise ValueError("CountingProxy needs an upstream server or a store to replay")
+        #: Chat completions are looked up here first and recorded here when
+        #: forwarded; with no upstream, a request it lacks is a miss (502).
+        self.store = store
+        self.replayed = 0
+        self.missed = 0
+        self.recorded = 0
+        # How often each request was seen: its n-th occurrence is the store's sample n,
+        # so requests DSPy repeats at temperature 1.0 replay their own replies, in order.
+        self._seen: dict[str, int] = {}
         self._client = httpx.Client(timeout=600.0)
         self._lock = threading.Lock()
         self._counts = Counts()
@@ -128,18 +155,8 @@ class CountingProxy:
             def _forward(self, method: str) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 began = time.perf_counter()
-                try:
-                    reply = proxy._client.request(
-                        method,
-                        proxy.upstream + self.path,
-                        content=body,
-                        headers={"Content-Type": self.headers.get("Content-Type", "")},
-                    )
-                    status, content = reply.status_code, reply.content
-                    kind = reply.headers.get("Content-Type", "application/json")
-                except httpx.HTTPError as error:
-                    status, kind = 502, "text/plain"
-                    content = f"proxy: {type(error).__name__}: {error}".encode()
+                kind = self.headers.get("Content-Type", "")
+                status, content, kind = proxy._answer(method, self.path, body, kind)
                 proxy._count(status, content, time.perf_counter() - began)
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
@@ -154,6 +171,52 @@ class CountingProxy:
         self._server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _answer(self, method: str, path: str, body: bytes, kind: str) -> tuple[int, bytes, str]:
+        """(status, content, content type) of the reply: from the store, else from upstream."""
+        request = self._stored_request(method, path, body)
+        if request is not None and self.store is not None:
+            found = self.store.find(request)
+            if found is not None:
+                with self._lock:
+                    self.replayed += 1
+                return 200, _completion_json(found.completion), "application/json"
+        if self.upstream is None:
+            with self._lock:
+                self.missed += 1
+            return 502, f"proxy: no recorded reply to {method} {path}".encode(), "text/plain"
+        try:
+            reply = self._client.request(
+                method, self.upstream + path, content=body, headers={"Content-Type": kind}
+            )
+        except httpx.HTTPError as error:
+            return 502, f"proxy: {type(error).__name__}: {error}".encode(), "text/plain"
+        if request is not None and self.store is not None and reply.status_code == 200:
+            self.store.put(request, _parse_completion(reply.content))
+            with self._lock:
+                self.recorded += 1
+                flush = self.recorded % FLUSH_EVERY == 0
+            if flush:  # the cassette is held: written every few replies, not after each
+                self.store.save()
+        return (
+            reply.status_code,
+            reply.content,
+            reply.headers.get("Content-Type", "application/json"),
+        )
+
+    def _stored_request(self, method: str, path: str, body: bytes) -> StoredRequest | None:
+        """The store's request for a chat completion (its occurrence as ``sample``), else None."""
+        if self.store is None or method != "POST" or not path.endswith("/chat/completions"):
+            return None
+        payload = json.loads(body)
+        params = {k: v for k, v in payload.items() if k not in ("model", "messages")}
+        first = StoredRequest.build(payload["model"], payload["messages"], params)
+        with self._lock:
+            sample = self._seen.get(first.key, 0)
+            self._seen[first.key] = sample + 1
+        if sample == 0:
+            return first
+        return StoredRequest.build(payload["model"], payload["messages"], params, sample=sample)
 
     def _count(self, status: int, content: bytes, seconds: float) -> None:
         usage: dict[str, Any] = {}
@@ -187,6 +250,44 @@ class CountingProxy:
         self._server.shutdown()
         self._server.server_close()
         self._client.close()
+
+
+def _parse_completion(content: bytes) -> Completion:
+    """What the store keeps of an OpenAI chat completion: text, finish reason, usage, model."""
+    payload = json.loads(content)
+    choice = payload["choices"][0]
+    usage = payload.get("usage") or {}
+    return Completion(
+        text=str(choice["message"].get("content") or ""),
+        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+        model=str(payload.get("model") or ""),
+        finish_reason=choice.get("finish_reason"),
+    )
+
+
+def _completion_json(completion: Completion) -> bytes:
+    """A recorded reply as an OpenAI chat completion, for litellm to parse."""
+    usage = completion.usage
+    return json.dumps(
+        {
+            "id": "chatcmpl-replayed",
+            "object": "chat.completion",
+            "created": 0,
+            "model": completion.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": completion.text},
+                    "finish_reason": completion.finish_reason or "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        }
+    ).encode()
 
 
 @contextmanager
@@ -224,6 +325,9 @@ class MiproResult:
     demos: int
     compile_counts: Counts
     notes: tuple[str, ...]
+    #: With a store: replies it answered, and requests it lacked in a replay.
+    replayed: int = 0
+    missed: int = 0
 
 
 def make_lm(base_url: str, max_tokens: int, field: str) -> Any:
@@ -276,6 +380,8 @@ def run_mipro(
     proposer_tokens: int,
     threads: int,
     n_ctx: int,
+    store: str | None = None,
+    replay: bool = False,
 ) -> MiproResult:
     """MIPROv2 (light) on ``name``'s selection cases; held-out rows for it and the DSPy baseline.
 
@@ -283,7 +389,78 @@ def run_mipro(
     methods are capped; ``dspy_tokens`` caps the task model's replies under
     DSPy (its field markers need room) and ``proposer_tokens`` the
     instruction proposer's.
+
+    With ``store`` every chat completion (DSPy's through the proxy, the
+    initial prompt's through ``CachedLLM``) is looked up in that response
+    store and recorded there when it is not; with ``replay`` too, the server
+    is never started and a request the store lacks is a miss
+    (``MiproResult.missed``). A request DSPy sends again is the store's next
+    sample of it, so a replay needs the recording's order: ``threads=1``.
     """
+    if replay and store is None:
+        raise ValueError("replaying MIPROv2 needs the store its replies were recorded in")
+    if replay and threads != 1:
+        raise ValueError("a replay needs DSPy's requests in the recorded order: threads=1")
+    replies = None if store is None else ResponseStore(store)
+    with contextlib.ExitStack() as stack:
+        server_url = None if replay else stack.enter_context(llama_server(n_ctx))
+        if replies is not None:
+            stack.enter_context(replies.holding(DEFAULT_CASSETTE))
+        upstream = None if server_url is None else server_url.removesuffix("/v1")
+        proxy = stack.enter_context(CountingProxy(upstream, replies))
+        # The initial prompt is scored straight to the server, not through the
+        # proxy (it is not DSPy's cost), so the store sits in front of it here.
+        initial_llm: LLMClient
+        cached: CachedLLM | None = None
+        if server_url is None:
+            assert replies is not None
+            initial_llm = cached = CachedLLM(NoModel(MODEL_ALIAS), replies, mode="replay")
+        elif replies is None:
+            initial_llm = OpenAIClient(MODEL_ALIAS, base_url=server_url)
+        else:
+            initial_llm = cached = CachedLLM(
+                OpenAIClient(MODEL_ALIAS, base_url=server_url), replies
+            )
+        result = _run_mipro(
+            name,
+            cases,
+            prompt,
+            evaluator,
+            proxy,
+            initial_llm,
+            threshold=threshold,
+            split=split,
+            seed=seed,
+            reply_tokens=reply_tokens,
+            dspy_tokens=dspy_tokens,
+            proposer_tokens=proposer_tokens,
+            threads=threads,
+        )
+        if cached is None:
+            return result
+        return replace(
+            result,
+            replayed=proxy.replayed + cached.hits,
+            missed=proxy.missed + (cached.misses if replay else 0),
+        )
+
+
+def _run_mipro(
+    name: str,
+    cases: Sequence[TestCase],
+    prompt: str,
+    evaluator: PromptEvaluator,
+    proxy: CountingProxy,
+    initial_llm: LLMClient,
+    *,
+    threshold: float,
+    split: float,
+    seed: int,
+    reply_tokens: int,
+    dspy_tokens: int,
+    proposer_tokens: int,
+    threads: int,
+) -> MiproResult:
     # Before dspy (and so litellm) is imported: litellm would fetch its model
     # price list from GitHub, and dspy opens a disk cache under the home directory.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -297,110 +474,108 @@ def run_mipro(
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
 
     selection, held_out = split_cases(list(cases), split, seed)
-    with llama_server(n_ctx) as server_url, CountingProxy(server_url.removesuffix("/v1")) as proxy:
-        initial = score_prompt(
-            OpenAIClient(MODEL_ALIAS, base_url=server_url),
-            prompt,
-            held_out,
-            evaluator=evaluator,
-            params={"temperature": 0.0, "max_tokens": reply_tokens},
-            concurrency=1,
+    initial = score_prompt(
+        initial_llm,
+        prompt,
+        held_out,
+        evaluator=evaluator,
+        params={"temperature": 0.0, "max_tokens": reply_tokens},
+        concurrency=1,
+    )
+    initial_scores: dict[int, float | None] = {i: c.score for i, c in enumerate(initial.cases)}
+
+    task_lm = make_lm(proxy.base_url, dspy_tokens, "answer")
+    # The proposer's one call MIPROv2 cannot survive failing is the instruction
+    # proposal (an unparsed reply aborts compile; its other calls, the data
+    # and program summaries, are caught and skipped): its replies are held
+    # to that field.
+    prompt_lm = make_lm(proxy.base_url, proposer_tokens, "proposed_instruction")
+    dspy.configure(lm=task_lm, adapter=dspy.JSONAdapter())
+
+    def metric(example: Any, prediction: Any, trace: Any = None) -> float | bool:
+        score = evaluator.evaluate(str(getattr(prediction, "answer", "") or ""), example.answer)
+        # Bootstrapping (trace given) keeps a demo only when the case passed.
+        return score if trace is None else score >= threshold
+
+    student = dspy.Predict(dspy.Signature("question -> answer", prompt))
+    trainset = [
+        dspy.Example(question=c.input, answer=c.expected).with_inputs("question") for c in selection
+    ]
+
+    def held(program: Any, method: str, train: str, began: float, before: Counts) -> MiproRow:
+        scores: dict[int, float | None] = {}
+        errors = 0
+        for i, case in enumerate(held_out):
+            try:
+                answer = str(program(question=case.input).answer or "")
+            except Exception:  # a reply DSPy cannot parse is a wrong answer here
+                errors += 1
+                answer = ""
+            scores[i] = evaluator.evaluate(answer, case.expected)
+        stats = held_out_stats(initial_scores, scores, len(held_out))
+        return MiproRow(
+            method,
+            len(selection),
+            len(held_out),
+            stats.initial_score,
+            stats.score,
+            stats.interval,
+            stats.better,
+            stats.worse,
+            stats.p_value,
+            train,
+            proxy.counts - before,
+            time.perf_counter() - began,
+            errors,
         )
-        initial_scores: dict[int, float | None] = {i: c.score for i, c in enumerate(initial.cases)}
 
-        task_lm = make_lm(proxy.base_url, dspy_tokens, "answer")
-        # The proposer's one call MIPROv2 cannot survive failing is the instruction
-        # proposal (an unparsed reply aborts compile; its other calls, the data
-        # and program summaries, are caught and skipped): its replies are held
-        # to that field.
-        prompt_lm = make_lm(proxy.base_url, proposer_tokens, "proposed_instruction")
-        dspy.configure(lm=task_lm, adapter=dspy.JSONAdapter())
-
-        def metric(example: Any, prediction: Any, trace: Any = None) -> float | bool:
-            score = evaluator.evaluate(str(getattr(prediction, "answer", "") or ""), example.answer)
-            # Bootstrapping (trace given) keeps a demo only when the case passed.
-            return score if trace is None else score >= threshold
-
-        student = dspy.Predict(dspy.Signature("question -> answer", prompt))
-        trainset = [
-            dspy.Example(question=c.input, answer=c.expected).with_inputs("question")
-            for c in selection
-        ]
-
-        def held(program: Any, method: str, train: str, began: float, before: Counts) -> MiproRow:
-            scores: dict[int, float | None] = {}
-            errors = 0
-            for i, case in enumerate(held_out):
-                try:
-                    answer = str(program(question=case.input).answer or "")
-                except Exception:  # a reply DSPy cannot parse is a wrong answer here
-                    errors += 1
-                    answer = ""
-                scores[i] = evaluator.evaluate(answer, case.expected)
-            stats = held_out_stats(initial_scores, scores, len(held_out))
-            return MiproRow(
-                method,
-                len(selection),
-                len(held_out),
-                stats.initial_score,
-                stats.score,
-                stats.interval,
-                stats.better,
-                stats.worse,
-                stats.p_value,
-                train,
-                proxy.counts - before,
-                time.perf_counter() - began,
-                errors,
-            )
-
-        start = proxy.counts
-        began = time.perf_counter()
-        baseline = held(student, "dspy-base", "-", began, start)
-        # Printed now: MIPROv2 takes the better part of an hour here.
-        print(format_row(name, baseline), flush=True)
-        optimizer = dspy.MIPROv2(
-            metric=metric,
-            prompt_model=prompt_lm,
-            task_model=task_lm,
-            auto="light",
-            num_threads=threads,
-            seed=seed,
-            # A reply without DSPy's field markers raises; Evaluate and the bootstrap
-            # give up after settings.max_errors (10) of those, which this model
-            # reaches within the first few cases. Such a case scores 0 instead.
-            max_errors=1_000_000,
-        )
-        compile_began = time.perf_counter()
-        compiled = optimizer.compile(student, trainset=trainset)
-        compile_counts = proxy.counts - start - baseline.counts
-        best = getattr(compiled, "score", None)
-        logs = getattr(compiled, "trial_logs", {}) or {}
-        first = logs.get(1, {}).get("full_eval_score") if isinstance(logs, dict) else None
-        train = "-"
-        if isinstance(best, float):
-            # DSPy reports its validation scores in percent.
-            start_text = f"{first / 100:5.3f}" if isinstance(first, float) else "  -  "
-            train = f"{start_text}->{best / 100:5.3f}"
-        after_compile = proxy.counts
-        row = held(compiled, "mipro-light", train, compile_began, after_compile)
-        # The method's whole cost: its compile, and its held-out runs of the
-        # unoptimized and the chosen program (the optimizer's rows count both too).
-        mipro = replace(row, counts=proxy.counts - start, wall_s=time.perf_counter() - began)
-        predictor = compiled.predictors()[0]
-        notes = (
-            f"compile: {compile_counts.requests} requests, {compile_counts.tokens} tokens; "
-            f"held-out runs: {baseline.counts.requests} + {row.counts.requests} requests; "
-            f"HTTP statuses {dict((proxy.counts - start).statuses)}",
-            f"unparsed held-out replies: baseline {baseline.errors}, mipro {row.errors}",
-        )
-        return MiproResult(
-            rows=(baseline, mipro),
-            instruction=str(predictor.signature.instructions),
-            demos=len(predictor.demos),
-            compile_counts=compile_counts,
-            notes=notes,
-        )
+    start = proxy.counts
+    began = time.perf_counter()
+    baseline = held(student, "dspy-base", "-", began, start)
+    # Printed now: MIPROv2 takes the better part of an hour here.
+    print(format_row(name, baseline), flush=True)
+    optimizer = dspy.MIPROv2(
+        metric=metric,
+        prompt_model=prompt_lm,
+        task_model=task_lm,
+        auto="light",
+        num_threads=threads,
+        seed=seed,
+        # A reply without DSPy's field markers raises; Evaluate and the bootstrap
+        # give up after settings.max_errors (10) of those, which this model
+        # reaches within the first few cases. Such a case scores 0 instead.
+        max_errors=1_000_000,
+    )
+    compile_began = time.perf_counter()
+    compiled = optimizer.compile(student, trainset=trainset)
+    compile_counts = proxy.counts - start - baseline.counts
+    best = getattr(compiled, "score", None)
+    logs = getattr(compiled, "trial_logs", {}) or {}
+    first = logs.get(1, {}).get("full_eval_score") if isinstance(logs, dict) else None
+    train = "-"
+    if isinstance(best, float):
+        # DSPy reports its validation scores in percent.
+        start_text = f"{first / 100:5.3f}" if isinstance(first, float) else "  -  "
+        train = f"{start_text}->{best / 100:5.3f}"
+    after_compile = proxy.counts
+    row = held(compiled, "mipro-light", train, compile_began, after_compile)
+    # The method's whole cost: its compile, and its held-out runs of the
+    # unoptimized and the chosen program (the optimizer's rows count both too).
+    mipro = replace(row, counts=proxy.counts - start, wall_s=time.perf_counter() - began)
+    predictor = compiled.predictors()[0]
+    notes = (
+        f"compile: {compile_counts.requests} requests, {compile_counts.tokens} tokens; "
+        f"held-out runs: {baseline.counts.requests} + {row.counts.requests} requests; "
+        f"HTTP statuses {dict((proxy.counts - start).statuses)}",
+        f"unparsed held-out replies: baseline {baseline.errors}, mipro {row.errors}",
+    )
+    return MiproResult(
+        rows=(baseline, mipro),
+        instruction=str(predictor.signature.instructions),
+        demos=len(predictor.demos),
+        compile_counts=compile_counts,
+        notes=notes,
+    )
 
 
 def format_row(name: str, r: MiproRow) -> str:

@@ -1,6 +1,7 @@
 """The initial and the best prompt on each shipped dataset, free-form and with structured output.
 
     .venv/bin/python bench/datasets.py --store /tmp/dsstore          # embedded SmolLM2 model
+    .venv/bin/python bench/datasets.py --store bench/stores/datasets --replay  # the README's table
     .venv/bin/python bench/datasets.py --datasets sentiment,capitals --limit 40
 
 For each dataset the optimizer starts from the CLI's default prompt
@@ -30,9 +31,11 @@ import math
 import time
 from typing import Any
 
+from _replay import open_store  # bench/_replay.py, beside this script
+
 from tnsai_eval import datasets
 from tnsai_eval.cli._optimize import DEFAULT_PROMPTS
-from tnsai_eval.llm import CachedLLM, LLMClient, ResponseStore, default_llm, json_schema_format
+from tnsai_eval.llm import LLMClient, json_schema_format
 from tnsai_eval.optimizer import SMALL_MODEL_STRATEGIES, OptimizationResult, PromptOptimizer
 
 DATASETS = "sentiment,capitals,arithmetic,formal_tone,json_extraction,feedback_examples"
@@ -108,11 +111,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, help="use only the first N cases of each dataset")
     parser.add_argument("--store", help="keep replies in this directory across runs")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="answer only from --store, with no model loaded: a request it lacks is a miss "
+        "and fails the run (bench/_replay.py)",
+    )
     args = parser.parse_args()
+    with open_store(args.store, replay=args.replay) as store:
+        report(store.llm, args)
+    print(store.summary())
+    if store.failed:
+        raise SystemExit("--replay: the store lacks replies, so the figures above are not its own")
 
-    model: LLMClient = default_llm()
-    if args.store:
-        model = CachedLLM(model, ResponseStore(args.store), mode="record")
+
+def report(model: LLMClient, args: argparse.Namespace) -> None:
+    """Run every dataset and mode and print the table."""
     header = (
         f"{'dataset':<16} {'mode':<10} {'n':>7} {'held-out initial -> best [95% CI]':<30} "
         f"{'flips':>6} {'p':>6} {'train':>12}  {'best':<12} {'reqs':>5} {'s':>6}"

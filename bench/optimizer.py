@@ -3,6 +3,13 @@
     .venv/bin/python bench/optimizer.py                    # embedded SmolLM2 model
     .venv/bin/python bench/optimizer.py --datasets sentiment_large --methods exhaustive,racing
     .venv-bench/bin/python bench/optimizer.py --dspy   # also DSPy MIPROv2: bench/_dspy.py
+    .venv/bin/python bench/optimizer.py --store bench/stores/optimizer --replay ...  # no model
+
+``--store DIR`` records every reply (and replays what is there); with
+``--replay`` only the store answers, the model is never loaded and a request
+it lacks fails the run (bench/_replay.py). ``--dspy-store DIR`` does the same
+for MIPROv2's requests. The stores behind bench/README.md's tables are
+committed under bench/stores/.
 
 For each dataset, every method starts from the CLI's default prompt on the
 same seeded split (30% held out, stratified by label) and the same model:
@@ -52,15 +59,14 @@ import threading
 import time
 from typing import Any
 
+from _replay import open_store  # bench/_replay.py, beside this script
+
 from tnsai_eval import datasets
 from tnsai_eval.cli._optimize import DEFAULT_PROMPTS
 from tnsai_eval.llm import (
-    CachedLLM,
     Completion,
     LLMClient,
     MessagesInput,
-    ResponseStore,
-    default_llm,
     normalize_messages,
 )
 from tnsai_eval.optimizer import SMALL_MODEL_STRATEGIES, OptimizationResult, PromptOptimizer
@@ -188,6 +194,12 @@ def main() -> None:
         "--prompt", help="start from this prompt instead of the CLI's default for each dataset"
     )
     parser.add_argument("--store", help="keep replies in this directory across runs")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="answer only from --store, with no model loaded: a request it lacks is a miss "
+        "and fails the run (bench/_replay.py)",
+    )
     parser.add_argument("--verbose", action="store_true", help="print every variant")
     parser.add_argument(
         "--dspy",
@@ -198,17 +210,32 @@ def main() -> None:
     parser.add_argument("--dspy-proposer-tokens", type=int, default=256)
     parser.add_argument("--dspy-threads", type=int, default=1)
     parser.add_argument("--dspy-ctx", type=int, default=8192, help="the DSPy server's n_ctx")
+    parser.add_argument(
+        "--dspy-store",
+        help="keep DSPy's replies (and the initial prompt's, through its server) in this "
+        "directory; with --replay, answer only from it and never start the server",
+    )
     args = parser.parse_args()
+    dspy: Any = None
     if args.dspy:
         import _dspy  # bench/_dspy.py, beside this script; imports dspy only when run
 
         if not _dspy.available():
             parser.error("--dspy needs dspy: install the bench extra (bench/README.md, 'DSPy')")
+        dspy = _dspy
+        if args.replay and not args.dspy_store:
+            parser.error("--replay with --dspy needs --dspy-store DIR: MIPROv2's replies")
 
-    model = default_llm()
-    if args.store:
-        model = CachedLLM(model, ResponseStore(args.store), mode="record")
-    memo = Memo(model)
+    with open_store(args.store, replay=args.replay) as store:
+        memo = Memo(store.llm)
+        report(memo, args, dspy)
+    print(store.summary())
+    if store.failed:
+        raise SystemExit("--replay: the store lacks replies, so the figures above are not its own")
+
+
+def report(memo: Memo, args: argparse.Namespace, dspy: Any) -> None:
+    """Run every dataset and method and print the table."""
     header = (
         f"{'dataset':<17} {'sel/out':>7} {'method':<16} {'held-out initial -> best':<24} "
         f"{'gain [95% CI]':<22} {'const':>5} {'flips':>7} {'p':>7} {'verdict':<12} "
@@ -251,6 +278,8 @@ def main() -> None:
             if args.verbose:
                 for note in (r.racing_note for r in result.history if r.racing_note):
                     print(f"    {note}")
+                for reason in result.rejected_rewrites:
+                    print(f"    the model's rewrite was rejected, not scored: {reason}")
                 for v in result.variants:
                     score = v.score if v.score is not None else v.partial_score
                     shown = "-" if score is None else f"{score:.3f}"
@@ -259,10 +288,10 @@ def main() -> None:
                         f"    v{v.id} r{v.round} {v.strategy:<12} {v.status.value:<10} "
                         f"cases={v.cases_scored:<3} train={shown} {extra}"
                     )
-        if args.dspy:
+        if dspy is not None:
             meta = getattr(datasets, "load_meta", None)
             threshold = meta(name).threshold if meta is not None else None
-            mipro = _dspy.run_mipro(
+            mipro = dspy.run_mipro(
                 name,
                 cases,
                 args.prompt or _PROMPTS[name],
@@ -275,8 +304,17 @@ def main() -> None:
                 proposer_tokens=args.dspy_proposer_tokens,
                 threads=args.dspy_threads,
                 n_ctx=args.dspy_ctx,
+                store=args.dspy_store,
+                replay=args.replay,
             )
-            print("\n".join(_dspy.format_lines(name, mipro)), flush=True)
+            print("\n".join(dspy.format_lines(name, mipro)), flush=True)
+            if args.dspy_store:
+                line = f"store {args.dspy_store}: {mipro.replayed} replies replayed"
+                if args.replay:
+                    line += f", {mipro.missed} misses"
+                print(f"{'':<17} {line}", flush=True)
+                if mipro.missed:
+                    raise SystemExit("--replay: the DSPy store lacks replies")
             _against_mipro(results, mipro)
         for method, against in _RACED_PAIRS:
             raced, exhaustive = results.get(method), results.get(against)
