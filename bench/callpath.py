@@ -17,7 +17,9 @@ The figure is CPU (user + system) of the subprocess, per case: the slope
 between ``--small`` and ``--large`` cases, so that start-up (interpreter,
 pytest, imports) cancels out. The arms are interleaved in each round; the
 median over ``--rounds`` rounds is printed for each, with its ratio to the raw
-loop.
+loop, and the median of each round's own ratio to the raw loop of that round
+(paired: a slower moment of the machine slows both), each with the spread of
+its middle rounds.
 """
 
 from __future__ import annotations
@@ -152,15 +154,20 @@ def main(argv: list[str] | None = None) -> int:
                 slopes.setdefault(name, []).append(slope)
             shown = ", ".join(f"{k}: {v[-1] * 1e3:.3f}" for k, v in slopes.items())
             print(f"round {round_no + 1}: ms CPU per case: {shown}", flush=True)
-    raw = statistics.median(slopes["raw httpx loop"])
+    raw_slopes = slopes["raw httpx loop"]
+    raw = statistics.median(raw_slopes)
     print(f"CPU per case, median of {args.rounds} rounds ({args.small} -> {args.large} cases),")
-    print("with the spread of the middle rounds (interquartile range) as +-% of the median:")
+    print("with the spread of the middle rounds (half the interquartile range) as +-%;")
+    print("then each arm over the raw loop of the same round (machine drift cancels), median:")
     for name, values in slopes.items():
         median = statistics.median(values)
         spread = _half_iqr(values) / median if median > 0 else math.inf
+        ratios = [v / r for v, r in zip(values, raw_slopes, strict=True) if r > 0]
+        paired = statistics.median(ratios) if ratios else math.nan
+        paired_spread = _half_iqr(ratios) / paired if ratios and paired > 0 else math.inf
         print(
-            f"  {name:<26} {median * 1e3:7.3f} ms  +-{spread:5.1%}"
-            f"   {median / raw:5.2f}x the raw loop"
+            f"  {name:<26} {median * 1e3:7.3f} ms +-{spread:5.1%}   {median / raw:5.2f}x the raw"
+            f" loop;  paired {paired:5.2f}x +-{paired_spread:5.1%}"
         )
     return 0
 
