@@ -119,7 +119,7 @@ class StoreRun:
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
     # SystemExit unwinds through the optimizer (it contains Exception only), so
-    # the held cassette is written by ``open_store``'s ``finally``.
+    # the held cassette is written when ``open_store``'s ``holding()`` block exits.
     sys.exit(128 + signum)
 
 
