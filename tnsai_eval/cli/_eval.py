@@ -225,9 +225,7 @@ def _report(
     for result in evaluation.results:
         scored = result.evaluation
         # The engine's records, as the plugin keeps them: pass or fail at the threshold.
-        cases = tuple(
-            replace(c, passed=c.passes(result.threshold) if c.asked else None) for c in scored.cases
-        )
+        cases = tuple(replace(c, passed=c.verdict(result.threshold)) for c in scored.cases)
         low_score = min_score is not None and result.score < min_score
         passed = not scored.errors and not low_score
         live, p50, p95 = latency_figures(result.latencies)

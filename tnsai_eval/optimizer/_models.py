@@ -183,7 +183,7 @@ class ModelEvaluation:
                 "expected": case.expected,
                 "output": case.output,
                 "score": case.score,
-                "passed": case.passes(result.threshold) if case.asked else None,
+                "passed": case.verdict(result.threshold),
                 "state": case.state.value,
                 "tokens": case.tokens,
                 "cached": case.cached,

@@ -202,10 +202,6 @@ async def ascore_prompt(
     if params is not None and not isinstance(params, Mapping):
         raise ConfigError(f"params must be a mapping of call parameters, got {params!r}")
 
-    def report(row: CaseRecord) -> None:
-        if on_case is not None:
-            on_case(row)
-
     if budget is not None and not isinstance(budget, CallBudget):
         raise ConfigError(f"budget must be an llm.CallBudget or None, got {budget!r}")
     spent = Budget(
@@ -218,7 +214,7 @@ async def ascore_prompt(
         concurrency=concurrency,
         params=DEFAULT_CALL_PARAMS if params is None else params,
         template=template,
-        on_case=report,
+        on_case=on_case or _ignore,
     )
     variant = Variant(id=0, round=0, strategy="initial", spec=PromptVariant(prompt), parent=None)
     await engine.score(variant, range(len(checked)), checked)
@@ -230,3 +226,7 @@ async def ascore_prompt(
         for i, case in enumerate(checked)
     )
     return PromptEvaluation(prompt, scored, calls=spent.calls, stop_reason=spent.stop_reason)
+
+
+def _ignore(row: CaseRecord) -> None:
+    """The ``on_case`` of a caller that gave none."""

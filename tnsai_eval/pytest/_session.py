@@ -287,14 +287,9 @@ class PluginSession:
         run = self._current_run()
         if run is None:
             return
+        sample = self.sample
         kept = [
-            replace(
-                c,
-                metric=metric,
-                sample=self.sample,
-                passed=c.passes(threshold) if c.asked else None,
-            )
-            for c in cases
+            replace(c, metric=metric, sample=sample, passed=c.verdict(threshold)) for c in cases
         ]
         with self._lock:
             run.cases.extend(kept)

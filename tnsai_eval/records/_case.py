@@ -117,6 +117,18 @@ class CaseRecord:
         """
         return self.score is not None and self.score >= threshold
 
+    def verdict(self, threshold: float) -> bool | None:
+        """Pass or fail at ``threshold``; ``None`` for a case that was never asked.
+
+        A case that failed to run (state ``error``) was asked and fails.
+
+        >>> CaseRecord("a", "q", "x", score=0.7).verdict(0.5)
+        True
+        >>> CaseRecord("a", "q", "x", state=CaseState.NOT_RUN).verdict(0.5) is None
+        True
+        """
+        return self.passes(threshold) if self.asked else None
+
     def to_dict(self) -> dict[str, Any]:
         """The record as the report writes it, every text masked for secrets."""
         return {
