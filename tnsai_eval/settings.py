@@ -29,13 +29,19 @@ from typing import Any
 from tnsai_eval._util.enums import parse_member
 
 __all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_GATE",
+    "DEFAULT_MIN_COMMON",
+    "DEFAULT_TOLERANCE",
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_MODEL",
+    "PYTEST_CONFIG_FILES",
     "ModelSettings",
     "ProjectSettings",
     "RecordMode",
     "project_settings",
+    "pytest_ini_options",
     "read_toml",
     "resolve_model",
 ]
@@ -46,6 +52,28 @@ ENV_BASE_URL = "TNSAI_LLM_BASE_URL"
 ENV_MODEL = "TNSAI_LLM_MODEL"
 #: The API key; only ever read from the environment by the library itself.
 ENV_API_KEY = "TNSAI_LLM_API_KEY"
+
+# The baseline gate's settings when nothing sets them: the one place their
+# defaults live (``reports.GateSettings``, the plugin's options, the CLI).
+#: How a regression is decided: ``tolerance`` or ``paired``.
+DEFAULT_GATE = "tolerance"
+#: The largest allowed absolute drop of a gated score.
+DEFAULT_TOLERANCE = 0.05
+#: The paired gate's significance level.
+DEFAULT_ALPHA = 0.05
+#: The least share of the baseline's cases a score needs in common with it.
+DEFAULT_MIN_COMMON = 0.8
+
+#: pytest's configuration files, in the order pytest looks for them in a folder.
+PYTEST_CONFIG_FILES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
 
 
 class RecordMode(StrEnum):
@@ -142,3 +170,44 @@ def project_settings(start: str | os.PathLike[str] | None = None) -> ProjectSett
                 )
             return ProjectSettings(table, candidate)
     return ProjectSettings()
+
+
+def pytest_ini_options(name: str, text: str) -> dict[str, Any] | None:
+    """The ini options in ``text``, a pytest configuration file called ``name``.
+
+    ``None`` when the file is not pytest's (a ``pyproject.toml`` without
+    ``[tool.pytest.ini_options]``, a ``setup.cfg`` without ``[tool:pytest]``),
+    as pytest decides; ``pytest.ini`` is pytest's even when empty. A file
+    that cannot be parsed is a ``ConfigError`` naming it.
+
+    >>> pytest_ini_options("pytest.ini", "[pytest]\\ntnsai_tolerance = 0.1\\n")
+    {'tnsai_tolerance': '0.1'}
+    >>> pytest_ini_options("pyproject.toml", "[project]\\nname = 'x'\\n") is None
+    True
+    """
+    import configparser
+
+    from tnsai_eval.errors import ConfigError
+
+    base = Path(name).name
+    if base.endswith(".toml"):
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{name!r} is not valid TOML: {exc}") from None
+        if base == "pyproject.toml":
+            tool = data.get("tool")
+            pytest_table = tool.get("pytest") if isinstance(tool, dict) else None
+            found = pytest_table.get("ini_options") if isinstance(pytest_table, dict) else None
+        else:
+            found = data.get("pytest", {})
+        return dict(found) if isinstance(found, dict) else None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text, source=name)
+    except configparser.Error as exc:
+        raise ConfigError(f"{name!r} cannot be read as an ini file: {exc}") from None
+    section = "tool:pytest" if base == "setup.cfg" else "pytest"
+    if parser.has_section(section):
+        return dict(parser.items(section))
+    return {} if base in ("pytest.ini", ".pytest.ini") else None

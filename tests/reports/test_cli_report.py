@@ -91,27 +91,43 @@ def test_markdown_for_a_pull_request(
     assert "| test | score [95% CI] | status | cases passed |" in out
     assert "| broken | c0 | question 0 | answer 0 |" in out
     # Ids are escaped: "_" would start emphasis.
-    assert "#### t.py::test\\_support (score): 6 broken, 2 fixed" in out
+    assert (
+        "#### t.py::test\\_support (score): fell -0.400, 6 broken, 2 fixed, not significant, "
+        "p = 0.145 over 10 common case(s)"
+    ) in out
 
 
-def test_junit_has_one_testcase_per_case(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+def test_junit_has_the_gates_testcases_then_one_per_case(
+    runs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
     base, _, worse = runs
     junit = tmp_path / "out" / "junit.xml"
     assert main(["report", str(worse), "--baseline", str(base), "--junit", str(junit)]) == 1
     root = ET.parse(junit).getroot()
+    # The gate's suite (the score, the run) then the 11 cases: one failure, the gate's.
     assert root.attrib == {
         "name": "tnsai-eval",
-        "tests": "11",
-        "failures": "6",
+        "tests": "13",
+        "failures": "1",
         "errors": "0",
-        "skipped": "1",
+        "skipped": "7",
     }
-    cases = root.findall("./testsuite/testcase")
-    assert len(cases) == 11
-    failure = cases[0].find("failure")
+    gate, cases_suite = root.findall("./testsuite")
+    score, run = gate.findall("testcase")
+    assert score.attrib["name"] == "tnsai gate: t.py::test_support (score)"
+    failure = score.find("failure")
     assert failure is not None
-    assert "(passed in the baseline)" in failure.attrib["message"]
-    assert "expected: answer 0" in (failure.text or "")
+    reason = failure.attrib["message"]
+    assert reason.startswith("regressed: 0.800 -> 0.400")
+    assert "missing evidence: 1 of 11 case(s) not run" in reason
+    assert run.find("failure") is None
+    cases = cases_suite.findall("testcase")
+    assert len(cases) == 11
+    broken = cases[0].find("skipped")
+    assert broken is not None
+    assert broken.attrib["message"].startswith("broken: ")
+    assert "(passed in the baseline)" in broken.attrib["message"]
+    assert "expected: answer 0" in (broken.text or "")
     assert cases[-1].find("skipped") is not None
 
 
@@ -165,15 +181,19 @@ def test_secrets_are_masked_in_every_output(
     assert secret not in format_comparison(comparison, markdown=True)
 
 
-def test_reports_sharing_no_test_compare_with_html_and_exit_0(tmp_path: Path) -> None:
+def test_reports_sharing_no_test_compare_with_html_and_miss_the_old_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Regression: with no test in common the comparison frame had no 'delta'
-    # column, so --html crashed with KeyError and the run exited 1 like a regression.
+    # column, so --html crashed with KeyError. The baseline's gated score did
+    # not run in the new report: missing evidence (exit 1), not a crash.
     from tests.frames.conftest import save_report
 
     base = save_report(tmp_path / "base.json", {"t.py::test_capitals": 0.9})
     new = save_report(tmp_path / "new.json", {"t.py::test_arithmetic": 0.4})
     page = tmp_path / "page.html"
-    assert main(["report", str(new), "--baseline", str(base), "--html", str(page)]) == 0
+    assert main(["report", str(new), "--baseline", str(base), "--html", str(page)]) == 1
+    assert "FAIL: missing evidence: 1 gated score(s) did not run" in capsys.readouterr().out
     text = page.read_text(encoding="utf-8")
     assert "test_arithmetic" in text
     assert "test_capitals" in text

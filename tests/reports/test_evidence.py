@@ -35,8 +35,13 @@ def _test(
     nodeid: str = "t.py::test_labels",
     prompt: str = "Label the ticket.",
     errors: tuple[int, ...] = (),
+    allowed: bool = False,
 ) -> TrackedTest:
-    """One test with a case per entry: True/False scored, None unrecorded."""
+    """One test with a case per entry: True/False scored, None unrecorded.
+
+    As the plugin does, a test with unrecorded cases fails unless the run
+    allowed them (``allowed``, --tnsai-allow-unrecorded); one with errored cases fails.
+    """
     cases = []
     for i, ok in enumerate(passes):
         if ok is None:
@@ -50,7 +55,7 @@ def _test(
                                     score=1.0 if ok else 0.0, passed=ok))  # fmt: skip
     scored = [ok for ok in passes if ok is not None]
     metrics = {"score": MetricStats("score", (sum(scored) / len(scored),))} if scored else {}
-    failed = any(ok is None for ok in passes) or bool(errors)
+    failed = (any(ok is None for ok in passes) and not allowed) or bool(errors)
     return TrackedTest(
         nodeid,
         TestStatus.FAILED if failed else TestStatus.PASSED,
@@ -75,7 +80,9 @@ def test_an_all_unrecorded_run_is_not_a_pass_nor_vanished(
     argv = ["report", str(run), "--baseline", str(base), "--gate", "paired"]
     assert main([*argv, "--format", "markdown"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("### tnsai-eval FAIL: missing evidence in 1 test metric(s)")
+    assert out.startswith(
+        "### tnsai-eval FAIL: missing evidence: 12 case(s) not run, 1 inconclusive score(s)"
+    )
     assert "PASS" not in out
     assert "12 of 12 case(s) not run" in out
     assert "only 0 of the baseline's 12 case(s) in common" in out
@@ -96,15 +103,17 @@ def test_a_few_unrecorded_cases_pass_only_when_allowed(
     run = _save(tmp_path / "run.json", _test([True] * 10 + [None] * 2))
     assert main(["report", str(run), "--baseline", str(base)]) == 1
     assert "2 of 12 case(s) not run" in capsys.readouterr().out
-    # 10 of 12 in common is above 80%: with unrecorded cases allowed, it passes.
-    assert main(["report", str(run), "--baseline", str(base), "--allow-unrecorded"]) == 0
+    # The pytest run that wrote it refused them (its test failed): one verdict, not a pass.
+    assert main(["report", str(run), "--baseline", str(base), "--allow-unrecorded"]) == 1
+    assert "FAIL: 1 failed test(s)" in capsys.readouterr().out
     # Allowed by the run that wrote the report, unless the command line says otherwise.
-    allowed = _save(tmp_path / "allowed.json", _test([True] * 10 + [None] * 2),
+    allowed = _save(tmp_path / "allowed.json", _test([True] * 10 + [None] * 2, allowed=True),
                     allow_unrecorded=True)  # fmt: skip
+    # 10 of 12 in common is above 80%: with unrecorded cases allowed, it passes.
     assert main(["report", str(allowed), "--baseline", str(base)]) == 0
     assert main(["report", str(allowed), "--baseline", str(base), "--no-allow-unrecorded"]) == 1
     # 9 of 12 (75%) is too few, unless the share asked for is lower.
-    fewer = _save(tmp_path / "fewer.json", _test([True] * 9 + [None] * 3))
+    fewer = _save(tmp_path / "fewer.json", _test([True] * 9 + [None] * 3, allowed=True))
     argv = ["report", str(fewer), "--baseline", str(base), "--allow-unrecorded"]
     assert main(argv) == 1
     assert "only 9 of the baseline's 12 case(s) in common (needs 80%)" in capsys.readouterr().out
@@ -116,7 +125,7 @@ def test_errored_cases_are_never_a_pass(tmp_path: Path) -> None:
     run = _save(tmp_path / "run.json", _test([True] * 12, errors=(3,)))
     comparison = compare(run, base)
     assert not comparison.passed
-    assert [s.reason for s in comparison.shortfalls] == ["1 of 12 case(s) errored"]
+    assert [s.reason for s in comparison.shortfalls] == ["1 errored (TimeoutError)"]
     assert main(["report", str(run), "--baseline", str(base), "--allow-unrecorded"]) == 1
 
 
@@ -267,22 +276,26 @@ def test_report_uses_the_gate_recorded_in_the_report_and_says_so(
     assert "gate tolerance (given)" in capsys.readouterr().out
 
 
-def test_junit_skips_known_failures_and_fails_broken_and_new_failing_cases(
-    tmp_path: Path,
-) -> None:
+def test_junit_fails_the_gated_score_exactly_when_the_gate_fails(tmp_path: Path) -> None:
     base = _save(tmp_path / "base.json", _test([True] * 8 + [False] * 4))
     # c0 broken; c8..c11 failed before and still fail (known); c12 is new and failing.
     current = _test([False] + [True] * 7 + [False] * 4 + [False])
     run = _save(tmp_path / "run.json", current)
     junit = tmp_path / "junit.xml"
-    main(["report", str(run), "--baseline", str(base), "--junit", str(junit)])
+    assert main(["report", str(run), "--baseline", str(base), "--junit", str(junit)]) == 1
     root = ET.parse(junit).getroot()
-    assert (root.attrib["failures"], root.attrib["skipped"]) == ("2", "4")
+    # One failure, the gate's: the score regressed (0.667 -> 0.583 beyond 0.05).
+    assert (root.attrib["failures"], root.attrib["skipped"]) == ("1", "6")
+    (failed,) = [case for case in root.iter("testcase") if case.find("failure") is not None]
+    assert failed.attrib["name"] == "tnsai gate: t.py::test_labels (score)"
+    assert failed.find("failure").attrib["message"].startswith("regressed: 0.667 -> 0.583")  # type: ignore[union-attr]
     messages = {
         case.attrib["name"].split()[0]: child.attrib.get("message", "")
         for case in root.iter("testcase")
         for child in case
     }
+    # Cases are there for the record; a case never fails JUnit by itself.
+    assert messages["c0"].startswith("broken: ")
     assert messages["c0"].endswith("(passed in the baseline)")
     assert messages["c12"].endswith("(new case)")
     assert all(messages[f"c{i}"] == "known failure (also failed in the baseline)"
@@ -290,6 +303,11 @@ def test_junit_skips_known_failures_and_fails_broken_and_new_failing_cases(
     # Same prompt, same failures as the baseline: the gate is green, and so is JUnit.
     same = _save(tmp_path / "same.json", _test([True] * 8 + [False] * 4))
     assert main(["report", str(same), "--baseline", str(base), "--junit", str(junit)]) == 0
+    assert ET.parse(junit).getroot().attrib["failures"] == "0"
+    # One flip within the tolerance (paired gate: not significant): green, and so is JUnit.
+    one = _save(tmp_path / "one.json", _test([False] + [True] * 7 + [False] * 4))
+    argv = ["report", str(one), "--baseline", str(base), "--gate", "paired", "--junit", str(junit)]
+    assert main(argv) == 0
     assert ET.parse(junit).getroot().attrib["failures"] == "0"
 
 
@@ -347,4 +365,6 @@ def test_cases_refused_by_the_call_budget_count_as_not_run(
     junit = tmp_path / "junit.xml"
     main(["report", str(run), "--baseline", str(base), "--junit", str(junit)])
     root = ET.parse(junit).getroot()
-    assert (root.attrib["failures"], root.attrib["skipped"]) == ("0", "6")
+    # The gate fails (missing evidence, a failed test): so does its testcase; the
+    # refused cases are skipped, never failures of their own.
+    assert (root.attrib["failures"], root.attrib["skipped"]) == ("1", "6")

@@ -67,18 +67,43 @@ def test_an_unknown_gate_mode() -> None:
 
 
 def test_recorded_settings_are_used_unless_given_and_bad_ones_are_not_trusted() -> None:
-    from tnsai_eval.reports import describe_settings, gate_settings
+    from tnsai_eval.reports import GateSettings
 
     recorded = {"gate": "paired", "tolerance": 0.1, "alpha": "0.01", "min_common": 0.9,
                 "allow_unrecorded": "yes"}  # fmt: skip
-    values, sources = gate_settings(recorded, {"min_common": 0.5})
-    assert values == {"gate": "paired", "tolerance": 0.1, "alpha": 0.05, "min_common": 0.5,
-                      "allow_unrecorded": False}  # fmt: skip
-    assert describe_settings(values, sources) == (
+    settings = GateSettings.resolve(
+        [({"min_common": 0.5}, "given"), (recorded, "recorded in the report")]
+    )
+    assert settings.values() == {"gate": "paired", "tolerance": 0.1, "alpha": 0.05,
+                                 "min_common": 0.5, "allow_unrecorded": False,
+                                 "gate_costs": None, "gate_latency": None}  # fmt: skip
+    assert settings.describe() == (
         "gate settings: gate paired (recorded in the report), tolerance 0.1 (recorded in the "
         "report), alpha 0.05 (default), min common 50% (given), unrecorded cases refused "
         "(default)"
     )
+    # An ini file's strings are read as pytest reads them.
+    ini = GateSettings.resolve([(recorded, "pytest.ini")], ini=True)
+    assert (ini.alpha, ini.allow_unrecorded, ini.source("alpha")) == (0.01, True, "pytest.ini")
+
+
+def test_gate_settings_show_what_changed_and_where_each_came_from() -> None:
+    from tnsai_eval.reports import GateSettings
+
+    base = GateSettings.resolve(
+        [({"tolerance": "0.05"}, "pytest.ini at the base commit")], ini=True
+    )
+    loose = GateSettings.resolve([({"tolerance": 0.9, "gate": "tolerance"}, "ini tnsai_tolerance")])
+    (change,) = base.changes(loose)
+    assert str(change) == (
+        "tolerance 0.05 (pytest.ini at the base commit) -> 0.9 (ini tnsai_tolerance)"
+    )
+    assert GateSettings.from_dict(base.to_dict()) == base
+    assert GateSettings.from_dict(base.to_dict()).source("tolerance") == (  # type: ignore[union-attr]
+        "pytest.ini at the base commit"
+    )
+    with pytest.raises(ConfigError, match="unknown gate setting"):
+        GateSettings.given({"tolerence": 0.1})
 
 
 def test_the_plugin_records_and_checks_its_evidence_options(pytester: pytest.Pytester) -> None:

@@ -170,7 +170,12 @@ def test_cli_report_prints_the_table_and_gates(
     assert "-0.300" in out
     assert "new (not in baseline): 1" in out
     assert "vanished: 1" in out
-    assert main(["report", str(new), "--baseline", str(old), "--tolerance", "0.5"]) == 0
+    # A wider tolerance lets the drop through; t.py::b, gated in the baseline,
+    # did not run: missing evidence, never a pass.
+    assert main(["report", str(new), "--baseline", str(old), "--tolerance", "0.5"]) == 1
+    out = capsys.readouterr().out
+    assert "t.py::b (score): did not run" in out
+    assert "tnsai-eval FAIL: missing evidence: 1 gated score(s) did not run" in out
 
 
 def test_cli_report_names_a_missing_file(

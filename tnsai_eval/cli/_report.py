@@ -32,20 +32,21 @@ from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
     Comparison,
     GateMode,
+    GateSettings,
+    GateVerdict,
     Report,
     compare,
-    describe_settings,
     format_comparison,
     format_model_changes,
     format_model_comparison,
     format_summary,
-    gate_settings,
+    gate_verdict,
     model_changes,
     read_report,
     summary_rows,
 )
 
-__all__ = ["add_parser", "headline", "render_markdown"]
+__all__ = ["add_parser", "render_markdown"]
 
 
 def _fraction(text: str) -> float:
@@ -181,41 +182,33 @@ def _report(args: argparse.Namespace) -> int:
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
     models = None
-    settings = ""
-    if baseline is not None or args.compare_models:
-        values, sources = gate_settings(
-            report.config,
-            {
-                "gate": args.gate,
-                "tolerance": args.tolerance,
-                "alpha": args.alpha,
-                "min_common": args.min_common,
-                "allow_unrecorded": args.allow_unrecorded,
-            },
-        )
-        settings = describe_settings(values, sources)
-        if baseline is not None:
-            comparison = compare(
-                report,
-                baseline,
-                **values,
-                gate_costs=args.gate_costs,
-                gate_latency=args.gate_latency,
-            )
-        if args.compare_models:
-            from tnsai_eval.reports import compare_report_models
+    given = {
+        "gate": args.gate,
+        "tolerance": args.tolerance,
+        "alpha": args.alpha,
+        "min_common": args.min_common,
+        "allow_unrecorded": args.allow_unrecorded,
+        "gate_costs": args.gate_costs,
+        "gate_latency": args.gate_latency,
+    }
+    settings = GateSettings.resolve([(given, "given"), (report.config, "recorded in the report")])
+    if baseline is not None:
+        comparison = compare(report, baseline, settings=settings)
+    if args.compare_models:
+        from tnsai_eval.reports import compare_report_models
 
-            models = compare_report_models(
-                report, *args.compare_models, **values, gate_costs=args.gate_costs
-            )
+        models = compare_report_models(report, *args.compare_models, settings=settings)
+    verdict = gate_verdict(report, comparison)
+    shown_settings = settings.describe() if comparison is not None or models is not None else ""
     if args.format == "markdown":
         print(
             render_markdown(
                 report,
                 comparison,
+                verdict,
                 name=args.report,
                 baseline_name=args.baseline,
-                settings=settings,
+                settings=shown_settings,
             )
         )
         if baseline is not None:
@@ -236,7 +229,7 @@ def _report(args: argparse.Namespace) -> int:
         if comparison is not None:
             print()
             print(f"against baseline {args.baseline}:")
-            print(settings)
+            print(shown_settings)
             print(format_comparison(comparison))
             if baseline is not None:
                 changed = format_model_changes(model_changes(report, baseline))
@@ -245,69 +238,73 @@ def _report(args: argparse.Namespace) -> int:
         if models is not None:
             print()
             print(format_model_comparison(models))
+        print(f"tnsai-eval {shown_label(verdict.headline)}")
     if args.junit:
         from tnsai_eval.reports import write_junit
 
-        write_junit(args.junit, report, comparison=comparison)
+        write_junit(args.junit, report, comparison=comparison, verdict=verdict)
         if args.format == "text":
             print(f"wrote {args.junit}")
     if args.html:
         # Imported here: matplotlib is only paid for when a page is asked for.
         from tnsai_eval.plots import write_html
 
-        write_html(args.html, report, comparison=comparison, settings=settings, models=models)
+        write_html(args.html, report, comparison=comparison, settings=shown_settings, models=models)
         if args.format == "text":
             print(f"wrote {args.html}")
-    failed = (comparison is not None and not comparison.passed) or (
-        models is not None and not models.passed
-    )
+    failed = not verdict.passed or (models is not None and not models.passed)
     return 1 if failed else 0
 
 
 def render_markdown(
     report: Report,
     comparison: Comparison | None,
+    verdict: GateVerdict | None = None,
     *,
     name: str = "report",
     baseline_name: str | None = None,
     settings: str = "",
+    limit: int | None = None,
 ) -> str:
-    """The run (and its comparison) as Markdown, for a PR comment or a job summary."""
+    """The run (and its comparison) as Markdown, for a PR comment or a job summary.
+
+    The first line is the gate's verdict (``gate_verdict`` unless given);
+    ``limit`` bounds every list and table (see ``format_comparison``).
+    """
     from tnsai_eval.reports import markdown_table
 
-    lines = [f"### tnsai-eval {headline(comparison)}", ""]
+    if verdict is None:
+        verdict = gate_verdict(report, comparison)
+    lines = [f"### tnsai-eval {escape_markdown(verdict.headline)}", ""]
     config = report.config
 
     def shown(value: object) -> str:
         # Values from the report file are data: masked, flat, escaped (no code
         # spans, since a backtick in a value would close one).
-        return escape_markdown(shown_label(str(value or "-")), inline=True)
+        return escape_markdown(str(value or "-"), inline=True)
 
+    for problem in verdict.problems:
+        lines += [f"**{escape_markdown(problem)}**", ""]
+    for accepted in verdict.accepted:
+        lines += [f"- accepted by the label: {escape_markdown(accepted, inline=True)}"]
+    if verdict.accepted:
+        lines.append("")
     lines.append(
         f"{shown(name)}: {_models_shown(report, markdown=True)}, record mode "
         f"{shown(config.get('record_mode'))}, schema {report.schema_version}"
     )
     lines.append("")
-    lines.append(markdown_table(*summary_rows(report)))
+    headers, rows = summary_rows(report)
+    kept = rows if limit is None or len(rows) <= limit + 1 else [*rows[:limit], rows[-1]]
+    lines.append(markdown_table(headers, kept))
+    if len(kept) < len(rows):
+        lines += ["", f"... and {len(rows) - len(kept)} more test(s) in report.html"]
     if comparison is not None:
         lines += ["", f"Against baseline {shown(baseline_name)}:", ""]
         if settings:
-            lines += [settings, ""]
-        lines.append(format_comparison(comparison, markdown=True))
+            lines += [escape_markdown(settings), ""]
+        lines.append(format_comparison(comparison, markdown=True, limit=limit))
     return "\n".join(lines)
-
-
-def headline(comparison: Comparison | None) -> str:
-    """PASS only with evidence; otherwise what failed the gate, or what is missing."""
-    if comparison is None:
-        return "report"
-    if comparison.regressions:
-        return f"FAIL: {len(comparison.regressions)} regression(s)"
-    if comparison.shortfalls:
-        return f"FAIL: missing evidence in {len(comparison.shortfalls)} test metric(s)"
-    if comparison.dropped:
-        return f"PASS: no regressions; {len(comparison.dropped)} dropped score(s) not significant"
-    return "PASS: no regressions"
 
 
 def _models_shown(report: Report, *, markdown: bool = False) -> str:

@@ -15,11 +15,17 @@ from tnsai_eval.llm._format import (
     unenforced_keywords,
 )
 from tnsai_eval.llm._local import LocalLLM
-from tnsai_eval.llm._model_path import smollm2_gguf_path
+from tnsai_eval.llm._model_path import SMOLLM2_NAME, embedded_model_name, smollm2_gguf_path
 from tnsai_eval.llm._models import EMBEDDED_MODEL, ModelTable, NamedModel
 from tnsai_eval.llm._openai import OpenAIClient
 from tnsai_eval.llm._serve import LOCAL_SERVER_ALIAS, serve_local_model
-from tnsai_eval.llm._store import DEFAULT_CASSETTE, Recording, ResponseStore, StoredRequest
+from tnsai_eval.llm._store import (
+    DEFAULT_CASSETTE,
+    OTHER_MODEL_HINT,
+    Recording,
+    ResponseStore,
+    StoredRequest,
+)
 from tnsai_eval.llm._types import (
     AsyncLLMClient,
     Completion,
@@ -41,6 +47,8 @@ __all__ = [
     "DEFAULT_CASSETTE",
     "EMBEDDED_MODEL",
     "LOCAL_SERVER_ALIAS",
+    "OTHER_MODEL_HINT",
+    "SMOLLM2_NAME",
     "AsyncLLMClient",
     "CachedLLM",
     "CallBudget",
@@ -68,6 +76,7 @@ __all__ = [
     "check_response_format",
     "default_llm",
     "diagnose",
+    "embedded_model_name",
     "estimate_tokens",
     "json_schema_format",
     "last_user_message",

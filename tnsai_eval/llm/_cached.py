@@ -182,8 +182,8 @@ class CachedLLM:
                 raise ReplayMissError(
                     f"no recorded response for model {request.model!r} and prompt "
                     f"{request.prompt_start!r} (sample {request.sample}, key {request.key[:12]}) "
-                    f"in cassette {cassette!r} of {str(self.store.path)!r}; record it with "
-                    "mode='record'",
+                    f"in cassette {cassette!r} of {str(self.store.path)!r}; "
+                    f"{self.store.miss_hint(request, cassette)}",
                     model=request.model,
                     attempts=0,
                 )

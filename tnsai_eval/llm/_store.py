@@ -66,6 +66,7 @@ from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import (
     drop_credentials,
     is_credential_name,
+    mask,
     mask_then_cut,
     redact_url,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "DEFAULT_CASSETTE",
     "EXCLUDED_PARAMS",
     "FORMAT_VERSION",
+    "OTHER_MODEL_HINT",
     "Recording",
     "ResponseStore",
     "StoredRequest",
@@ -94,6 +96,9 @@ FORMAT_VERSION = 3
 _LEGACY_FORMATS = (1, 2)
 #: The cassette used when none is named; every lookup falls back to it.
 DEFAULT_CASSETTE = "default"
+#: How a replay miss starts to say that the store holds the replies for another
+#: model (``ResponseStore.miss_hint``): the fix is selecting it, not recording.
+OTHER_MODEL_HINT = "the cassette holds replies recorded for model"
 
 # Parameters that say where or how to connect, not what to ask. They must not
 # change the key (the reply does not depend on them) and must never be written
@@ -414,6 +419,36 @@ class ResponseStore:
             return None
         entry, file = found
         return self._recording(entry, None, file, old_key=old != key)
+
+    def recorded_models(self, cassette: str = DEFAULT_CASSETTE) -> list[str]:
+        """The model names that ``cassette`` (and ``default``) hold replies for, sorted."""
+        found: set[str] = set()
+        with self._lock:
+            for name in dict.fromkeys([cassette, DEFAULT_CASSETTE]):
+                held = self._cassette(name)
+                for entry in (*held.replies.values(), *held.format2.values()):
+                    request = entry.get("request")
+                    model = request.get("model") if isinstance(request, dict) else None
+                    if isinstance(model, str):
+                        found.add(model)
+        return sorted(found)
+
+    def miss_hint(self, request: StoredRequest, cassette: str = DEFAULT_CASSETTE) -> str:
+        """What to do about a replay miss of ``request`` in ``cassette``.
+
+        Replay is keyed on the model that answered: when the cassette holds
+        replies recorded for another model, the run most likely did not select
+        it, and recording again would pay for replies that are already there.
+        """
+        others = [m for m in self.recorded_models(cassette) if m != request.model]
+        if not others:
+            return "record it with mode='record'"
+        shown = ", ".join(repr(mask(m)) for m in others)
+        return (
+            f"{OTHER_MODEL_HINT} {shown}, not "
+            f"{mask(request.model)!r}: select that model (pytest: ini tnsai_llm_model or "
+            "--llm-model with its server, or --tnsai-model NAME) rather than recording again"
+        )
 
     def get(self, key: str, cassette: str = DEFAULT_CASSETTE) -> Completion | None:
         """The reply recorded under ``key`` (``cached=True``) in ``cassette``, ``default``

@@ -128,7 +128,8 @@ def _verdict(comparison: Comparison) -> str:
         return f'<span class="verdict-fail">{len(comparison.regressions)} regression(s)</span>'
     if comparison.shortfalls:
         return (
-            f'<span class="verdict-fail">missing evidence in {len(comparison.shortfalls)} '
+            '<span class="verdict-fail">missing evidence in '
+            f"{len({(s.nodeid, s.metric) for s in comparison.shortfalls})} "
             "test metric(s): not a pass</span>"
         )
     if comparison.dropped:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.secrets import redact_url
-from tnsai_eval.errors import LocalModelUnavailable
 from tnsai_eval.llm import (
     CachedLLM,
     Completion,
@@ -24,8 +23,8 @@ from tnsai_eval.llm import (
     ResponseStore,
     ametered_call,
     default_llm,
+    embedded_model_name,
     metered_call,
-    smollm2_gguf_path,
 )
 from tnsai_eval.pytest._options import PluginOptions
 from tnsai_eval.settings import resolve_model
@@ -78,11 +77,9 @@ def describe_model(options: PluginOptions) -> tuple[str | None, str]:
     settings = resolve_model(base_url=options.base_url, model=options.model)
     base_url, model = settings.base_url, settings.model
     if settings.embedded:
-        try:
-            return None, smollm2_gguf_path().stem
-        except LocalModelUnavailable:
-            # Only a call that reaches the model needs it; that call will raise.
-            return None, "embedded (not installed)"
+        # Known without the model installed: a replaying core install finds its
+        # recordings; only a call that reaches the model needs [local].
+        return None, embedded_model_name()
     return (redact_url(base_url) if base_url else None), model or ""
 
 
@@ -131,11 +128,7 @@ def build_named_client(
     ones included, so that a replayed run reports the cost the recording paid.
     """
     if named.embedded:
-        try:
-            model = smollm2_gguf_path().stem
-        except LocalModelUnavailable:
-            model = "embedded (not installed)"
-        server = None
+        model, server = embedded_model_name(), None
     else:
         model, server = named.model or "", redact_url(named.base_url or "")
 

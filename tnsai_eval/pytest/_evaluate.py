@@ -84,10 +84,20 @@ def _table(cases: Sequence[CaseRecord]) -> str:
 
 def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> str:
     """One message for every unrecorded case: how many, why, and the command that records."""
+    from tnsai_eval.llm import OTHER_MODEL_HINT
+
     missing = result.unrecorded
+    # Replay is keyed on the model: when the store holds these replies for
+    # another model, the miss says which to select, and recording is not the fix.
+    other = next((c.error for c in missing if c.error and OTHER_MODEL_HINT in c.error), None)
+    fix = (
+        other[other.index(OTHER_MODEL_HINT) :]
+        if other is not None
+        else f"Record them with:\n    {command}"
+    )
     lines = [
         f"{len(missing)} of {len(result.cases)} case(s) unrecorded ({reason}); they are not "
-        f"scored. Record them with:\n    {command}",
+        f"scored. {fix}",
     ]
     lines.extend(f"  - {excerpt(c.input, 60)!r}" for c in missing[:20])
     if len(missing) > 20:
@@ -172,7 +182,8 @@ def verdict(
 ) -> str | None:
     """Why the test fails (unrecorded cases, failed calls, a low score), or ``None``."""
     problems = []
-    if result.unrecorded:
+    # --tnsai-allow-unrecorded accepts them: the gate and the test agree.
+    if result.unrecorded and not session.options.allow_unrecorded:
         command = f"pytest --llm-record record {nodeid}"
         options = session.options
         reason = (

@@ -17,11 +17,19 @@ from tnsai_eval.pytest._session import PluginSession
 
 if TYPE_CHECKING:
     from tnsai_eval.pytest._keys import NormActions
-    from tnsai_eval.reports import Comparison, ModelComparison, Report
+    from tnsai_eval.reports import (
+        Comparison,
+        GateSettings,
+        GateVerdict,
+        ModelComparison,
+        Report,
+        SettingChange,
+    )
 
 __all__ = [
     "EVIDENCE_STAT",
     "GATE_STAT",
+    "SETTINGS_STAT",
     "TRACKING_FIXTURES",
     "RepeatHooks",
     "TnsaiHooks",
@@ -32,6 +40,8 @@ __all__ = [
 GATE_STAT = "regressed (tnsai gate)"
 #: The category for tests the gate could not judge (cases not run or errored, too few in common).
 EVIDENCE_STAT = "missing evidence (tnsai gate)"
+#: The category for a pull request whose gate settings differ from its base's.
+SETTINGS_STAT = "settings changed (tnsai gate)"
 
 #: With --tnsai-repeat, tests requesting any of these (or marked) are repeated.
 TRACKING_FIXTURES = frozenset(
@@ -65,6 +75,10 @@ class TnsaiHooks:
         self.session = session
         self.baseline = baseline
         self.comparison: Comparison | None = None
+        #: The gate's verdict on the run (None without a baseline).
+        self.verdict: GateVerdict | None = None
+        #: The settings the baseline gate judged by (the base's in a PR gate).
+        self.settings: GateSettings | None = None
         self.model_comparison: ModelComparison | None = None
         self.report_path_written: str | None = None
         self._store = _skippable_store(config, session.options.store)
@@ -183,47 +197,50 @@ class TnsaiHooks:
         options = self.session.options
         if not self.session.has_results and options.report is None and self.baseline is None:
             return  # the plugin was not used: do not even import the report code
-        from tnsai_eval.reports import compare
+        from tnsai_eval.reports import PullRequestGate, compare, gate_verdict
 
         report = self.session.report()
         if options.report is not None:
             report.save(options.report)
             self.report_path_written = str(options.report)
+        settings = options.gate_settings
         if self.baseline is not None:
-            self.comparison = compare(
+            # A pull request's gate baseline (tnsai-eval ci baseline) carries the
+            # base commit's gate settings: they apply, not this run's own.
+            pr = PullRequestGate.from_config(self.baseline.config)
+            changes: tuple[SettingChange, ...] = ()
+            if pr is not None:
+                settings, changes = pr.judge_with(settings)
+            self.comparison = compare(report, self.baseline, settings=settings)
+            self.verdict = gate_verdict(
                 report,
-                self.baseline,
-                tolerance=options.tolerance,
-                gate=options.gate,
-                alpha=options.alpha,
-                min_common=options.min_common,
-                allow_unrecorded=options.allow_unrecorded,
-                gate_costs=options.named.gate_costs,
-                gate_latency=options.gate_latency,
+                self.comparison,
+                exit_status=int(session.exitstatus),
+                pr=pr,
+                settings_changes=changes,
             )
-            if not self.comparison.passed:
-                self._fail_gate(session, self.comparison)
+            self.settings = settings
+            if not self.verdict.passed:
+                self._fail_gate(session, self.comparison, self.verdict)
         if options.named.compare is not None:
             from tnsai_eval.reports import compare_report_models
 
             baseline_model, candidate_model = options.named.compare
             self.model_comparison = compare_report_models(
-                report,
-                baseline_model,
-                candidate_model,
-                tolerance=options.tolerance,
-                gate=options.gate,
-                alpha=options.alpha,
-                min_common=options.min_common,
-                allow_unrecorded=options.allow_unrecorded,
-                gate_costs=options.named.gate_costs,
+                report, baseline_model, candidate_model, settings=settings
             )
             if not self.model_comparison.passed:
                 self._fail_gate(
                     session, self.model_comparison.comparison, suffix=f" [{candidate_model}]"
                 )
 
-    def _fail_gate(self, session: pytest.Session, comparison: Comparison, suffix: str = "") -> None:
+    def _fail_gate(
+        self,
+        session: pytest.Session,
+        comparison: Comparison,
+        verdict: GateVerdict | None = None,
+        suffix: str = "",
+    ) -> None:
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # pytest's last line ("=== 3 passed in 0.1s ===") counts what is in
@@ -231,14 +248,20 @@ class TnsaiHooks:
         # regressions there makes it read "3 passed, 1 regressed (tnsai gate)",
         # so a run failed only by the gate never ends on a plain passed line.
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.stats.setdefault(GATE_STAT, []).extend(
-                _GateEntry(f"{c.nodeid}{suffix} :: {c.metric}") for c in comparison.regressions
+        if terminal is None:
+            return
+        terminal.stats.setdefault(GATE_STAT, []).extend(
+            _GateEntry(f"{c.nodeid}{suffix} :: {c.metric}") for c in comparison.regressions
+        )
+        # What the accept label let through is not missing.
+        accepted = set() if verdict is None else set(verdict.accepted)
+        missing = [s for s in comparison.shortfalls if str(s) not in accepted]
+        if missing:
+            terminal.stats.setdefault(EVIDENCE_STAT, []).extend(
+                _GateEntry(f"{s.nodeid}{suffix} :: {s.metric}") for s in missing
             )
-            if comparison.shortfalls:
-                terminal.stats.setdefault(EVIDENCE_STAT, []).extend(
-                    _GateEntry(f"{s.nodeid}{suffix} :: {s.metric}") for s in comparison.shortfalls
-                )
+        if verdict is not None and any(p.startswith("gate settings") for p in verdict.problems):
+            terminal.stats.setdefault(SETTINGS_STAT, []).append(_GateEntry("gate settings"))
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):
@@ -251,6 +274,8 @@ class TnsaiHooks:
             comparison=self.comparison,
             report_path=self.report_path_written,
             budget=self.session.budget,
+            verdict=self.verdict,
+            settings=self.settings,
         )
         if self.baseline is not None and self.session.options.named.models:
             from tnsai_eval.reports import format_model_changes, model_changes

@@ -128,7 +128,9 @@ def add_hint(exc: Exception, options: PluginOptions) -> None:
             f"tnsai: --llm-max-calls {options.max_calls} is spent for this session "
             "(stored replies never count); raise it, or record with fewer calls"
         )
-    elif isinstance(exc, ReplayMissError):
+    elif isinstance(exc, ReplayMissError) and "rather than recording again" not in str(exc):
+        # (When the store holds the replies for another model, its message says
+        # which to select; recording again is not the fix.)
         exc.add_note(
             f"tnsai: the `llm` fixture is in replay mode ({options.record_mode_source}); "
             "record the reply with `pytest --llm-record record` against a model and "

@@ -10,13 +10,27 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tnsai_eval.pytest._models import ModelOptions, add_model_options, model_options
-from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, RecordMode
+from tnsai_eval.settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_GATE,
+    DEFAULT_MIN_COMMON,
+    DEFAULT_TOLERANCE,
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_MODEL,
+    RecordMode,
+)
+
+if TYPE_CHECKING:
+    from tnsai_eval.reports import GateSettings
 
 __all__ = ["DEFAULT_STORE", "PluginOptions", "add_options"]
 
@@ -171,19 +185,37 @@ class PluginOptions:
     store: Path = Path(DEFAULT_STORE)
     report: Path | None = None
     baseline: Path | None = None
-    tolerance: float = 0.05
+    tolerance: float = DEFAULT_TOLERANCE
     repeat: int = 1
     rootdir: Path | None = None
-    gate: str = "tolerance"
-    alpha: float = 0.05
+    gate: str = DEFAULT_GATE
+    alpha: float = DEFAULT_ALPHA
     max_calls: int | None = None
     #: --tnsai-gate-latency: the median latency's allowed growth (None: not gated).
     gate_latency: float | None = None
-    min_common: float = 0.8
+    min_common: float = DEFAULT_MIN_COMMON
     allow_unrecorded: bool = False
     concurrency: int | None = None
     #: --tnsai-model and its companions (see ``_models``).
     named: ModelOptions = field(default_factory=ModelOptions)
+    #: Where each gate setting came from (its flag or ini key; absent: the default).
+    gate_sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def gate_settings(self) -> GateSettings:
+        """The gate settings of this run, each with where it came from."""
+        from tnsai_eval.reports import GateMode, GateSettings
+
+        return GateSettings(
+            gate=GateMode(self.gate),
+            tolerance=self.tolerance,
+            alpha=self.alpha,
+            min_common=self.min_common,
+            allow_unrecorded=self.allow_unrecorded,
+            gate_costs=self.named.gate_costs,
+            gate_latency=self.gate_latency,
+            sources=self.gate_sources,
+        )
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
@@ -234,7 +266,7 @@ class PluginOptions:
             raise pytest.UsageError(
                 f"{gate[1]}: gate {gate[0]!r} is not one of {', '.join(_GATES)}"
             )
-        alpha = _number(values.get("tnsai_alpha"), 0.05, float)
+        alpha = _number(values.get("tnsai_alpha"), DEFAULT_ALPHA, float)
         if not 0 < alpha < 1:
             raise pytest.UsageError(
                 f"{values['tnsai_alpha'][1]}: expected a number between 0 and 1, "
@@ -245,7 +277,7 @@ class PluginOptions:
         report = path("tnsai_report")
         if report is not None:
             _check_writable(report, values["tnsai_report"][1])
-        min_common = _number(values.get("tnsai_min_common"), 0.8, float)
+        min_common = _number(values.get("tnsai_min_common"), DEFAULT_MIN_COMMON, float)
         if min_common > 1:
             raise pytest.UsageError(
                 f"{values['tnsai_min_common'][1]}: expected a share between 0 and 1, "
@@ -260,10 +292,10 @@ class PluginOptions:
             store=path("tnsai_llm_store") or config.rootpath / DEFAULT_STORE,
             report=report,
             baseline=path("tnsai_baseline"),
-            tolerance=_number(values.get("tnsai_tolerance"), 0.05, float),
+            tolerance=_number(values.get("tnsai_tolerance"), DEFAULT_TOLERANCE, float),
             repeat=int(_number(values.get("tnsai_repeat"), 1, int, minimum=1)),
             rootdir=config.rootpath,
-            gate="tolerance" if gate is None else gate[0].strip().lower(),
+            gate=DEFAULT_GATE if gate is None else gate[0].strip().lower(),
             alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
             gate_latency=None if gate_latency is None else _number(gate_latency, 0.0, float),
@@ -273,6 +305,7 @@ class PluginOptions:
                 None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
             ),
             named=model_options(config, mode),
+            gate_sources=_gate_sources(config, values),
         )
 
     def describe(self) -> dict[str, object]:
@@ -297,6 +330,8 @@ class PluginOptions:
             "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
             **self.named.describe(),
+            # Where each gate setting came from: a PR gate names it when it changed.
+            "gate_sources": self.gate_settings.to_dict()["sources"],
         }
 
     def _shown(self, path: Path) -> str:
@@ -305,6 +340,17 @@ class PluginOptions:
         if self.rootdir is not None and path.is_relative_to(self.rootdir):
             return path.relative_to(self.rootdir).as_posix()
         return str(path)
+
+
+def _gate_sources(config: pytest.Config, values: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """Where each gate setting given to this run came from (its flag, or its ini key)."""
+    names = ("gate", "tolerance", "alpha", "min_common", "allow_unrecorded", "gate_latency")
+    sources = {n: values[f"tnsai_{n}"][1] for n in names if f"tnsai_{n}" in values}
+    if config.getoption("tnsai_gate_costs") is not None:
+        sources["gate_costs"] = "--tnsai-gate-costs"
+    elif config.getini("tnsai_gate_costs") not in (None, "", []):
+        sources["gate_costs"] = "ini tnsai_gate_costs"
+    return sources
 
 
 # The largest count an option takes (--tnsai-repeat, --llm-max-calls).

@@ -8,7 +8,7 @@ import pytest
 
 if TYPE_CHECKING:
     from tnsai_eval.llm import CallBudget
-    from tnsai_eval.reports import Comparison, Report
+    from tnsai_eval.reports import Comparison, GateSettings, GateVerdict, Report
 
 __all__ = ["write_summary"]
 
@@ -20,14 +20,36 @@ def write_summary(
     comparison: Comparison | None,
     report_path: str | None,
     budget: CallBudget | None = None,
+    verdict: GateVerdict | None = None,
+    settings: GateSettings | None = None,
 ) -> None:
-    """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table."""
+    """The ``tnsai-eval`` section: model and mode, one row per test, the gate's table,
+    and last the gate's verdict in the words of every other output."""
     if not report.tests and comparison is None and report_path is None:
         return  # a run that never touched the plugin gets no section
     from tnsai_eval._util.secrets import frozen_secrets
 
     with frozen_secrets():  # every row is masked: the secrets are read once
         _write(terminal, report, comparison, report_path, budget)
+        if verdict is not None:
+            _write_verdict(terminal, verdict, settings)
+
+
+def _write_verdict(
+    terminal: pytest.TerminalReporter, verdict: GateVerdict, settings: GateSettings | None
+) -> None:
+    from tnsai_eval._util.text import shown_label
+
+    if settings is not None:
+        terminal.write_line(shown_label(settings.describe()))
+    red = not verdict.passed
+    for problem in verdict.problems:
+        terminal.write_line(shown_label(problem), red=True)
+    for accepted in verdict.accepted:
+        terminal.write_line(f"accepted by the label: {shown_label(accepted)}", yellow=True)
+    terminal.write_line(
+        f"tnsai-eval {shown_label(verdict.headline)}", red=red, green=not red, bold=True
+    )
 
 
 def _write(
@@ -38,6 +60,7 @@ def _write(
     budget: CallBudget | None,
 ) -> None:
     from tnsai_eval._util.text import shown_label
+    from tnsai_eval.llm import OTHER_MODEL_HINT
     from tnsai_eval.reports import format_comparison, format_summary
 
     def config(key: str) -> str:
@@ -74,9 +97,24 @@ def _write(
         # Listed once for the whole run, with the one command that fixes it.
         count = sum(len({c.id for c in t.unrecorded}) for t in unrecorded)
         nodeids = " ".join(shown_label(t.nodeid) for t in unrecorded)
+        # A store that holds the replies for another model needs that model
+        # selected, not a new recording (the miss says which: llm.ResponseStore.miss_hint).
+        other_model = next(
+            (
+                c.error[c.error.index(OTHER_MODEL_HINT) :]
+                for t in unrecorded
+                for c in t.unrecorded
+                if c.error and OTHER_MODEL_HINT in c.error
+            ),
+            None,
+        )
+        if other_model is not None:
+            fix = f"recorded for another model: {shown_label(other_model)}"
+        else:
+            fix = f"record them with:\n    pytest --llm-record record {nodeids}"
         terminal.write_line(
             f"{count} case(s) in {len(unrecorded)} test(s) have no recorded reply and were "
-            f"not scored; record them with:\n    pytest --llm-record record {nodeids}",
+            f"not scored; {fix}",
             yellow=True,
         )
     if report_path is not None:
@@ -86,14 +124,3 @@ def _write(
         red = not comparison.passed
         for line in format_comparison(comparison).splitlines():
             terminal.write_line(line, red=red, bold=red)
-        if comparison.regressions:
-            terminal.write_line(
-                "tnsai-eval: regressions beyond tolerance fail this session", red=True, bold=True
-            )
-        elif red:
-            terminal.write_line(
-                "tnsai-eval: missing evidence fails this session (record the missing cases; "
-                "--tnsai-allow-unrecorded and --tnsai-min-common set what is enough)",
-                red=True,
-                bold=True,
-            )

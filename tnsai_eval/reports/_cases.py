@@ -7,8 +7,9 @@ the paired test reads: under "no difference" each flipped case is equally
 likely to have gone either way, so ``sign_test`` (shared with the optimizer)
 says how surprising the count of broken cases is.
 
-Unrecorded cases (no reply in the store) are left out of every number here
-and listed on their own: a case that was never asked has no score, not 0.
+Unrecorded cases (no reply in the store) and errored ones (the call failed,
+or the evaluator raised) are left out of every number here and listed on
+their own: a case that was never answered has no score, not 0.
 
 >>> from tnsai_eval.reports._model import CaseRecord
 >>> old = [CaseRecord("a", "q", "x", "x", 1.0, True), CaseRecord("b", "r", "y", "n", 0.0, False)]
@@ -60,23 +61,28 @@ class _Verdict:
     passed: bool
 
 
-def aggregate_cases(records: Iterable[CaseRecord]) -> tuple[dict[str, _Verdict], list[str]]:
-    """Scored (or failed) cases by id, and the ids that were never recorded.
+def aggregate_cases(
+    records: Iterable[CaseRecord],
+) -> tuple[dict[str, _Verdict], list[str], list[str]]:
+    """Scored cases by id, the ids that were never recorded, and the ids that only errored.
 
     With ``--tnsai-repeat`` a case has one record per sample: its score is
-    their mean and it passes when at least half of its samples passed. A
-    case that failed to run (state ``error``) counts as score 0, failing:
-    the call was made and did not answer.
+    the mean of its scored samples and it passes when at least half of them
+    passed. A sample that failed to run (state ``error``: the call failed or
+    the evaluator raised) has no score: an outage says nothing about the
+    prompt, so it is left out like an unrecorded one (the gate counts it as
+    missing evidence instead).
     """
     grouped: dict[str, list[CaseRecord]] = {}
     for record in records:
         grouped.setdefault(record.id, []).append(record)
     verdicts: dict[str, _Verdict] = {}
     unrecorded: list[str] = []
+    errored: list[str] = []
     for case_id, group in grouped.items():
-        judged = [r for r in group if was_run(r)]
+        judged = [r for r in group if r.state is CaseState.SCORED]
         if not judged:
-            unrecorded.append(case_id)
+            (errored if any(was_run(r) for r in group) else unrecorded).append(case_id)
             continue
         scores = [0.0 if r.score is None else r.score for r in judged]
         passes = sum(r.passed is True for r in judged)
@@ -85,7 +91,7 @@ def aggregate_cases(records: Iterable[CaseRecord]) -> tuple[dict[str, _Verdict],
             score=math.fsum(scores) / len(scores),
             passed=2 * passes >= len(judged),
         )
-    return verdicts, unrecorded
+    return verdicts, unrecorded, errored
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,8 +248,8 @@ def compare_cases(
 ) -> CaseComparison:
     """Match the two runs' cases of one metric on their ids."""
     current_records = list(current)
-    now, now_unrecorded = aggregate_cases(current_records)
-    before, before_unrecorded = aggregate_cases(baseline)
+    now, now_unrecorded, now_errored = aggregate_cases(current_records)
+    before, before_unrecorded, before_errored = aggregate_cases(baseline)
     changes = [
         CaseChange(
             nodeid=nodeid,
@@ -262,8 +268,8 @@ def compare_cases(
         if case_id in before
     ]
     unrecorded = list(dict.fromkeys([*now_unrecorded, *before_unrecorded]))
-    known_before = set(before) | set(before_unrecorded)
-    known_now = set(now) | set(now_unrecorded)
+    known_before = set(before) | set(before_unrecorded) | set(before_errored)
+    known_now = set(now) | set(now_unrecorded) | set(now_errored)
     return CaseComparison(
         nodeid=nodeid,
         metric=metric,
@@ -274,7 +280,7 @@ def compare_cases(
         prompt_change=_prompt_change(nodeid, metric, current_prompts, baseline_prompts),
         not_run=tuple(now_unrecorded),
         errored=tuple(dict.fromkeys(r.id for r in current_records if r.state is CaseState.ERROR)),
-        baseline_count=len(before) + len(before_unrecorded),
+        baseline_count=len(known_before),
     )
 
 

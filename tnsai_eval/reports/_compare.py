@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports._cases import (
     CaseChange,
     CaseComparison,
@@ -16,7 +18,9 @@ from tnsai_eval.reports._cases import (
     compare_cases,
 )
 from tnsai_eval.reports._decode import read_report
+from tnsai_eval.reports._gate import GateSettings
 from tnsai_eval.reports._model import (
+    CaseRecord,
     CaseState,
     MetricStats,
     ReportSource,
@@ -33,9 +37,12 @@ __all__ = [
     "COMPARISON_COLUMNS",
     "ChangeKind",
     "Comparison",
+    "EvidenceKind",
     "MetricChange",
     "Shortfall",
     "compare",
+    "count_labels",
+    "error_label",
     "load_report",
 ]
 
@@ -81,13 +88,40 @@ class ChangeKind(StrEnum):
     INCONCLUSIVE = "inconclusive"
 
 
+class EvidenceKind(StrEnum):
+    """Why a gated score has no evidence (a ``Shortfall``), in the words the reports use.
+
+    ``not run``: cases with no recorded reply or refused by the call budget;
+    ``errored``: cases whose call failed or whose evaluator raised (left out
+    of every mean and flip, like unrun ones); ``inconclusive``: too few cases
+    in common with the baseline; ``did not run``: a gated score of the
+    baseline this run does not have (the test was skipped, deselected,
+    deleted, renamed or not collected); ``test error``: the test errored
+    before it recorded the score. Only ``did not run`` can be accepted
+    (a pull request's accept label: the test was removed on purpose).
+    """
+
+    NOT_RUN = "not run"
+    ERRORED = "errored"
+    INCONCLUSIVE = "inconclusive"
+    ABSENT = "did not run"
+    TEST_ERROR = "test error"
+
+
 @dataclass(frozen=True, slots=True)
 class Shortfall:
-    """Missing evidence that keeps a comparison from passing: what is missing, and where."""
+    """Missing evidence that keeps a comparison from passing: what is missing, and where.
+
+    ``cases`` counts the cases concerned (0 when the whole score is missing);
+    ``errors`` labels each errored case's failure (``ServerError HTTP 500``).
+    """
 
     nodeid: str
     metric: str
     reason: str
+    kind: EvidenceKind = EvidenceKind.NOT_RUN
+    cases: int = 0
+    errors: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.nodeid} ({self.metric}): {self.reason}"
@@ -126,13 +160,14 @@ class Comparison:
     """The result of ``compare``: what regressed, improved, appeared and vanished.
 
     ``new`` and ``vanished`` name tests (or ``nodeid :: metric`` for a metric
-    added to or dropped from a test that exists in both runs); they are listed,
-    never failed. A test whose cases were all left unrun is not vanished: its
-    metric is ``INCONCLUSIVE``. ``cases`` holds the case-level comparison of
+    added to or dropped from a test that exists in both runs); a new one is
+    listed, a vanished *gated* score is also missing evidence (a shortfall of
+    kind ``did not run``). A test whose cases were all left unrun is not
+    vanished: its metric is ``INCONCLUSIVE``. ``cases`` holds the case-level comparison of
     every metric with case records in both runs: flips are always listed and
     never fail the run by themselves. ``shortfalls`` is the missing evidence
-    (cases not run or errored, too few cases in common) that keeps the
-    comparison from passing even when nothing regressed.
+    (cases not run or errored, too few cases in common, gated scores that did
+    not run) that keeps the comparison from passing even when nothing regressed.
     """
 
     regressions: tuple[MetricChange, ...]
@@ -151,13 +186,18 @@ class Comparison:
     shortfalls: tuple[Shortfall, ...] = ()
     min_common: float = 0.8
     allow_unrecorded: bool = False
+    #: The rules it was judged by, with where each came from.
+    settings: GateSettings = field(default_factory=GateSettings)
+    #: ``(nodeid, case id, error)`` of every case of this run whose call or
+    #: evaluator failed: left out of every mean and flip, and listed.
+    errored: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def passed(self) -> bool:
         """True when nothing regressed and no evidence is missing.
 
-        New and vanished tests do not count, and neither do dropped scores
-        (not significant under the paired gate).
+        New tests do not count, and neither do dropped scores (not significant
+        under the paired gate); a vanished gated score is missing evidence.
         """
         return not self.regressions and not self.shortfalls
 
@@ -202,17 +242,20 @@ class Comparison:
 def compare(
     current: ReportSource,
     baseline: ReportSource,
-    tolerance: float = 0.05,
+    tolerance: float | None = None,
     *,
-    gate: GateMode | str = GateMode.TOLERANCE,
-    alpha: float = 0.05,
+    gate: GateMode | str | None = None,
+    alpha: float | None = None,
     gate_costs: float | None = None,
     gate_latency: float | None = None,
-    min_common: float = 0.8,
-    allow_unrecorded: bool = False,
+    min_common: float | None = None,
+    allow_unrecorded: bool | None = None,
+    settings: GateSettings | None = None,
 ) -> Comparison:
     """Compare every gated metric of ``current`` with ``baseline``, and their cases.
 
+    The rules are ``settings`` (a ``GateSettings``), else the keyword
+    arguments given, each defaulting as ``GateSettings`` does.
     ``tolerance`` is absolute (scores are in [0, 1]: 0.05 is five points),
     unless a metric declares its own (``MetricStats.tolerance``, absolute or
     relative). Under ``gate="tolerance"`` a metric regresses when even the
@@ -222,14 +265,17 @@ def compare(
     metric with case records in both runs regresses only when, in addition,
     the one-sided exact sign test on its flipped cases gives p < ``alpha``;
     a drop beyond the tolerance that is not significant is ``DROPPED``.
-    Metrics with case records are compared on the cases both runs recorded.
+    Metrics with case records are compared on the cases both runs scored.
 
-    No pass without evidence: a test with cases this run did not run
-    (unrecorded, or refused by the call budget; ``allow_unrecorded=True``
-    accepts them) or cases that errored, or whose cases in common with the
-    baseline are fewer than ``min_common`` of the baseline's cases
-    (``INCONCLUSIVE``), is a shortfall, and ``passed`` is False. Metrics
-    without case records (``tnsai_record``) keep the tolerance rule alone.
+    No pass without evidence (``Comparison.shortfalls``): a test with cases
+    this run did not run (unrecorded, or refused by the call budget;
+    ``allow_unrecorded=True`` accepts them) or that errored (left out of
+    means and flips: an outage is not a prompt regression), a score whose
+    cases in common with the baseline are fewer than ``min_common`` of the
+    baseline's (``INCONCLUSIVE``), and a gated score of the baseline that
+    this run lacks (its test was skipped, deselected, deleted, renamed or
+    not collected). Metrics without case records (``tnsai_record``) keep
+    the tolerance rule alone.
 
     ``gate_costs`` (a relative tolerance, e.g. 0.2) also gates each test's
     token and call counts and, where both runs have declared prices, its
@@ -240,162 +286,253 @@ def compare(
     either run did not time (every reply replayed from a store) is skipped,
     with a note in ``Comparison.notes``: replayed replies have no latency.
     """
-    _check_fraction("tolerance", tolerance, upper=None)
-    _check_fraction("alpha", alpha, upper=1.0)
-    _check_fraction("min_common", min_common, upper=None)
-    if min_common > 1:
-        raise ConfigError(f"min_common must be a share in [0, 1], got {min_common!r}")
-    if gate_costs is not None:
-        _check_fraction("gate_costs", gate_costs, upper=None)
-    if gate_latency is not None:
-        _check_fraction("gate_latency", gate_latency, upper=None)
-    try:
-        mode = GateMode(gate)
-    except ValueError:
-        raise ConfigError(
-            f"gate must be one of {', '.join(m.value for m in GateMode)}, got {gate!r}"
-        ) from None
+    if settings is None:
+        given = {
+            "gate": gate,
+            "tolerance": tolerance,
+            "alpha": alpha,
+            "min_common": min_common,
+            "allow_unrecorded": allow_unrecorded,
+            "gate_costs": gate_costs,
+            "gate_latency": gate_latency,
+        }
+        settings = GateSettings.given({k: v for k, v in given.items() if v is not None})
     now, before = read_report(current), read_report(baseline)
-    rules = _Rules(float(tolerance), mode, float(alpha), float(min_common), allow_unrecorded)
-    buckets: dict[ChangeKind, list[MetricChange]] = {kind: [] for kind in ChangeKind}
-    new: list[str] = []
-    vanished: list[str] = []
-    shortfalls: list[Shortfall] = []
-    case_comparisons: list[CaseComparison] = []
-    notes: list[str] = []
+    found = _Found(settings)
     before_by_id = {t.nodeid: t for t in before.tests}
-    now_ids = {t.nodeid for t in now.tests}
     for test in now.tests:
+        found.shortfalls.extend(_unrun(test, settings.allow_unrecorded))
+        found.errored.extend(
+            (test.nodeid, c.id, c.error or error_label(c))
+            for c in test.cases
+            if c.state is CaseState.ERROR
+        )
         old = before_by_id.get(test.nodeid)
-        shortfalls.extend(_unrun(test, allow_unrecorded))
         if old is None:
-            new.append(test.nodeid)
-            continue
-        by_metric: dict[str, CaseComparison] = {}
-        for name in dict.fromkeys(c.metric for c in test.cases):
-            cases = _cases_of(test, old, name)
-            if cases is not None:
-                by_metric[name] = cases
-                case_comparisons.append(cases)
-        for name, gone in old.metrics.items():
-            cases = by_metric.get(name)
-            if not gone.gate or name in test.metrics or cases is None:
-                continue
-            # Every case of this metric went unrun, so the run recorded no mean:
-            # the test did not vanish, it proved nothing.
-            change = _inconclusive(test.nodeid, gone, cases, rules)
-            buckets[change.kind].append(change)
-            shortfalls.append(Shortfall(test.nodeid, name, _common_reason(cases, rules)))
-        for name, metric in test.metrics.items():
-            old_metric = old.metrics.get(name)
-            cases = by_metric.get(name)
-            if not metric.gate:
-                continue
-            if old_metric is None:
-                new.append(f"{test.nodeid} :: {name}")
-                continue
-            if cases is not None and _too_few(cases, rules):
-                change = _inconclusive(test.nodeid, old_metric, cases, rules)
-                shortfalls.append(Shortfall(test.nodeid, name, _common_reason(cases, rules)))
-            else:
-                change = _judge(test.nodeid, metric, old_metric.mean, cases, rules)
-            buckets[change.kind].append(change)
-        if gate_costs is not None:
-            for name in ("tokens", "calls", "cost"):
-                cost = _judge_cost(test, old, name, gate_costs)
-                if cost is not None:
-                    buckets[cost.kind].append(cost)
-        if gate_latency is not None:
-            latency = _judge_latency(test, old, gate_latency, notes)
-            if latency is not None:
-                buckets[latency.kind].append(latency)
-        missing = [
-            name
-            for name, m in old.metrics.items()
-            if m.gate and name not in test.metrics and name not in by_metric
-        ]
-        if test.status is TestStatus.ERROR:
-            # It never got to score (a crashed xdist worker's test among
-            # them): missing evidence, not a metric someone removed.
-            shortfalls.extend(
-                Shortfall(test.nodeid, name, "the test errored before it recorded this score")
-                for name in missing
-            )
+            found.new.append(test.nodeid)
         else:
-            vanished.extend(f"{test.nodeid} :: {name}" for name in missing)
-    vanished.extend(t.nodeid for t in before.tests if t.nodeid not in now_ids)
-    return Comparison(
-        regressions=tuple(buckets[ChangeKind.REGRESSED]),
-        improved=tuple(buckets[ChangeKind.IMPROVED]),
-        unchanged=tuple(buckets[ChangeKind.UNCHANGED]),
-        new=tuple(new),
-        vanished=tuple(vanished),
-        tolerance=float(tolerance),
-        cases=tuple(case_comparisons),
-        gate=mode,
-        alpha=float(alpha),
-        notes=tuple(notes),
-        dropped=tuple(buckets[ChangeKind.DROPPED]),
-        inconclusive=tuple(buckets[ChangeKind.INCONCLUSIVE]),
-        shortfalls=_merged(shortfalls),
-        min_common=float(min_common),
-        allow_unrecorded=allow_unrecorded,
+            _compare_test(test, old, found)
+    now_ids = {t.nodeid for t in now.tests}
+    for old in before.tests:
+        if old.nodeid not in now_ids:
+            found.vanished.append(old.nodeid)
+            found.absent(old, sorted(n for n, m in old.metrics.items() if m.gate), None)
+    return found.comparison()
+
+
+@dataclass(slots=True)
+class _Found:
+    """What ``compare`` has found so far (mutable while it walks the tests)."""
+
+    settings: GateSettings
+    buckets: dict[ChangeKind, list[MetricChange]] = field(
+        default_factory=lambda: {kind: [] for kind in ChangeKind}
     )
+    new: list[str] = field(default_factory=list)
+    vanished: list[str] = field(default_factory=list)
+    shortfalls: list[Shortfall] = field(default_factory=list)
+    cases: list[CaseComparison] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    errored: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(self, change: MetricChange | None) -> None:
+        if change is not None:
+            self.buckets[change.kind].append(change)
+
+    def absent(self, old: TrackedTest, names: list[str], now: TrackedTest | None) -> None:
+        """Gated scores of the baseline's ``old`` that this run (``now``) did not record."""
+        if now is None:
+            reason = (
+                "did not run (not in this run: skipped, deselected, deleted, renamed or "
+                "not collected)"
+            )
+            kind = EvidenceKind.ABSENT
+        elif now.status is TestStatus.ERROR:
+            # It never got to score (a crashed xdist worker's test among them).
+            reason, kind = "the test errored before it recorded this score", EvidenceKind.TEST_ERROR
+        elif now.status is TestStatus.SKIPPED:
+            reason, kind = "did not run (the test was skipped)", EvidenceKind.ABSENT
+        else:
+            reason = "did not run (the test no longer records this score: renamed or removed)"
+            kind = EvidenceKind.ABSENT
+        self.shortfalls.extend(Shortfall(old.nodeid, name, reason, kind) for name in names)
+
+    def comparison(self) -> Comparison:
+        settings = self.settings
+        return Comparison(
+            regressions=tuple(self.buckets[ChangeKind.REGRESSED]),
+            improved=tuple(self.buckets[ChangeKind.IMPROVED]),
+            unchanged=tuple(self.buckets[ChangeKind.UNCHANGED]),
+            new=tuple(self.new),
+            vanished=tuple(self.vanished),
+            tolerance=settings.tolerance,
+            cases=tuple(self.cases),
+            gate=settings.gate,
+            alpha=settings.alpha,
+            notes=tuple(self.notes),
+            dropped=tuple(self.buckets[ChangeKind.DROPPED]),
+            inconclusive=tuple(self.buckets[ChangeKind.INCONCLUSIVE]),
+            shortfalls=tuple(self.shortfalls),
+            min_common=settings.min_common,
+            allow_unrecorded=settings.allow_unrecorded,
+            settings=settings,
+            errored=tuple(dict.fromkeys(self.errored)),
+        )
 
 
-@dataclass(frozen=True, slots=True)
-class _Rules:
-    tolerance: float
-    mode: GateMode
-    alpha: float
-    min_common: float
-    allow_unrecorded: bool
+def _compare_test(test: TrackedTest, old: TrackedTest, found: _Found) -> None:
+    """Every step for one test that both runs have, in the order the reports list them."""
+    by_metric = _case_comparisons(test, old)
+    found.cases.extend(by_metric.values())
+    _judge_unscored(test, old, by_metric, found)
+    _judge_scores(test, old, by_metric, found)
+    _judge_costs(test, old, found)
+    missing = [
+        name
+        for name, m in old.metrics.items()
+        if m.gate and name not in test.metrics and name not in by_metric
+    ]
+    if missing:
+        found.vanished.extend(f"{test.nodeid} :: {name}" for name in missing)
+        found.absent(old, missing, test)
 
 
-def _merged(shortfalls: list[Shortfall]) -> tuple[Shortfall, ...]:
-    """One shortfall per test metric, its reasons joined in the order found."""
-    reasons: dict[tuple[str, str], list[str]] = {}
-    for s in shortfalls:
-        reasons.setdefault((s.nodeid, s.metric), []).append(s.reason)
-    return tuple(Shortfall(n, m, "; ".join(r)) for (n, m), r in reasons.items())
+def _case_comparisons(test: TrackedTest, old: TrackedTest) -> dict[str, CaseComparison]:
+    """The case-level comparison of each metric with case records in both runs."""
+    by_metric: dict[str, CaseComparison] = {}
+    for name in dict.fromkeys(c.metric for c in test.cases):
+        cases = _cases_of(test, old, name)
+        if cases is not None:
+            by_metric[name] = cases
+    return by_metric
+
+
+def _judge_unscored(
+    test: TrackedTest, old: TrackedTest, by_metric: dict[str, CaseComparison], found: _Found
+) -> None:
+    """Gated metrics whose every case went unrun: the run recorded no mean.
+
+    The test did not vanish, it proved nothing: inconclusive, never a pass.
+    """
+    rules = found.settings
+    for name, gone in old.metrics.items():
+        cases = by_metric.get(name)
+        if not gone.gate or name in test.metrics or cases is None:
+            continue
+        found.add(_inconclusive(test.nodeid, gone, cases, rules))
+        found.shortfalls.append(_common_shortfall(test.nodeid, name, cases, rules))
+
+
+def _judge_scores(
+    test: TrackedTest, old: TrackedTest, by_metric: dict[str, CaseComparison], found: _Found
+) -> None:
+    """Each gated metric this run recorded, against the baseline's."""
+    rules = found.settings
+    for name, metric in test.metrics.items():
+        if not metric.gate:
+            continue
+        old_metric = old.metrics.get(name)
+        if old_metric is None:
+            found.new.append(f"{test.nodeid} :: {name}")
+            continue
+        cases = by_metric.get(name)
+        if cases is not None and _too_few(cases, rules):
+            found.add(_inconclusive(test.nodeid, old_metric, cases, rules))
+            found.shortfalls.append(_common_shortfall(test.nodeid, name, cases, rules))
+        else:
+            found.add(_judge(test.nodeid, metric, old_metric.mean, cases, rules))
+
+
+def _judge_costs(test: TrackedTest, old: TrackedTest, found: _Found) -> None:
+    """Tokens, calls and cost (``gate_costs``) and median latency (``gate_latency``)."""
+    rules = found.settings
+    if rules.gate_costs is not None:
+        for name in ("tokens", "calls", "cost"):
+            found.add(_judge_cost(test, old, name, rules.gate_costs))
+    if rules.gate_latency is not None:
+        found.add(_judge_latency(test, old, rules.gate_latency, found.notes))
 
 
 def _unrun(test: TrackedTest, allow_unrecorded: bool) -> list[Shortfall]:
-    """Cases of ``test`` that were not run or errored, one shortfall per metric."""
+    """Cases of ``test`` that were not run or errored: a shortfall per metric and kind."""
     out: list[Shortfall] = []
     for metric in dict.fromkeys(c.metric for c in test.cases):
         records = [c for c in test.cases if c.metric == metric]
         ids = dict.fromkeys(c.id for c in records)
         ran = {c.id for c in records if was_run(c)}
-        errored = dict.fromkeys(c.id for c in records if c.state is CaseState.ERROR)
         unrun = [i for i in ids if i not in ran]
-        parts = []
         if unrun and not allow_unrecorded:
-            parts.append(
+            reason = (
                 f"{len(unrun)} of {len(ids)} case(s) not run (unrecorded or refused by the "
                 "call budget)"
             )
+            out.append(Shortfall(test.nodeid, metric, reason, EvidenceKind.NOT_RUN, len(unrun)))
+        errored: dict[str, str] = {}
+        for c in records:
+            if c.state is CaseState.ERROR:
+                errored.setdefault(c.id, error_label(c))
         if errored:
-            parts.append(f"{len(errored)} of {len(ids)} case(s) errored")
-        if parts:
-            out.append(Shortfall(test.nodeid, metric, "; ".join(parts)))
+            labels = tuple(errored.values())
+            reason = f"{len(labels)} errored ({count_labels(labels)})"
+            out.append(
+                Shortfall(test.nodeid, metric, reason, EvidenceKind.ERRORED, len(labels), labels)
+            )
     return out
 
 
-def _too_few(cases: CaseComparison, rules: _Rules) -> bool:
+# "HTTP 500" in a failed call's message: the status says more than the class.
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+_ERROR_PREFIX = re.compile(r"([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exceeded|Timeout)):")
+
+
+def error_label(case: CaseRecord) -> str:
+    """A short name for how ``case`` failed: ``ServerError HTTP 500``, ``evaluator ValueError``.
+
+    >>> from tnsai_eval.records import CaseRecord
+    >>> error_label(CaseRecord("a", "q", "x", state="error", error_type="ServerError",
+    ...                        error="ServerError: http://h/v1 answered HTTP 500: down"))
+    'ServerError HTTP 500'
+    """
+    error = case.error or ""
+    # A record from the engine names the exception; an older one only says it
+    # in the message's "Type: ..." prefix.
+    named = _ERROR_PREFIX.match(error.removeprefix("evaluator "))
+    kind = case.error_type or (named.group(1) if named else "error")
+    if error.startswith("evaluator "):
+        return f"evaluator {kind}"
+    status = _HTTP_STATUS.search(error)
+    return f"{kind} HTTP {status.group(1)}" if status else kind
+
+
+def count_labels(labels: Iterable[str]) -> str:
+    """``labels`` counted, most frequent first: ``ServerError HTTP 500`` or ``2 A, 1 B``.
+
+    >>> count_labels(["B", "A", "A"])
+    '2 A, 1 B'
+    """
+    counts = Counter(labels)
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{n} {label}" for label, n in counts.most_common())
+
+
+def _too_few(cases: CaseComparison, rules: GateSettings) -> bool:
     # Exact in integers: common / baseline_count < min_common.
     return cases.baseline_count > 0 and cases.common < rules.min_common * cases.baseline_count
 
 
-def _common_reason(cases: CaseComparison, rules: _Rules) -> str:
-    return (
+def _common_shortfall(
+    nodeid: str, metric: str, cases: CaseComparison, rules: GateSettings
+) -> Shortfall:
+    reason = (
         f"only {cases.common} of the baseline's {cases.baseline_count} case(s) in common "
         f"(needs {rules.min_common:.0%}): inconclusive"
     )
+    return Shortfall(nodeid, metric, reason, EvidenceKind.INCONCLUSIVE)
 
 
 def _inconclusive(
-    nodeid: str, old: MetricStats, cases: CaseComparison, rules: _Rules
+    nodeid: str, old: MetricStats, cases: CaseComparison, rules: GateSettings
 ) -> MetricChange:
     """A metric with too little in common with the baseline (``old``) to judge."""
     common = bool(cases.changes)
@@ -410,18 +547,6 @@ def _inconclusive(
         kind=ChangeKind.INCONCLUSIVE,
         allowed=old.allowed_drop(old.mean, rules.tolerance),
     )
-
-
-def _check_fraction(name: str, value: object, *, upper: float | None) -> None:
-    if (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or not math.isfinite(value)  # NaN would pass every comparison
-        or value < 0
-        or (upper is not None and not 0 < value < upper)
-    ):
-        expected = "a finite number >= 0" if upper is None else f"a number in (0, {upper:g})"
-        raise ConfigError(f"{name} must be {expected}, got {value!r}")
 
 
 def _cases_of(test: TrackedTest, old: TrackedTest, metric: str) -> CaseComparison | None:
@@ -444,7 +569,7 @@ def _judge(
     metric: MetricStats,
     baseline: float,
     cases: CaseComparison | None,
-    rules: _Rules,
+    rules: GateSettings,
 ) -> MetricChange:
     current, low, high = metric.mean, metric.ci_low, metric.ci_high
     p_value: float | None = None
@@ -473,7 +598,7 @@ def _judge(
             worse_p, better_p = better_p, worse_p
             broken, fixed = fixed, broken
         p_value = worse_p if sign * (current - baseline) <= 0 else better_p
-        if rules.mode is GateMode.PAIRED:
+        if rules.gate is GateMode.PAIRED:
             regressed = dropped and worse_p < rules.alpha
             improved = improved and better_p < rules.alpha
             if not regressed and not improved:
@@ -484,7 +609,7 @@ def _judge(
         kind = ChangeKind.REGRESSED
     elif improved:
         kind = ChangeKind.IMPROVED
-    elif dropped and rules.mode is GateMode.PAIRED and paired:
+    elif dropped and rules.gate is GateMode.PAIRED and paired:
         kind = ChangeKind.DROPPED
     else:
         kind = ChangeKind.UNCHANGED

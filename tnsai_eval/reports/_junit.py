@@ -1,23 +1,27 @@
-"""JUnit XML with one testcase per case, so CI systems list cases natively.
+"""JUnit XML that says what the gate says: one testcase per gated score, then every case.
 
-Each tracked test becomes a ``<testsuite>`` (named by its node id); each of
-its cases a ``<testcase>`` named by the case id and its input. One verdict
-everywhere: with a comparison, a case fails only when it is *broken* (it
-passed in the baseline and fails now) or *new and failing*; a case that also
-failed in the baseline is ``<skipped>`` with the message "known failure", so
-a run whose gate is green gives a green JUnit report. Without a baseline every
-case is new, and every failing case fails. A failure carries expected and
-actual output; a case that failed to run is an ``<error>``; a case that was
-not run (unrecorded, or refused by the call budget) is ``<skipped>``: it was
-never asked, so it neither passes nor fails. A test without case records (a
-``tnsai_record`` metric, a norm check) is one testcase with its status. Every
-text is masked for secrets (``shown_text``) before it is written.
+The first suite, ``tnsai gate``, holds one testcase per gated score of the
+run or of its baseline, named ``tnsai gate: <test> (<metric>)``; it fails
+exactly when the gate fails on that score, with the reason (``regressed:
+...``, ``missing evidence: ...``, ``failed test: ...``), and one testcase
+``tnsai gate: run`` fails when the run as a whole cannot pass (pytest exited
+2 to 5, gate settings changed). So JUnit's failure count is the gate's: a
+run the gate passes is green, one it fails is red, whatever its cases did.
+
+Then each tracked test is a ``<testsuite>`` (named by its node id) with a
+``<testcase>`` per case (named by the case id and its input), for the
+record: a case never fails JUnit by itself, just as flips never fail the
+gate by themselves. A passing case passes; any other is ``<skipped>`` with
+what happened to it: broken (it passed in the baseline), failing (new, or
+without a baseline), a known failure (it also failed in the baseline),
+errored, or not run (unrecorded, or refused by the call budget). Every text
+is masked for secrets (``shown_text``) before it is written.
 
 >>> from tnsai_eval.reports import CaseRecord, Report, TestStatus, TrackedTest
 >>> test = TrackedTest("t.py::test_a", TestStatus.FAILED,
 ...                    cases=(CaseRecord("c1", "2+2", "4", "5", 0.0, False),))
 >>> print(render_junit(Report(tests=(test,))).splitlines()[1])
-<testsuites name="tnsai-eval" tests="1" failures="1" errors="0" skipped="0">
+<testsuites name="tnsai-eval" tests="3" failures="1" errors="0" skipped="1">
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tnsai_eval.reports._model import CaseRecord, CaseState, TrackedTest, shown_
 if TYPE_CHECKING:
     from tnsai_eval.reports._compare import Comparison
     from tnsai_eval.reports._model import Report
+    from tnsai_eval.reports._verdict import GateVerdict
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -66,72 +71,95 @@ def _case_element(
         f"input: {shown_text(case.input, 2000)}\nexpected: {shown_text(case.expected, 2000)}\n"
         f"output: {shown_text(case.output or '', 2000)}"
     )
+    was = before.get((test.nodeid, case.metric, case.id))
     if case.state is CaseState.NOT_RUN:
-        body, outcome = (
-            '<skipped message="not run: budget (--llm-max-calls was spent)"/>',
-            "skipped",
-        )
+        message = "not run: budget (--llm-max-calls was spent)"
     elif not was_run(case):
-        body = '<skipped message="no recorded reply (run pytest --llm-record record)"/>'
-        outcome = "skipped"
+        message = f"not run: {case.error or 'no recorded reply'}"
     elif case.state is CaseState.ERROR:
-        body = f"<error message={_attr(case.error or 'error')}>{_escape(detail)}</error>"
-        outcome = "errors"
+        message = f"errored: {case.error or 'error'} (left out of the comparison)"
     elif case.passed:
         return head + "/>", ""
-    elif before.get((test.nodeid, case.metric, case.id)) is False:
-        body = '<skipped message="known failure (also failed in the baseline)"/>'
-        outcome = "skipped"
+    elif was is False:
+        message = "known failure (also failed in the baseline)"
     else:
         score = "-" if case.score is None else f"{case.score:.3f}"
-        was = before.get((test.nodeid, case.metric, case.id))
         why = "" if not before else " (passed in the baseline)" if was else " (new case)"
-        message = f"score {score} below the case threshold{why}"
-        body = f"<failure message={_attr(message)}>{_escape(detail)}</failure>"
-        outcome = "failures"
-    return f"{head}>{body}</testcase>", outcome
+        flip = "broken: " if was else ""
+        message = f"{flip}score {score} below the case threshold{why}"
+    body = f"<skipped message={_attr(message)}>{_escape(detail)}</skipped>"
+    return f"{head}>{body}</testcase>", "skipped"
+
+
+def _gate_suite(verdict: GateVerdict) -> tuple[str, dict[str, int]]:
+    """The ``tnsai gate`` suite: a testcase per gated score, and one for the run."""
+    elements: list[str] = []
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    named = [(c.name, c.passed, c.reason) for c in verdict.checks]
+    named.append(("tnsai gate: run", not verdict.problems, "; ".join(verdict.problems)))
+    for name, passed, reason in named:
+        counts["tests"] += 1
+        head = f'<testcase classname="tnsai gate" name={_attr(name)}'
+        if passed:
+            elements.append(head + "/>")
+            continue
+        counts["failures"] += 1
+        elements.append(
+            f"{head}><failure message={_attr(reason)}>{_escape(shown_text(reason, 4000))}"
+            "</failure></testcase>"
+        )
+    attrs = " ".join(f'{k}="{v}"' for k, v in counts.items())
+    suite = (
+        f'  <testsuite name="tnsai gate" {attrs}>\n    '
+        + "\n    ".join(elements)
+        + "\n  </testsuite>"
+    )
+    return suite, counts
 
 
 def _escape(text: str) -> str:
     return _xml_safe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_junit(report: Report, *, comparison: Comparison | None = None) -> str:
-    """The report as a JUnit XML document (a string)."""
+def render_junit(
+    report: Report, *, comparison: Comparison | None = None, verdict: GateVerdict | None = None
+) -> str:
+    """The report as a JUnit XML document (a string), with the gate's ``verdict``
+    (``gate_verdict(report, comparison)`` unless given)."""
+    from tnsai_eval.reports._verdict import gate_verdict
+
+    if verdict is None:
+        verdict = gate_verdict(report, comparison)
     # Whether each case passed in the baseline. A case that failed there and
-    # fails here is a known failure: the gate does not count it, neither does JUnit.
+    # fails here is a known failure.
     before = {
         (c.nodeid, c.metric, c.id): c.baseline_passed
         for cmp in (comparison.cases if comparison else ())
         for c in cmp.changes
     }
-    suites: list[str] = []
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    gate, totals = _gate_suite(verdict)
+    suites: list[str] = [gate]
     for test in report.tests:
         elements: list[str] = []
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        if test.cases:
-            for case in test.cases:
-                element, outcome = _case_element(test, case, before)
-                elements.append(element)
-                counts["tests"] += 1
-                if outcome:
-                    counts[outcome] += 1
-        else:
+        for case in test.cases:
+            element, outcome = _case_element(test, case, before)
+            elements.append(element)
+            counts["tests"] += 1
+            if outcome:
+                counts[outcome] += 1
+        if not test.cases:
+            # No cases: the test's status, for the record (the gate suite judges it).
             counts["tests"] = 1
             head = f"<testcase classname={_attr(test.nodeid)} name={_attr(test.nodeid)}"
-            status = test.status.value
-            if status == "passed":
+            if test.status.value == "passed":
                 elements.append(head + "/>")
-            elif status == "skipped":
-                counts["skipped"] = 1
-                elements.append(f"{head}><skipped/></testcase>")
             else:
-                kind = "failure" if status == "failed" else "error"
-                counts["failures" if kind == "failure" else "errors"] = 1
-                elements.append(
-                    f"{head}><{kind} message={_attr(test.message or status)}/></testcase>"
+                counts["skipped"] = 1
+                message = (
+                    f"{test.status.value}: {test.message}" if test.message else test.status.value
                 )
+                elements.append(f"{head}><skipped message={_attr(message)}/></testcase>")
         for key, value in counts.items():
             totals[key] += value
         attrs = " ".join(f'{k}="{v}"' for k, v in counts.items())
@@ -154,10 +182,15 @@ def render_junit(report: Report, *, comparison: Comparison | None = None) -> str
 
 
 def write_junit(
-    path: str | os.PathLike[str], report: Report, *, comparison: Comparison | None = None
+    path: str | os.PathLike[str],
+    report: Report,
+    *,
+    comparison: Comparison | None = None,
+    verdict: GateVerdict | None = None,
 ) -> Path:
     """Write ``render_junit(...)`` to ``path`` (parent folders created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_junit(report, comparison=comparison), encoding="utf-8")
+    text = render_junit(report, comparison=comparison, verdict=verdict)
+    target.write_text(text, encoding="utf-8")
     return target

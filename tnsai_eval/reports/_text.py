@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tnsai_eval._util.text import escape_markdown, shown_label, shown_line
 from tnsai_eval.reports._model import Report, TrackedTest, score_interval, shown_text
@@ -34,6 +34,8 @@ __all__ = [
 
 #: How many diff lines a terminal shows of a changed prompt (Markdown and HTML show all).
 TERMINAL_DIFF_LINES = 16
+
+_T = TypeVar("_T")
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -103,7 +105,9 @@ def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, .
     ]
 
 
-def prompt_diff(change: PromptChange, *, markdown: bool = False) -> list[str]:
+def prompt_diff(
+    change: PromptChange, *, markdown: bool = False, limit: int | None = None
+) -> list[str]:
     """The unified diff of a changed prompt: shortened for a terminal, collapsible in Markdown.
 
     Each line is masked (a report written elsewhere may hold a key), made
@@ -114,6 +118,9 @@ def prompt_diff(change: PromptChange, *, markdown: bool = False) -> list[str]:
     if not diff:
         return ["(same text: the template or the call settings changed)"]
     if markdown:
+        shown, rest = _limited(diff, limit)
+        if rest:
+            diff = [*shown, f"... and {rest} more diff line(s) in report.html"]
         # A fence longer than any backtick run in the diff cannot be closed by it.
         fence = "`" * max(3, _longest_backticks(diff) + 1)
         return [
@@ -164,14 +171,15 @@ def _code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
+def _case_heading(
+    cmp: CaseComparison, markdown: bool, alpha: float, limit: int | None = None
+) -> list[str]:
     low, high = cmp.delta_interval
     lines = [
         f"{_name(cmp.nodeid, markdown)} ({_name(cmp.metric, markdown)}): "
-        f"{len(cmp.broken)} broken, {len(cmp.fixed)} fixed "
-        f"of {len(cmp.changes)} common case(s); mean {cmp.baseline_mean:.3f} -> "
-        f"{cmp.current_mean:.3f} (delta {cmp.mean_delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}]); "
-        f"sign test p={cmp.p_worse:.3g} (one-sided, worse)"
+        f"{_movement(cmp, alpha)} over {len(cmp.changes)} common case(s); mean "
+        f"{cmp.baseline_mean:.3f} -> {cmp.current_mean:.3f} (95% CI of the change "
+        f"[{low:+.3f}, {high:+.3f}])"
     ]
     change = cmp.prompt_change
     if change is not None:
@@ -181,19 +189,42 @@ def _case_heading(cmp: CaseComparison, markdown: bool) -> list[str]:
             f"{len(cmp.fixed)} case(s) fixed, {len(cmp.broken)} broken"
         )
         lines.extend(
-            ("" if markdown else "  ") + line for line in prompt_diff(change, markdown=markdown)
+            ("" if markdown else "  ") + line
+            for line in prompt_diff(change, markdown=markdown, limit=limit)
         )
     if cmp.new or cmp.vanished:
         lines.append(f"{len(cmp.new)} new case(s), {len(cmp.vanished)} vanished case(s)")
     return lines
 
 
-def verdict_line(comparison: Comparison) -> str:
-    """The comparison's verdict in one line: what failed it, or what it passed under."""
+def _movement(cmp: CaseComparison, alpha: float) -> str:
+    """How the common cases moved, in the direction they moved: a rise is called a rise.
+
+    ``fell -0.250, 3 broken, 0 fixed, not significant, p = 0.125``;
+    ``rose +0.125, 6 fixed, 3 broken, not significant, p = 0.254`` (one-sided
+    sign tests, each in the direction of the move).
+    """
+    broken, fixed, delta = len(cmp.broken), len(cmp.fixed), cmp.mean_delta
+    if delta > 0 or (delta == 0 and fixed > broken):
+        verb, counts, p = "rose", f"{fixed} fixed, {broken} broken", cmp.p_better
+    elif delta < 0 or broken > fixed:
+        verb, counts, p = "fell", f"{broken} broken, {fixed} fixed", cmp.p_worse
+    else:
+        return f"held {delta:+.3f}, {broken} broken, {fixed} fixed"
+    significant = "significant" if p < alpha else "not significant"
+    return f"{verb} {delta:+.3f}, {counts}, {significant}, p = {p:.3g}"
+
+
+def verdict_line(comparison: Comparison, *, limit: int | None = None) -> str:
+    """The comparison's verdict in one line: what failed it, or what it passed under.
+
+    ``limit`` bounds how many shortfalls it names (the rest are counted).
+    """
     gate = f"gate: {comparison.gate.value}"
     if comparison.gate.value == "paired":
         gate += f", alpha {comparison.alpha:g}"
-    missing = "; ".join(str(s) for s in comparison.shortfalls)
+    shown, rest = _limited(comparison.shortfalls, limit)
+    missing = "; ".join(str(s) for s in shown) + (f"; and {rest} more" if rest else "")
     if comparison.regressions:
         line = (
             f"{len(comparison.regressions)} regression(s) beyond tolerance "
@@ -201,10 +232,8 @@ def verdict_line(comparison: Comparison) -> str:
         )
         return f"{line}; also missing evidence: {missing}" if missing else line
     if comparison.shortfalls:
-        return (
-            f"missing evidence in {len(comparison.shortfalls)} test metric(s), not a pass "
-            f"({gate}): {missing}"
-        )
+        metrics = len({(s.nodeid, s.metric) for s in comparison.shortfalls})
+        return f"missing evidence in {metrics} test metric(s), not a pass ({gate}): {missing}"
     line = f"no regressions beyond tolerance {comparison.tolerance:g} ({gate})"
     if comparison.dropped:
         line += f"; {len(comparison.dropped)} dropped score(s), not significant"
@@ -213,7 +242,6 @@ def verdict_line(comparison: Comparison) -> str:
 
 def _power_lines(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
     bullet = "- " if markdown else "  "
-
     return [
         f"{bullet}{_name(c.nodeid, markdown)} ({_name(c.metric, markdown)}) {c.kind.value}: "
         f"{c.detectability.describe()}"
@@ -222,37 +250,131 @@ def _power_lines(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
     ]
 
 
-def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
-    """The comparison for a terminal (``markdown=False``) or a Markdown document."""
+def _limited(items: Sequence[_T], limit: int | None) -> tuple[Sequence[_T], int]:
+    """The first ``limit`` of ``items`` (all when ``None``) and how many were left out."""
+    if limit is None or len(items) <= limit:
+        return items, 0
+    return items[:limit], len(items) - limit
+
+
+def _more(rest: int, markdown: bool, where: str) -> list[str]:
+    if not rest:
+        return []
+    return [f"{'- ' if markdown else '  '}... and {rest} more in {where}"]
+
+
+def format_comparison(
+    comparison: Comparison,
+    *,
+    markdown: bool = False,
+    limit: int | None = None,
+    more_in: str = "report.html",
+) -> str:
+    """The comparison for a terminal (``markdown=False``) or a Markdown document.
+
+    ``limit`` bounds every list and table (flipped cases, worst first
+    across all tests; the lines of each prompt diff; unrecorded, errored,
+    new and vanished ones...): what is left out is counted, "and N more in
+    ``more_in``". ``None`` shows everything.
+    """
     lines: list[str] = []
-    verdict = verdict_line(comparison)
+    verdict = verdict_line(comparison, limit=limit)
     if comparison.regressions:
         verdict += ":"
     # The verdict names tests (user text): inert in Markdown, on one line in a terminal.
-    verdict = shown_label(verdict)
-    lines.append(f"**{escape_markdown(verdict)}**" if markdown else verdict)
+    lines.append(f"**{escape_markdown(verdict)}**" if markdown else shown_label(verdict))
+
+    def table(changes: Sequence[MetricChange]) -> None:
+        shown, rest = _limited(changes, limit)
+        lines.append(_table(_METRIC_HEADERS, _metric_rows(shown), markdown))
+        lines.extend(_more(rest, markdown, more_in))
+
     if comparison.regressions:
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.regressions), markdown))
+        table(comparison.regressions)
     if comparison.inconclusive:
         lines.append(
             f"{len(comparison.inconclusive)} inconclusive score(s): fewer than "
             f"{comparison.min_common:.0%} of the baseline's cases in common; never a pass:"
         )
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.inconclusive), markdown))
+        table(comparison.inconclusive)
     if comparison.dropped:
         lines.append(
             f"{len(comparison.dropped)} dropped score(s): the mean fell beyond the tolerance, "
             f"but the sign test is not significant at {comparison.alpha:g} (not failing):"
         )
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.dropped), markdown))
+        table(comparison.dropped)
     if comparison.improved:
         lines.append(f"{len(comparison.improved)} improvement(s):")
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.improved), markdown))
-    power = _power_lines([*comparison.dropped, *comparison.unchanged], markdown)
+        table(comparison.improved)
+    power, rest = _limited(
+        _power_lines([*comparison.dropped, *comparison.unchanged], markdown), limit
+    )
     if power:
         lines.append(f"what the suite can see (one-sided sign test, alpha {comparison.alpha:g}):")
-        lines.append("\n".join(power))
-    flipped = [cmp for cmp in comparison.cases if cmp.flipped or cmp.prompt_change]
+        lines.append("\n".join([*power, *_more(rest, markdown, more_in)]))
+    lines.extend(_flip_sections(comparison, markdown, limit, more_in))
+    # A note names a test (user text): escaped like every id.
+    notes, rest = _limited(comparison.notes, limit)
+    lines.extend(f"note: {_name(note, markdown)}" for note in notes)
+    lines.extend(_more(rest, markdown, more_in))
+    bullet = "-" if markdown else " "
+    errored, rest = _limited(comparison.errored, limit)
+    if errored:
+        lines.append(
+            f"errored (the call failed or the evaluator raised; left out of the comparison, "
+            f"never a flip): {len(comparison.errored)}"
+        )
+        lines.append(
+            "\n".join(
+                [
+                    f"{bullet} {_name(nodeid, markdown)} case {_name(i, markdown)}: "
+                    + (escape_markdown(error, limit=200) if markdown else shown_text(error, 200))
+                    for nodeid, i, error in errored
+                ]
+                + _more(rest, markdown, more_in)
+            )
+        )
+    unrecorded, rest = _limited(comparison.unrecorded, limit)
+    if unrecorded:
+        lines.append(
+            f"unrecorded (no reply in the store, or refused by the call budget; left out of "
+            f"the comparison): {len(comparison.unrecorded)}"
+        )
+        lines.append(
+            "\n".join(
+                [
+                    f"{bullet} {_name(nodeid, markdown)} case {_name(i, markdown)}"
+                    for nodeid, i in unrecorded
+                ]
+                + _more(rest, markdown, more_in)
+            )
+        )
+    for title, names in (
+        ("new (not in baseline)", comparison.new),
+        ("vanished", comparison.vanished),
+    ):
+        shown, rest = _limited(names, limit)
+        if shown:
+            lines.append(f"{title}: {len(names)}")
+            lines.append(
+                "\n".join(
+                    [f"{bullet} {_name(name, markdown)}" for name in shown]
+                    + _more(rest, markdown, more_in)
+                )
+            )
+    # Markdown needs a blank line before a table or a heading to render them.
+    return ("\n\n" if markdown else "\n").join(lines)
+
+
+def _flip_sections(
+    comparison: Comparison, markdown: bool, limit: int | None, more_in: str
+) -> list[str]:
+    """The flipped cases, test by test (the test with the worst flip first), worst first.
+
+    ``limit`` bounds the flipped rows shown over all tests together, and the
+    diff lines of each changed prompt.
+    """
+    lines: list[str] = []
     total = len(comparison.flipped)
     if comparison.cases:
         broken = sum(len(cmp.broken) for cmp in comparison.cases)
@@ -260,39 +382,23 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
             f"flipped cases: {total} ({broken} broken, {total - broken} fixed)"
             + ("; flips alone never fail the run" if total else "")
         )
+    flipped = [cmp for cmp in comparison.cases if cmp.flipped or cmp.prompt_change]
+    # Worst first: a test's worst broken case (most negative delta) decides its place.
+    flipped.sort(key=lambda cmp: min((c.delta for c in cmp.broken), default=0.0))
+    budget = limit
     for cmp in flipped:
-        heading = _case_heading(cmp, markdown)
+        heading = _case_heading(cmp, markdown, comparison.alpha, limit)
         lines.append(f"#### {heading[0]}" if markdown else f"  {heading[0]}")
         body = [("" if markdown else "  ") + h for h in heading[1:]]
         if body:
             lines.append("\n".join(body))
-        if cmp.flipped:
-            lines.append(_table(_CASE_HEADERS, _case_rows(cmp.flipped, markdown), markdown))
-    # A note names a test (user text): escaped like every id.
-    lines.extend(f"note: {_name(note, markdown)}" for note in comparison.notes)
-    unrecorded = comparison.unrecorded
-    if unrecorded:
-        lines.append(
-            f"unrecorded (no reply in the store, or refused by the call budget; left out of "
-            f"the comparison): {len(unrecorded)}"
-        )
-        lines.append(
-            "\n".join(
-                f"{'-' if markdown else ' '} {_name(nodeid, markdown)} case {_name(i, markdown)}"
-                for nodeid, i in unrecorded
-            )
-        )
-    for title, names in (
-        ("new (not in baseline)", comparison.new),
-        ("vanished", comparison.vanished),
-    ):
-        if names:
-            lines.append(f"{title}: {len(names)}")
-            lines.append(
-                "\n".join(f"{'-' if markdown else ' '} {_name(name, markdown)}" for name in names)
-            )
-    # Markdown needs a blank line before a table or a heading to render them.
-    return ("\n\n" if markdown else "\n").join(lines)
+        rows, rest = _limited(cmp.flipped, budget)
+        if rows:
+            lines.append(_table(_CASE_HEADERS, _case_rows(rows, markdown), markdown))
+        lines.extend(_more(rest, markdown, more_in))
+        if budget is not None:
+            budget = max(budget - len(rows), 0)
+    return lines
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, indent: int = 0) -> str:
