@@ -29,6 +29,7 @@ from typing import Any
 from tnsai_eval._util.enums import parse_member
 
 __all__ = [
+    "ACCEPT_LABEL",
     "DEFAULT_ALPHA",
     "DEFAULT_GATE",
     "DEFAULT_MIN_COMMON",
@@ -63,6 +64,10 @@ DEFAULT_TOLERANCE = 0.05
 DEFAULT_ALPHA = 0.05
 #: The least share of the baseline's cases a score needs in common with it.
 DEFAULT_MIN_COMMON = 0.8
+
+#: The pull-request label that accepts what a PR gives up (a new baseline,
+#: removed tests, new gate settings).
+ACCEPT_LABEL = "tnsai-accept-baseline"
 
 #: pytest's configuration files, in the order pytest looks for them in a folder.
 PYTEST_CONFIG_FILES = (

@@ -94,7 +94,8 @@ def test_fix_three_break_three_same_mean_reports_all_six_flips(
         [
             "*no regressions beyond tolerance 0.05*",
             "flipped cases: 6 (3 broken, 3 fixed); flips alone never fail the run",
-            "*test_support.py::test_support (score): 3 broken, 3 fixed of 6 common case(s)*",
+            "*test_support.py::test_support (score): held +0.000, 3 broken, 3 fixed over 6 "
+            "common case(s)*",
             f"*prompt `*support.txt` changed ({old_hash} -> {new_hash}): 3 case(s) fixed, 3 broken",
             "*flip*case*input*expected*before*after*delta",
             "*",

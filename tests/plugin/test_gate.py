@@ -49,15 +49,31 @@ def test_baseline_gate_passes_and_fails(
             "test_scored.py::test_removed": 0.5,
         },
     )
+    # test_removed, gated in the baseline, did not run: missing evidence, never a pass.
+    missing = pytester.runpytest_inprocess("--tnsai-baseline", "baseline.json")
+    assert missing.ret == pytest.ExitCode.TESTS_FAILED
+    missing.stdout.fnmatch_lines(
+        [
+            "missing evidence in 1 test metric(s), not a pass (gate: tolerance): "
+            "test_scored.py::test_removed (score): did not run*",
+            "new (not in baseline): 1",
+            "*test_scored.py::test_latency",
+            "vanished: 1",
+            "*test_scored.py::test_removed",
+            "tnsai-eval FAIL: missing evidence: 1 gated score(s) did not run",
+            "*3 passed, 1 missing evidence (tnsai gate)*",
+        ]
+    )
+    write_report(
+        pytester.path / "baseline.json",
+        {"test_scored.py::test_steady": 0.9, "test_scored.py::test_dropping": 0.8},
+    )
     passing = pytester.runpytest_inprocess("--tnsai-baseline", "baseline.json")
     assert passing.ret == pytest.ExitCode.OK
     passing.stdout.fnmatch_lines(
         [
             "*no regressions beyond tolerance 0.05 (gate: tolerance)",
-            "new (not in baseline): 1",
-            "*test_scored.py::test_latency",
-            "vanished: 1",
-            "*test_scored.py::test_removed",
+            "tnsai-eval PASS: no regressions",
         ]
     )
 
@@ -70,7 +86,7 @@ def test_baseline_gate_passes_and_fails(
             "1 regression(s) beyond tolerance 0.05 (gate: tolerance):",
             "*test*metric*baseline*current*delta*sign test p",
             "*test_scored.py::test_dropping*score*0.800*0.600*-0.200*",
-            "*regressions beyond tolerance fail this session*",
+            "tnsai-eval FAIL: 1 regression(s)",
         ]
     )
     # The ini twins: a wider tolerance lets the same drop through.

@@ -203,7 +203,7 @@ def test_baseline_gate_compares_each_test_and_model_pair(
         [
             "1 regression(s) beyond tolerance*",
             "*test_suite.py::test_capitals?new?*score*1.000*0.500*-0.500*",
-            "*test_suite.py::test_capitals?new? (score): 2 broken, 0 fixed*",
+            "*test_suite.py::test_capitals?new? (score): fell -0.500, 2 broken, 0 fixed*",
         ]
     )
     # The old model's pair is compared with its own baseline, unchanged: no flips listed.
@@ -222,7 +222,8 @@ def test_compare_models_names_the_flipped_cases(suite: pytest.Pytester) -> None:
             "model new (B) against old (A)",
             "*test*verdict*score A -> B*delta*sign test p*broken/fixed*calls A/B*",
             "*test_suite.py::test_capitals*regressed*1.000 -> 0.500*-0.500*0.25*2/0*4/4*",
-            "*test_suite.py::test_capitals (score): 2 broken, 0 fixed of 4 common case(s)*",
+            "*test_suite.py::test_capitals (score): fell -0.500, 2 broken, 0 fixed, *over 4 common "
+            "case(s)*",
             "*broken*capital of Spain*Madrid*1.00 'Madrid'*0.00 'Lisbon'*",
             "*broken*capital of Japan*Tokyo*1.00 'Tokyo'*0.00 'Kyoto'*",
             "*model new regressed against old; this fails the session*",

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.reports._verdict import ACCEPT_LABEL
+from tnsai_eval.settings import ACCEPT_LABEL
 
 if TYPE_CHECKING:
     from tnsai_eval.reports import GateSettings

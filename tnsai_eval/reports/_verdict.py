@@ -40,6 +40,7 @@ from tnsai_eval.reports._compare import (
 )
 from tnsai_eval.reports._gate import GateSettings, SettingChange
 from tnsai_eval.reports._model import Report, TestStatus
+from tnsai_eval.settings import ACCEPT_LABEL
 
 __all__ = [
     "ACCEPT_LABEL",
@@ -52,9 +53,6 @@ __all__ = [
     "gate_verdict",
 ]
 
-#: The pull-request label that accepts what a PR gives up (a new baseline,
-#: removed tests, new gate settings).
-ACCEPT_LABEL = "tnsai-accept-baseline"
 #: The key of a gate baseline's ``config`` that carries ``PullRequestGate``.
 PR_GATE_KEY = "pr_gate"
 #: What pytest's exit statuses mean (``pytest.ExitCode``), for the verdict.
