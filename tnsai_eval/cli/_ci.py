@@ -345,7 +345,7 @@ def _write_comment(args: argparse.Namespace) -> int:
     sources = report.config.get("gate_sources")
     if isinstance(sources, dict):
         # The run recorded where each of its settings came from (a flag, an ini key).
-        named = {k: str(v) for k, v in sources.items() if str(v) != "default"}
+        named = {str(k): str(v) for k, v in sources.items()}
         run_settings = replace(run_settings, sources={**run_settings.sources, **named})
     settings, changes = pr.judge_with(run_settings)
     comparison = compare(report, gate_baseline, settings=settings)

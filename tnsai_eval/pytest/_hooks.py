@@ -255,11 +255,14 @@ class TnsaiHooks:
         )
         # What the accept label let through is not missing.
         accepted = set() if verdict is None else set(verdict.accepted)
-        missing = [s for s in comparison.shortfalls if str(s) not in accepted]
+        # One entry per score, whatever it lacks (errored and too few in common...).
+        missing = dict.fromkeys(
+            f"{s.nodeid}{suffix} :: {s.metric}"
+            for s in comparison.shortfalls
+            if str(s) not in accepted
+        )
         if missing:
-            terminal.stats.setdefault(EVIDENCE_STAT, []).extend(
-                _GateEntry(f"{s.nodeid}{suffix} :: {s.metric}") for s in missing
-            )
+            terminal.stats.setdefault(EVIDENCE_STAT, []).extend(map(_GateEntry, missing))
         if verdict is not None and any(p.startswith("gate settings") for p in verdict.problems):
             terminal.stats.setdefault(SETTINGS_STAT, []).append(_GateEntry("gate settings"))
 
