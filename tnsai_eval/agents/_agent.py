@@ -1,101 +1,54 @@
-"""An agent: a model, a system prompt that learns from feedback, and tools."""
+"""An agent: a model, a prompt that learns from feedback, and tools; each run a trajectory."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from tnsai_eval.errors import ConfigError
-from tnsai_eval.feedback._collector import FeedbackCollector
-from tnsai_eval.feedback._tools import (
+from tnsai_eval.agents._tools import (
     Tool,
     ToolsInput,
     build_registry,
     tool_result_text,
     tool_schema,
 )
-from tnsai_eval.feedback._types import Feedback, FeedbackType
-from tnsai_eval.llm import LLMClient, ToolCall
+from tnsai_eval.errors import ConfigError
+from tnsai_eval.feedback import FeedbackCollector
+from tnsai_eval.llm import Completion, LLMClient
+from tnsai_eval.llm import ToolCall as ToolRequest
+from tnsai_eval.records import ModelTurn, Step, StopReason, ToolCall, Trajectory
 
-__all__ = ["DEFAULT_MAX_LEARNED_ITEMS", "Agent", "learned_behavior_section"]
+__all__ = ["Agent"]
 
-
-# How many items each section of the learned prompt keeps (the most recent distinct ones).
-DEFAULT_MAX_LEARNED_ITEMS = 20
-
-
-def learned_behavior_section(
-    feedback: Iterable[Feedback], *, max_items: int = DEFAULT_MAX_LEARNED_ITEMS
-) -> str:
-    """The ``# Learned Behavior`` block for ``feedback`` ('' when it adds nothing).
-
-    CORRECTION content becomes ``## Rules``, PREFERENCE content ``## Preferences``,
-    each item as given. Each section keeps the ``max_items`` most recent
-    distinct texts (a text given twice is kept once, at its newest position),
-    oldest first, so the prompt stays bounded however much feedback arrives.
-    A subsection with no items is left out, and so is the whole block when
-    both are empty: POSITIVE and NEGATIVE feedback (tool calls among them)
-    never reach the prompt.
-
-    >>> from tnsai_eval.feedback import Feedback
-    >>> items = [Feedback.correction(t) for t in ("a", "b", "a", "c")]
-    >>> print(learned_behavior_section(items, max_items=2))
-    # Learned Behavior
-    <BLANKLINE>
-    ## Rules
-    - a
-    - c
-    """
-    items = list(feedback)
-    rules = _recent_distinct(
-        [fb.content for fb in items if fb.type is FeedbackType.CORRECTION], max_items
-    )
-    preferences = _recent_distinct(
-        [fb.content for fb in items if fb.type is FeedbackType.PREFERENCE], max_items
-    )
-    return _section(rules, preferences)
-
-
-def _recent_distinct(texts: Sequence[str], limit: int) -> list[str]:
-    """The last ``limit`` distinct texts, oldest first; scans from the newest and stops early."""
-    kept: dict[str, None] = {}
-    for text in reversed(texts):
-        if len(kept) >= limit:
-            break
-        kept.setdefault(text, None)
-    return list(reversed(kept))
-
-
-def _section(rules: Sequence[str], preferences: Sequence[str]) -> str:
-    parts = []
-    for title, lines in (("## Rules", rules), ("## Preferences", preferences)):
-        if lines:
-            parts.append(title + "\n" + "\n".join(f"- {line}" for line in lines))
-    if not parts:
-        return ""
-    return "# Learned Behavior\n\n" + "\n\n".join(parts)
+# Model calls per input when neither max_steps nor max_tool_rounds is given:
+# five rounds of tools, then the answer.
+_DEFAULT_MAX_STEPS = 6
 
 
 class Agent:
     """A conversational agent over any ``LLMClient``, with tools and feedback.
 
     ``chat(message)`` sends the effective system prompt (``system_prompt``)
-    and the conversation so far, and returns the reply text. Tools are plain
-    callables, registered by name (a dict) or by ``__name__`` (a list). When a
-    reply asks for tools (``Completion.tool_calls``, which every client
-    decodes and the response store keeps, so a replay acts as the live run
-    did), the agent runs the tools, sends their
-    results as ``tool`` messages and asks again, for at most
-    ``max_tool_rounds`` rounds; a reply that still asks for tools after that
-    is returned as it is, its tools not run. Tool failures are sent back to
-    the model as text rather than raised. ``llm_params`` go with every call
-    (e.g. ``{"temperature": 0}``). ``send_tool_schemas=True`` also sends the
-    tools' JSON schemas as the ``tools`` parameter, which servers with
-    function calling (OpenAI, vLLM, the llama.cpp server) need in order to
-    offer them to the model; it is off by default because clients that take
-    only plain chat parameters (``LocalLLM``) reject it.
+    and the conversation so far, and returns the reply text; ``run(input)``
+    does the same in a new conversation and returns the whole ``Trajectory``
+    (each model turn and tool call, the final output, calls, tokens and why it
+    stopped). Tools are plain callables, registered by name (a dict) or by
+    ``__name__`` (a list). When a reply asks for tools
+    (``Completion.tool_calls``, which every client decodes and the response
+    store keeps, so a replay acts as the live run did), the agent runs the
+    tools, sends their results as ``tool`` messages and asks again. One input
+    gets at most ``max_steps`` model calls (default 6): a reply that still asks
+    for tools at the cap is kept as it is, its tools not run, and the run stops
+    with ``StopReason.MAX_STEPS``. (``max_tool_rounds=n``, the older name, means
+    ``max_steps=n + 1``.) Tool failures, and calls of tools that do not exist,
+    go back to the model as text rather than raised. ``llm_params`` go with
+    every call (e.g. ``{"temperature": 0}``). The tools' JSON schemas go as the
+    ``tools`` parameter (OpenAI's format, which ``OpenAIClient``, ``LocalLLM``
+    and the function-calling servers take); ``send_tool_schemas=False`` leaves
+    it out for a client that takes only plain chat parameters.
 
     Feedback goes to ``feedback_collector``; with ``learning=False`` it is a
     no-op collector and the prompt never changes. One Agent holds one
@@ -129,11 +82,12 @@ class Agent:
         tools: ToolsInput = None,
         learning: bool = True,
         *,
-        max_tool_rounds: int = 5,
+        max_steps: int | None = None,
+        max_tool_rounds: int | None = None,
         llm_params: Mapping[str, Any] | None = None,
-        send_tool_schemas: bool = False,
+        send_tool_schemas: bool = True,
         session_id: str | None = None,
-        max_learned_items: int = DEFAULT_MAX_LEARNED_ITEMS,
+        max_learned_items: int | None = None,
     ) -> None:
         if not callable(getattr(llm, "chat", None)):
             raise ConfigError(
@@ -142,25 +96,24 @@ class Agent:
             )
         if not isinstance(system_prompt, str):
             raise ConfigError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
-        if isinstance(max_tool_rounds, bool) or not isinstance(max_tool_rounds, int):
-            raise ConfigError(f"max_tool_rounds must be an int >= 0, got {max_tool_rounds!r}")
-        if max_tool_rounds < 0:
-            raise ConfigError(f"max_tool_rounds must be an int >= 0, got {max_tool_rounds!r}")
-        if isinstance(max_learned_items, bool) or not isinstance(max_learned_items, int):
-            raise ConfigError(f"max_learned_items must be an int >= 1, got {max_learned_items!r}")
-        if max_learned_items < 1:
-            raise ConfigError(f"max_learned_items must be an int >= 1, got {max_learned_items!r}")
-        self.max_learned_items = max_learned_items
-        # (collector version, max items) -> the learned section built for it.
-        self._section_cache: tuple[tuple[int, int], str] | None = None
+        _check_count("max_steps", max_steps, 1)
+        _check_count("max_tool_rounds", max_tool_rounds, 0)
+        if max_tool_rounds is not None:
+            if max_steps is not None and max_steps != max_tool_rounds + 1:
+                raise ConfigError(
+                    f"max_steps={max_steps} and max_tool_rounds={max_tool_rounds} disagree "
+                    "(max_tool_rounds=n means max_steps=n + 1); give one of them"
+                )
+            max_steps = max_tool_rounds + 1
+        self.max_steps: int = _DEFAULT_MAX_STEPS if max_steps is None else max_steps
         self.llm = llm
         self.base_system_prompt = system_prompt
         self.learning = learning
-        self.max_tool_rounds = max_tool_rounds
         self.llm_params = dict(llm_params or {})
         self.send_tool_schemas = send_tool_schemas
         self._tools = build_registry(tools)
-        self._collector = FeedbackCollector(session_id=session_id, enabled=learning)
+        learned = {} if max_learned_items is None else {"max_learned_items": max_learned_items}
+        self._collector = FeedbackCollector(session_id=session_id, enabled=learning, **learned)
         self._history: list[dict[str, Any]] = []
         self._actions: list[str] = []
 
@@ -169,6 +122,16 @@ class Agent:
             f"Agent(llm={self.llm!r}, tools={sorted(self._tools)}, "
             f"learning={self.learning}, turns={len(self._history)})"
         )
+
+    @property
+    def max_tool_rounds(self) -> int:
+        """Rounds of tool calls one input may take: ``max_steps - 1``."""
+        return self.max_steps - 1
+
+    @property
+    def max_learned_items(self) -> int:
+        """How many items each section of the learned prompt keeps (default 20)."""
+        return self._collector.max_learned_items
 
     @property
     def feedback_collector(self) -> FeedbackCollector:
@@ -181,28 +144,15 @@ class Agent:
 
         Built from the collected CORRECTION and PREFERENCE feedback, with no
         model call: each section holds the ``max_learned_items`` (default 20)
-        most recent distinct texts, so the prompt stays bounded. The section
-        is rebuilt only when the collector changes.
+        most recent distinct texts, so the prompt stays bounded
+        (``FeedbackCollector.learned_section``).
         """
-        section = self._learned_section()
+        section = self._collector.learned_section()
         if not section:
             return self.base_system_prompt
         if not self.base_system_prompt:
             return section
         return f"{self.base_system_prompt.rstrip()}\n\n{section}"
-
-    def _learned_section(self) -> str:
-        key = (self._collector.version, self.max_learned_items)
-        cached = self._section_cache
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        limit = self.max_learned_items
-        section = _section(
-            self._collector.recent_contents(FeedbackType.CORRECTION, limit),
-            self._collector.recent_contents(FeedbackType.PREFERENCE, limit),
-        )
-        self._section_cache = (key, section)
-        return section
 
     @property
     def tools(self) -> Mapping[str, Tool]:
@@ -260,28 +210,71 @@ class Agent:
         this turn (tools already run stay in ``actions``) and the error is
         raised.
         """
+        return self._turn(message).output
+
+    def run(self, input: str) -> Trajectory:
+        """Answer ``input`` in a new conversation and return what was done, step by step.
+
+        >>> from tnsai_eval.llm import Completion, ToolCall as Request
+        >>> from tnsai_eval.testing import ScriptedLLM
+        >>> llm = ScriptedLLM([Completion("", tool_calls=(Request("c1", "lookup_order",
+        ...     {"order_id": "A1"}),)), "A1 has shipped."])
+        >>> agent = Agent(llm, tools={"lookup_order": lambda order_id: "shipped"})
+        >>> run = agent.run("Where is A1?")
+        >>> run.output, run.actions, run.calls, run.stop_reason.value
+        ('A1 has shipped.', ['lookup_order'], 2, 'answered')
+        >>> run.tool_calls[0].result
+        'shipped'
+
+        A failed model call raises, as ``chat`` does; the conversation is then empty.
+        """
+        self.reset()
+        return self._turn(input)
+
+    def _turn(self, message: str) -> Trajectory:
         if not isinstance(message, str):
             raise ConfigError(f"message must be a str, got {type(message).__name__}")
         turn_start = len(self._history)
         self._history.append({"role": "user", "content": message})
+        done = False
         try:
-            return self._run_turn()
-        except BaseException:
-            del self._history[turn_start:]
-            raise
+            trajectory = self._run_steps(message)
+            done = True
+        finally:
+            # A failed call (or an interrupt) leaves the conversation as it was.
+            if not done:
+                del self._history[turn_start:]
+        return trajectory
 
-    def _run_turn(self) -> str:
+    def _run_steps(self, message: str) -> Trajectory:
         params = dict(self.llm_params)
         if self.send_tool_schemas and self._tools:
             params.setdefault("tools", [tool_schema(n, t) for n, t in self._tools.items()])
-        rounds = 0
+        steps: list[Step] = []
+        tokens = 0
         while True:
             completion = self.llm.chat(self._messages(), **params)
+            tokens += completion.usage.total_tokens
+            steps.append(_turn_of(completion))
+            calls = sum(isinstance(step, ModelTurn) for step in steps)
             requests = completion.tool_calls
-            if not requests or rounds >= self.max_tool_rounds:
+            if not requests or calls >= self.max_steps:
                 self._history.append({"role": "assistant", "content": completion.text})
-                return completion.text
-            rounds += 1
+                if requests:
+                    stop = StopReason.MAX_STEPS
+                elif completion.finish_reason == "length":
+                    stop = StopReason.LENGTH
+                else:
+                    stop = StopReason.ANSWERED
+                return Trajectory(
+                    message,
+                    steps=tuple(steps),
+                    output=completion.text,
+                    messages=tuple(self._messages()),
+                    calls=calls,
+                    tokens=tokens,
+                    stop_reason=stop,
+                )
             self._history.append(
                 {
                     "role": "assistant",
@@ -290,12 +283,14 @@ class Agent:
                 }
             )
             for request in requests:
+                step = self._run_tool(request)
+                steps.append(step)
                 self._history.append(
                     {
                         "role": "tool",
                         "tool_call_id": request.id,
                         "name": request.name,
-                        "content": self._answer_tool_call(request),
+                        "content": _tool_message(step),
                     }
                 )
 
@@ -304,18 +299,49 @@ class Agent:
         system = [{"role": "system", "content": prompt}] if prompt else []
         return system + [dict(message) for message in self._history]
 
-    def _answer_tool_call(self, request: ToolCall) -> str:
+    def _run_tool(self, request: ToolRequest) -> ToolCall:
         # The model's mistakes go back to it as text so it can correct itself.
+        arguments = dict(request.arguments)
         if request.name not in self._tools:
             known = ", ".join(sorted(self._tools)) or "none"
-            return f"error: unknown tool {request.name!r}; available tools: {known}"
+            error = f"unknown tool {request.name!r}; available tools: {known}"
+            return ToolCall(request.name, arguments, error=error)
+        started = time.perf_counter()
         try:
-            return tool_result_text(self.call_tool(request.name, **request.arguments))
-        except Exception as error:
-            return f"error: {type(error).__name__}: {error}"
+            result = self.call_tool(request.name, **arguments)
+        except Exception as exc:
+            elapsed = time.perf_counter() - started
+            return ToolCall(
+                request.name, arguments, error=f"{type(exc).__name__}: {exc}", latency_s=elapsed
+            )
+        return ToolCall(request.name, arguments, result, latency_s=time.perf_counter() - started)
 
 
-def _wire_call(call: ToolCall) -> dict[str, Any]:
+def _check_count(name: str, value: object, least: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
+
+
+def _turn_of(completion: Completion) -> ModelTurn:
+    return ModelTurn(
+        completion.text,
+        completion.usage.total_tokens,
+        completion.latency_s,
+        completion.cached,
+        completion.finish_reason,
+    )
+
+
+def _tool_message(step: ToolCall) -> str:
+    """What the model is shown for one tool call: its result, or the error."""
+    if step.error is not None:
+        return f"error: {step.error}"
+    return tool_result_text(step.result)
+
+
+def _wire_call(call: ToolRequest) -> dict[str, Any]:
     """A tool call as the chat-completions wire format carries it in an assistant message."""
     return {
         "id": call.id,

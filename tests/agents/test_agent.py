@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from tnsai_eval.agents import Agent
 from tnsai_eval.errors import ConfigError, ServerError
-from tnsai_eval.feedback import Agent, FeedbackType
+from tnsai_eval.feedback import FeedbackType
 from tnsai_eval.llm import Completion, Message
 from tnsai_eval.llm._wire import completion_from_body
 from tnsai_eval.testing import ScriptedLLM
@@ -73,16 +74,23 @@ def test_no_system_message_without_a_prompt() -> None:
     assert roles(llm.calls[0].messages) == ["user"]
 
 
-def test_llm_params_go_with_every_call_and_no_tools_param_by_default() -> None:
+def test_llm_params_go_with_every_call_and_the_tools_only_when_asked() -> None:
     llm = ScriptedLLM(default="ok")
-    agent = Agent(llm, tools=[lookup_order], llm_params={"temperature": 0, "max_tokens": 50})
+    agent = Agent(
+        llm,
+        tools=[lookup_order],
+        llm_params={"temperature": 0, "max_tokens": 50},
+        send_tool_schemas=False,
+    )
     agent.chat("hi")
     assert llm.calls[0].params == {"temperature": 0, "max_tokens": 50}
+    Agent(llm, llm_params={"temperature": 0}).chat("no tools, no schemas")
+    assert llm.calls[1].params == {"temperature": 0}
 
 
-def test_tool_schemas_are_sent_on_request() -> None:
+def test_tool_schemas_are_sent_by_default() -> None:
     llm = ScriptedLLM(default="ok")
-    Agent(llm, tools=[lookup_order], send_tool_schemas=True).chat("hi")
+    Agent(llm, tools=[lookup_order]).chat("hi")
     (schema,) = llm.calls[0].params["tools"]
     assert schema == {
         "type": "function",
