@@ -47,8 +47,9 @@ class Agent:
     go back to the model as text rather than raised. ``llm_params`` go with
     every call (e.g. ``{"temperature": 0}``). The tools' JSON schemas go as the
     ``tools`` parameter (OpenAI's format, which ``OpenAIClient``, ``LocalLLM``
-    and the function-calling servers take); ``send_tool_schemas=False`` leaves
-    it out for a client that takes only plain chat parameters.
+    and the function-calling servers take), with ``tool_choice="auto"`` unless
+    ``llm_params`` says otherwise; ``send_tool_schemas=False`` leaves both out
+    for a client that takes only plain chat parameters.
 
     Feedback goes to ``feedback_collector``; with ``learning=False`` it is a
     no-op collector and the prompt never changes. One Agent holds one
@@ -250,6 +251,9 @@ class Agent:
         params = dict(self.llm_params)
         if self.send_tool_schemas and self._tools:
             params.setdefault("tools", [tool_schema(n, t) for n, t in self._tools.items()])
+            # OpenAI's default, said out loud: llama-cpp-python's function-calling
+            # handler offers no tool at all when tool_choice is left out.
+            params.setdefault("tool_choice", "auto")
         steps: list[Step] = []
         tokens = 0
         while True:

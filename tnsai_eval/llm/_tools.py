@@ -202,7 +202,9 @@ def read_reply(text: str, call_index: int) -> tuple[str, tuple[ToolCall, ...]] |
     ('Done.', ())
     """
     try:
-        value = json.loads(text)
+        # strict=False: the grammar lets a string hold a raw newline, which JSON
+        # proper escapes; the value is still what the model meant.
+        value = json.loads(text, strict=False)
     except ValueError:
         return None
     if not isinstance(value, dict):
