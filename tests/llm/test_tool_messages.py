@@ -59,7 +59,8 @@ def test_a_conversation_with_calls_becomes_plain_turns() -> None:
     assert [m["role"] for m in plain] == ["system", "user", "assistant", "user", "assistant"]
     assert plain[0]["content"].startswith("You are a desk.\n\nYou can call these tools:\n")
     assert "- lookup_order(order_id): Look up an order." in plain[0]["content"]
-    assert json.loads(plain[2]["content"]) == {"tool": "lookup_order", "arguments": {"order_id": "A1"}}
+    call = {"tool": "lookup_order", "arguments": {"order_id": "A1"}}
+    assert json.loads(plain[2]["content"]) == call
     assert plain[3]["content"] == "Result of lookup_order: shipped"
     assert json.loads(plain[4]["content"]) == {"answer": "It shipped."}
 
