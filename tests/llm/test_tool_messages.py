@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tnsai_eval.llm._tools import check_tools, plain_messages, read_reply, reply_schema
 
@@ -38,7 +39,7 @@ def test_the_reply_schema_follows_tool_choice() -> None:
 
 
 def test_a_conversation_with_calls_becomes_plain_turns() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a desk."},
         {"role": "user", "content": "Where is A1?"},
         {
