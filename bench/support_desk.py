@@ -42,6 +42,10 @@ from tnsai_eval.scoring import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+# bench/ (this script's folder, first on the path) holds cel.py, the CEL
+# benchmark, which would shadow the ``cel`` package the norms compile with;
+# datasets/ holds the desk's tools and norms.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 sys.path.insert(0, str(REPO / "datasets"))
 import make_support_desk as desk  # noqa: E402  (datasets/, put on the path above)
 
@@ -71,9 +75,20 @@ def make_agent(llm: LLMClient) -> Agent:
     )
 
 
-def run_cases(llm: LLMClient, cases: list[TestCase]) -> list[Trajectory]:
-    """Each case's trajectory, one fresh agent per case."""
-    return [make_agent(llm).run(case.input) for case in cases]
+def run_cases(llm: LLMClient, cases: list[TestCase]) -> tuple[list[Trajectory], list[str]]:
+    """Each case's trajectory, one fresh agent per case, and the failures (each named).
+
+    A case whose run raises (a replay miss, a failed call) scores as a run that
+    did nothing: it counts against every metric rather than leaving the table.
+    """
+    runs, failures = [], []
+    for case in cases:
+        try:
+            runs.append(make_agent(llm).run(case.input))
+        except Exception as exc:
+            failures.append(f"{case.id}: {type(exc).__name__}: {str(exc)[:120]}")
+            runs.append(Trajectory(case.input))
+    return runs, failures
 
 
 def table(cases: list[TestCase], runs: list[Trajectory]) -> str:
@@ -106,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = datasets.load(REPO / "datasets" / "support_desk.jsonl")[: args.limit]
     started = time.perf_counter()
     with open_store(args.store, replay=args.replay) as store:
-        runs = run_cases(store.llm, cases)
+        runs, failures = run_cases(store.llm, cases)
     elapsed = time.perf_counter() - started
     print(table(cases, runs))
     calls = sum(run.calls for run in runs)
@@ -115,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{len(cases)} requests, {calls} model calls, {stopped} stopped at {MAX_STEPS} steps, "
         f"{elapsed:.1f} s"
     )
+    for failure in failures:
+        print(f"failed: {failure}")
     print(store.summary())
-    return 1 if store.failed else 0
+    return 1 if store.failed or failures else 0
 
 
 if __name__ == "__main__":

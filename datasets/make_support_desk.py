@@ -8,13 +8,15 @@ right answer contains (``expected``), the tool calls a careful agent makes
 functions over fixed data, so a run's only variable is the model; the norms
 are what the desk promises its customers.
 
-Four kinds of request, twelve of each:
+Five kinds of request, 42 of the 48 with tool calls:
 
-* where is my order: ``lookup_order``;
-* a policy question: ``check_policy``;
-* a refund: ``lookup_order`` then ``issue_refund`` when the order can be
+* where is my order (12): ``lookup_order``;
+* a refund (12): ``lookup_order`` then ``issue_refund`` when the order can be
   refunded (delivered within 30 days), ``lookup_order`` alone when not;
-* small talk: no tool at all.
+* a policy question (12): ``check_policy``;
+* an order and a policy at once (6): ``check_policy`` and ``lookup_order``,
+  in either order;
+* small talk (6): no tool at all.
 """
 
 from __future__ import annotations
@@ -149,14 +151,13 @@ _TALK = [
     ("Thanks for your help.", "welcome"),
     ("Good morning.", "help"),
     ("Who am I talking to?", "support"),
-    ("Are you a person?", "support"),
     ("Have a nice day.", "you"),
-    ("Hi there, anyone around?", "help"),
-    ("Thank you, that is all.", "welcome"),
-    ("Can you help me?", "help"),
-    ("What can you do?", "orders"),
-    ("Bye.", "bye"),
     ("I just wanted to say your shop is great.", "thank"),
+]
+_BOTH = [
+    ("Can I still get a refund for {id}? What is the policy?", "refunds"),
+    ("Is {id} under warranty, and where is it now?", "warranty"),
+    ("When will {id} arrive, and how fast do you usually ship?", "shipping"),
 ]
 
 
@@ -201,6 +202,20 @@ def make_cases() -> list[dict[str, Any]]:
                 "expected": answer,
                 "expected_tool_calls": [_call("check_policy", topic=topic)],
                 "state": {"has_order": False, "refundable": False},
+            }
+        )
+    for index, order_id in enumerate(ids[:6]):
+        question, topic = _BOTH[index % len(_BOTH)]
+        cases.append(
+            {
+                "id": f"both-{order_id}",
+                "input": question.format(id=order_id),
+                "expected": ORDERS[order_id]["status"],
+                "expected_tool_calls": [
+                    _call("check_policy", topic=topic),
+                    _call("lookup_order", order_id=order_id),
+                ],
+                "state": {"has_order": True, "refundable": refundable(order_id)},
             }
         )
     for index, (text, answer) in enumerate(_TALK):
