@@ -72,6 +72,7 @@ def make_agent(llm: LLMClient) -> Agent:
         max_steps=MAX_STEPS,
         learning=False,
         llm_params={"temperature": 0.0, "max_tokens": 96},
+        send_tool_schemas=True,
     )
 
 

@@ -74,23 +74,19 @@ def test_no_system_message_without_a_prompt() -> None:
     assert roles(llm.calls[0].messages) == ["user"]
 
 
-def test_llm_params_go_with_every_call_and_the_tools_only_when_asked() -> None:
+def test_llm_params_go_with_every_call_and_no_tools_param_by_default() -> None:
     llm = ScriptedLLM(default="ok")
-    agent = Agent(
-        llm,
-        tools=[lookup_order],
-        llm_params={"temperature": 0, "max_tokens": 50},
-        send_tool_schemas=False,
-    )
+    agent = Agent(llm, tools=[lookup_order], llm_params={"temperature": 0, "max_tokens": 50})
     agent.chat("hi")
     assert llm.calls[0].params == {"temperature": 0, "max_tokens": 50}
-    Agent(llm, llm_params={"temperature": 0}).chat("no tools, no schemas")
+    Agent(llm, llm_params={"temperature": 0}, send_tool_schemas=True).chat("no tools")
     assert llm.calls[1].params == {"temperature": 0}
 
 
-def test_tool_schemas_are_sent_by_default() -> None:
+def test_tool_schemas_are_sent_on_request() -> None:
     llm = ScriptedLLM(default="ok")
-    Agent(llm, tools=[lookup_order]).chat("hi")
+    Agent(llm, tools=[lookup_order], send_tool_schemas=True).chat("hi")
+    assert llm.calls[0].params["tool_choice"] == "auto"
     (schema,) = llm.calls[0].params["tools"]
     assert schema == {
         "type": "function",

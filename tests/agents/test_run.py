@@ -44,7 +44,9 @@ def test_run_records_each_model_turn_and_tool_call() -> None:
             Completion("Refunded A1.", usage=Usage(30, 4), finish_reason="stop"),
         ]
     )
-    agent = Agent(llm, "You are a support desk.", tools=[lookup_order, issue_refund])
+    agent = Agent(
+        llm, "You are a support desk.", tools=[lookup_order, issue_refund], send_tool_schemas=True
+    )
     run = agent.run("Please refund A1")
     assert isinstance(run, Trajectory)
     assert [type(step).__name__ for step in run.steps] == [

@@ -77,6 +77,7 @@ def test_the_function_calling_handler_calls_tools_on_auto_and_an_agent_runs_them
             tools=[lookup_order],
             max_steps=2,
             llm_params={"temperature": 0, "max_tokens": 48},
+            send_tool_schemas=True,
         ).run("Where is my order A1001?")
     assert run.actions[:1] == ["lookup_order"]
     assert looked_up == [run.tool_calls[0].arguments["order_id"]]

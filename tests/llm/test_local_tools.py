@@ -84,6 +84,7 @@ def test_an_agent_runs_the_embedded_models_calls(llm: LocalLLM) -> None:
         tools=[lookup_order, check_policy],
         max_steps=3,
         llm_params={"max_tokens": 48},
+        send_tool_schemas=True,
     )
     run = agent.run("Where is my order A1001?")
     assert 1 <= run.calls <= 3
@@ -100,6 +101,7 @@ def test_an_agent_runs_the_embedded_models_calls(llm: LocalLLM) -> None:
         tools=[lookup_order, check_policy],
         max_steps=3,
         llm_params={"max_tokens": 48},
+        send_tool_schemas=True,
     ).run("Where is my order A1001?")
     assert (again.actions, again.output) == (run.actions, run.output)
 

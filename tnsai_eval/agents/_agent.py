@@ -45,11 +45,14 @@ class Agent:
     with ``StopReason.MAX_STEPS``. (``max_tool_rounds=n``, the older name, means
     ``max_steps=n + 1``.) Tool failures, and calls of tools that do not exist,
     go back to the model as text rather than raised. ``llm_params`` go with
-    every call (e.g. ``{"temperature": 0}``). The tools' JSON schemas go as the
-    ``tools`` parameter (OpenAI's format, which ``OpenAIClient``, ``LocalLLM``
-    and the function-calling servers take), with ``tool_choice="auto"`` unless
-    ``llm_params`` says otherwise; ``send_tool_schemas=False`` leaves both out
-    for a client that takes only plain chat parameters.
+    every call (e.g. ``{"temperature": 0}``). ``send_tool_schemas=True``
+    also sends the tools' JSON schemas as the ``tools`` parameter (OpenAI's
+    format, which ``OpenAIClient``, ``LocalLLM`` and the function-calling
+    servers take), with ``tool_choice="auto"`` unless ``llm_params`` says
+    otherwise: that is what lets the model call them. It is off by default so
+    that an agent which calls its tools itself (``call_tool``) keeps getting
+    plain replies; with tools offered, ``LocalLLM`` answers in the tool
+    format.
 
     Feedback goes to ``feedback_collector``; with ``learning=False`` it is a
     no-op collector and the prompt never changes. One Agent holds one
@@ -86,7 +89,7 @@ class Agent:
         max_steps: int | None = None,
         max_tool_rounds: int | None = None,
         llm_params: Mapping[str, Any] | None = None,
-        send_tool_schemas: bool = True,
+        send_tool_schemas: bool = False,
         session_id: str | None = None,
         max_learned_items: int | None = None,
     ) -> None:
