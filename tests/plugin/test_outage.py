@@ -18,6 +18,7 @@ from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval.cli import main
 from tnsai_eval.reports import (
     CaseRecord,
+    CaseState,
     MetricStats,
     Report,
     TestStatus,
@@ -83,7 +84,7 @@ def test_failed_calls_are_missing_evidence_not_broken_cases(
 def _model_run(model: str, errored: tuple[int, ...]) -> TrackedTest:
     cases = tuple(
         CaseRecord(
-            f"c{i}", f"ticket {i}", "x", state="error", error_type="ServerError",
+            f"c{i}", f"ticket {i}", "x", state=CaseState.ERROR, error_type="ServerError",
             error=f"ServerError: http://127.0.0.1/v1 answered HTTP 500: down ({model})",
         )
         if i in errored

@@ -638,16 +638,21 @@ def test_the_recipe_in_docs_is_the_tested_file_and_is_pinned() -> None:
     assert "[local]" not in install["run"]
 
 
+def _one_commit(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repository of one commit without a baseline, as the working directory."""
+    (repo / "a.txt").write_text("a", encoding="utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    monkeypatch.chdir(repo)
+
+
 def test_bad_ci_input_is_exit_2_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tnsai_eval.cli import main
 
-    (tmp_path / "a.txt").write_text("a", encoding="utf-8")
-    _git(tmp_path, "init", "-q", "-b", "main")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-q", "-m", "one")
-    monkeypatch.chdir(tmp_path)
+    _one_commit(tmp_path, monkeypatch)
     assert main(["ci", "baseline", "--base=--upload-pack=x"]) == 2
     assert "--base '--upload-pack=x' is not a commit" in capsys.readouterr().err
     assert main(["ci", "baseline", "--base", "0" * 40]) == 2
@@ -676,11 +681,7 @@ def test_ci_comment_never_writes_pass_after_a_failed_pytest(
 ) -> None:
     from tnsai_eval.cli import main
 
-    (tmp_path / "a.txt").write_text("a", encoding="utf-8")
-    _git(tmp_path, "init", "-q", "-b", "main")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-q", "-m", "one")
-    monkeypatch.chdir(tmp_path)
+    _one_commit(tmp_path, monkeypatch)
     assert main(["ci", "baseline", "--base", "HEAD"]) == 0
     capsys.readouterr()
     report = tmp_path / "report.json"
