@@ -159,9 +159,16 @@ def _compare(config: pytest.Config) -> tuple[tuple[str, str] | None, str]:
 
 def _gate_costs(config: pytest.Config) -> float | None:
     value, origin = config.getoption("tnsai_gate_costs"), "--tnsai-gate-costs"
+    if value is not None and not str(value).strip():
+        # `--tnsai-gate-costs=` (an unset CI variable) must not quietly turn the gate off.
+        raise pytest.UsageError(
+            f"{origin}: expected a fraction such as 0.2, got an empty value (leave the "
+            "option out to show costs without gating them)"
+        )
     if value is None:
+        # An empty ini value is unset, as for every tnsai ini key.
         value, origin = config.getini("tnsai_gate_costs"), "ini tnsai_gate_costs"
-    if value in (None, ""):
+    if value is None or not str(value).strip():
         return None
     try:
         number = float(str(value))
@@ -173,10 +180,13 @@ def _gate_costs(config: pytest.Config) -> float | None:
 
 
 def _table(config: pytest.Config) -> ModelTable:
+    from tnsai_eval.errors import ConfigError
     from tnsai_eval.llm import ModelTable
 
     cli = config.getoption("tnsai_models_file")
-    if cli:
+    if cli is not None:
+        if not str(cli).strip():  # `--tnsai-models-file=` must not fall back to another table
+            raise ConfigError("--tnsai-models-file: expected a path, got an empty value")
         return ModelTable.load(config.invocation_params.dir / str(cli))
     ini = config.getini("tnsai_models_file")
     if ini:
