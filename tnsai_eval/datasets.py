@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from tnsai_eval._util.scores import is_share
+from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.errors import ConfigError, DatasetError
 from tnsai_eval.scoring import (
     DEFAULT_CALL_PARAMS,
@@ -458,6 +459,11 @@ def _case_from(item: Mapping[str, Any]) -> tuple[TestCase | None, str | None]:
             return None, f"{key!r} must be a string, got {type(item[key]).__name__}"
     if not item["input"].strip():
         return None, "'input' is empty"
+    for key in _KEYS:
+        if no_surrogates(item[key]) != item[key]:
+            # JSON's "\\ud800" decodes to a lone surrogate: no request or file can
+            # carry it as UTF-8, so it would fail only after the other calls were paid.
+            return None, f"{key!r} holds a lone surrogate (\\ud800-\\udfff), which is not text"
     case_id = item.get("id")
     if case_id is not None and (not isinstance(case_id, str) or not case_id.strip()):
         return None, f"'id' must be a non-blank string, got {case_id!r}"

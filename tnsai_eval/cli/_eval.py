@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.text import no_surrogates, one_line, shown_label
 from tnsai_eval.cli._common import check_output_dir, finite_float, positive_int
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, resolve_model
@@ -110,6 +111,7 @@ def _models(args: argparse.Namespace, table: ModelTable) -> dict[str, NamedModel
         return {str(getattr(client, "model", "") or "default"): client}
     chosen: dict[str, NamedModel | LLMClient] = {}
     for name in args.models:
+        _check_text(name, "--model")
         if name in chosen:
             raise ConfigError(f"--model {name!r} is given twice")
         if name in table.models:
@@ -126,6 +128,20 @@ def _models(args: argparse.Namespace, table: ModelTable) -> dict[str, NamedModel
     return chosen
 
 
+def _check_text(value: str, option: str) -> None:
+    """Refuse a name that no output could show as given, before any call is paid for.
+
+    A name is printed, written into CSV files and report ids after the calls:
+    bytes that are not UTF-8 on the command line (``\\udcff`` once decoded) or
+    a control character would fail or forge those outputs there.
+    """
+    if no_surrogates(one_line(value)) != value:
+        raise ConfigError(
+            f"{option} {value!r}: not printable text (a control character, or bytes that "
+            "are not UTF-8)"
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
     from tnsai_eval.datasets import scoring_plan
     from tnsai_eval.llm import ModelTable, NamedModel
@@ -135,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
         raise ConfigError(f"--min-score must be in [0, 1], got {args.min_score:g}")
     text, file = _prompt(args.prompt)
+    _check_text(args.dataset, "dataset")
     plan = scoring_plan(args.dataset)
     table = ModelTable.load(args.models_file) if args.models_file else ModelTable.load()
     models = _models(args, table)
@@ -165,7 +182,8 @@ def _verdict(evaluation: ModelEvaluation, min_score: float | None) -> int:
         errors = result.evaluation.errors
         if errors:
             print(
-                f"{result.name}: {len(errors)} case(s) failed to run, e.g. {errors[0].error}",
+                f"{result.name}: {len(errors)} case(s) failed to run, e.g. "
+                f"{shown_label(str(errors[0].error))}",
                 file=sys.stderr,
             )
             failed += 1
@@ -268,8 +286,9 @@ def _write(out: Path, evaluation: ModelEvaluation, report: Report) -> None:
 
     cases, summary = evaluation.to_dataframe(), evaluation.summary()
     for column in ("input", "expected", "output", "error"):
-        # Known secrets never reach a file, whatever a prompt or a reply carried.
-        cases[column] = [None if v is None else mask(str(v)) for v in cases[column]]
+        # Known secrets never reach a file, whatever a prompt or a reply carried; a
+        # lone surrogate (JSON's "\\ud800" in a dataset line) cannot be written as UTF-8.
+        cases[column] = [None if v is None else no_surrogates(mask(str(v))) for v in cases[column]]
     atomic_write_text(out / "cases.csv", cases.to_csv(index=False))
     atomic_write_text(out / "leaderboard.csv", summary.to_csv(index=False))
     report.save(out / "report.json")
