@@ -22,7 +22,7 @@ from tests.llm.fake_server import FakeOpenAIServer, Recorded, Step, completion_b
 
 
 def _reply(request: Recorded) -> bytes:
-    """"Paris", or a reply holding a lone surrogate (JSON allows "\\ud800") for "odd"."""
+    """Reply "Paris", or a reply holding a lone surrogate (JSON allows "\\ud800") for "odd"."""
     prompt = str(request.json["messages"][-1]["content"])
     if "odd" not in prompt:
         return completion_body(request, "Paris")
@@ -35,7 +35,9 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield running
 
 
-def _eval(folder: Path, server: FakeOpenAIServer, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
+def _eval(
+    folder: Path, server: FakeOpenAIServer, *args: str | bytes
+) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TNSAI_LLM_")}
     env["TNSAI_LLM_BASE_URL"] = server.base_url
     command = [sys.executable, "-m", "tnsai_eval.cli", "eval", *args]
@@ -57,9 +59,7 @@ def test_a_model_name_with_two_dollars_is_text_in_the_figure(
     # Was a mathtext ValueError drawing the figure, after the call was paid for.
     assert run.returncode == 0, run.stderr.decode()
     assert (tmp_path / "o" / "score_vs_cost.png").read_bytes()[:4] == b"\x89PNG"
-    assert json.loads((tmp_path / "o" / "report.json").read_text())["config"]["models"] == [
-        "m$_$x"
-    ]
+    assert json.loads((tmp_path / "o" / "report.json").read_text())["config"]["models"] == ["m$_$x"]
 
 
 def test_a_lone_surrogate_in_a_dataset_line_is_a_bad_line_before_any_call(

@@ -75,7 +75,8 @@ def test_model_changed_lines_mask_and_flatten_ids_and_model_names(markdown: bool
     assert len(changes) == 1
     text = format_model_changes(changes, markdown=markdown)
     _assert_inert(text)
-    assert text.count("\n") == 0 and "model changed" in text
+    assert text.count("\n") == 0
+    assert "model changed" in text
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])

@@ -22,16 +22,17 @@ variable, an unreadable prompt file, an unwritable --out), before any call.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.files import atomic_write_text, shown_path
 from tnsai_eval._util.text import no_surrogates, one_line, shown_label
 from tnsai_eval.cli._common import check_output_dir, finite_float, positive_int
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, resolve_model
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, project_settings, resolve_model
 
 if TYPE_CHECKING:
     from tnsai_eval.llm import LLMClient, ModelTable, NamedModel
@@ -96,7 +97,24 @@ def _prompt(given: str) -> tuple[str, str | None]:
         raise ConfigError(f"--prompt {given!r}: cannot read {str(path)!r}: {exc}") from None
     if not text.strip():
         raise ConfigError(f"--prompt {given!r}: {str(path)!r} is empty")
-    return text, path.as_posix()
+    return text, shown_path(path, _root())
+
+
+def _root() -> Path:
+    """What the report's paths are relative to: the folder of the nearest
+    ``pyproject.toml`` (the project), else the working directory; a committed
+    report then names its files the same way on every machine, as the plugin's
+    do (relative to pytest's rootdir)."""
+    found = project_settings().file
+    return Path.cwd() if found is None else found.parent
+
+
+def _dataset_label(given: str) -> str:
+    """The dataset as the report's test ids and configuration name it: a shipped
+    name as it is, a file relative to ``_root()``."""
+    if "/" not in given and os.sep not in given and not given.endswith(".jsonl"):
+        return given
+    return shown_path(Path(given), _root())
 
 
 def _models(args: argparse.Namespace, table: ModelTable) -> dict[str, NamedModel | LLMClient]:
@@ -167,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"eval: {note}", file=sys.stderr)
     evaluation = evaluate_models(
         text, plan.cases, models, table=table, evaluator=plan.evaluator, params=params,
-        threshold=plan.threshold, dataset=args.dataset, notes=plan.notes,
+        threshold=plan.threshold, dataset=_dataset_label(args.dataset), notes=plan.notes,
         concurrency=args.concurrency,
     )  # fmt: skip
     report = _report(evaluation, text, file, params, args.min_score)

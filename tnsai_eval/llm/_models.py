@@ -257,7 +257,6 @@ def _price(value: object, where: str) -> float | None:
         or not 0 <= value <= MAX_PRICE
     ):
         raise ConfigError(
-            f"{where} must be a number from 0 to {MAX_PRICE:g} (per million tokens), "
-            f"got {value!r}"
+            f"{where} must be a number from 0 to {MAX_PRICE:g} (per million tokens), got {value!r}"
         )
     return float(value)

@@ -34,6 +34,7 @@ def _value(number: float, *, sign: bool = False) -> str:
     plus = "+" if sign else ""
     return f"{number:{plus}.2f}" if abs(number) < 1e6 else f"{number:{plus}.3g}"
 
+
 __all__ = [
     "plot_case_deltas",
     "plot_report_comparison",

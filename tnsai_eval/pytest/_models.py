@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tnsai_eval._util.files import shown_path
+
 if TYPE_CHECKING:
     from tnsai_eval.llm import ModelTable, NamedModel
 
@@ -132,7 +134,22 @@ def model_options(config: pytest.Config, record_mode: str) -> ModelOptions:
             )
         if compare[0] == compare[1]:
             raise pytest.UsageError(f"{compare_origin}: both names are {compare[0]!r}")
-    return ModelOptions(models, compare, gate_costs, table.source)
+    return ModelOptions(models, compare, gate_costs, _shown_source(table.source, config.rootpath))
+
+
+def _shown_source(source: str, rootdir: Path) -> str:
+    """The table's source as the report keeps it: its file relative to the rootdir
+    (a committed report names no machine path), the table's name kept.
+
+    >>> _shown_source("/repo/pyproject.toml [tool.tnsai-eval.models]", Path("/repo"))
+    'pyproject.toml [tool.tnsai-eval.models]'
+    >>> _shown_source("<built in>", Path("/repo"))
+    '<built in>'
+    """
+    file, space, table = source.partition(" [")
+    if not Path(file).is_absolute():
+        return source
+    return shown_path(Path(file), rootdir) + space + table
 
 
 def _given(config: pytest.Config) -> tuple[list[str], str]:
