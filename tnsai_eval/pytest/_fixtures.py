@@ -345,6 +345,7 @@ def evaluate_prompt(
             verdict,
         )
         from tnsai_eval.pytest._metered import accepts_sample, add_hint
+        from tnsai_eval.pytest._progress import case_progress
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
@@ -369,19 +370,24 @@ def evaluate_prompt(
                 "sample": session.sample,
             }
         given_on_case = options.pop("on_case", None)
-
-        def on_case(case: CaseRecord) -> None:
-            if case.output is not None:
-                session.record_reply(case.tokens, cached=case.cached, latency_s=case.latency_s)
-            if given_on_case is not None:
-                given_on_case(case)
-
         options.setdefault("budget", session.budget)
         options["concurrency"] = session.concurrency_for(options.get("concurrency"))
+        label = f"{request.node.name}: {name or 'score'}"
         try:
-            result = score_prompt(
-                client, text, plan.cases, evaluator=plan.evaluator, on_case=on_case, **options
-            )
+            with case_progress(request.config, len(plan.cases), label) as step:
+
+                def on_case(case: CaseRecord) -> None:
+                    if case.output is not None:
+                        session.record_reply(
+                            case.tokens, cached=case.cached, latency_s=case.latency_s
+                        )
+                    step()
+                    if given_on_case is not None:
+                        given_on_case(case)
+
+                result = score_prompt(
+                    client, text, plan.cases, evaluator=plan.evaluator, on_case=on_case, **options
+                )
         except Exception as exc:
             add_hint(exc, session.options)
             raise

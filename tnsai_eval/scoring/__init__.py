@@ -10,7 +10,8 @@ a model through an ``LLMClient``); it imports neither the optimizer nor any view
 * Evaluators (``PromptEvaluator``: ``evaluate(actual, expected) -> float`` in
   [0, 1]): ``ExactMatchEvaluator``, ``ContainsEvaluator``, ``LabelEvaluator``,
   ``TokenF1Evaluator``, ``DefaultPromptEvaluator`` and ``LLMJudgeEvaluator``;
-  ``score_metric`` names what their mean is (an accuracy or a score).
+  ``score_metric`` names what their mean is (an accuracy or a score),
+  ``uses_expected`` whether they read the expected answer.
 * ``Judge``: grades a text against a yes/no question with whatever the client
   offers (log-probabilities, a JSON score, a ``SCORE:`` line);
   ``JudgeCalibration`` sets its threshold from labelled examples.
@@ -25,7 +26,7 @@ from tnsai_eval.scoring._calibration import JudgeCalibration, fit_threshold
 from tnsai_eval.scoring._cases import TestCase, check_cases, split_cases
 from tnsai_eval.scoring._contains import ContainsEvaluator
 from tnsai_eval.scoring._default import DefaultPromptEvaluator
-from tnsai_eval.scoring._evaluator import PromptEvaluator
+from tnsai_eval.scoring._evaluator import PromptEvaluator, uses_expected
 from tnsai_eval.scoring._exact import ExactMatchEvaluator
 from tnsai_eval.scoring._f1 import TokenF1Evaluator
 from tnsai_eval.scoring._judge import Judge, JudgeMethod, JudgeResult
@@ -56,4 +57,5 @@ __all__ = [
     "parse_judge_score",
     "score_metric",
     "split_cases",
+    "uses_expected",
 ]
