@@ -64,7 +64,9 @@ def test_every_bad_csv_row_is_named_by_its_line(tmp_path: Path) -> None:
 
 def test_a_csv_without_an_input_column_names_its_header(tmp_path: Path) -> None:
     path = _write(tmp_path / "q.csv", "question,answer\na,b\n")
-    with pytest.raises(DatasetError, match=r"must name an 'input' column.*\['question', 'answer'\]"):
+    with pytest.raises(
+        DatasetError, match=r"must name an 'input' column.*\['question', 'answer'\]"
+    ):
         datasets.load(path)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -235,19 +236,26 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
         "</table>",
     ]
-    flipped = sorted((c for c in flips.values()), key=lambda c: (c.flip != "broken", c.delta))
-    for change in flipped:
+    parts += _flip_blocks(flips.values(), "baseline", "this run")
+    return "\n".join(parts)
+
+
+def _flip_blocks(changes: Iterable[CaseChange], before_name: str, after_name: str) -> list[str]:
+    """Each flipped case, broken ones first (worst drop first): its input, expected
+    answer and scores, and both outputs side by side."""
+    blocks = []
+    for change in sorted(changes, key=lambda c: (c.flip != "broken", c.delta)):
         before = _esc(masked(change.baseline_output) or "")
         after = _esc(masked(change.current_output) or "")
-        parts.append(
+        blocks.append(
             f"<p><b>{change.flip}</b> <code>{_esc(change.id)}</code>: "
             f"{_esc(shown_text(change.input, 200))} "
             f"(expected {_esc(shown_text(change.expected, 80))}; "
             f"{change.baseline_score:.2f} -> {change.current_score:.2f})</p>"
-            f'<div class="side"><div>baseline<pre>{before}</pre></div>'
-            f"<div>this run<pre>{after}</pre></div></div>"
+            f'<div class="side"><div>{_esc(before_name)}<pre>{before}</pre></div>'
+            f"<div>{_esc(after_name)}<pre>{after}</pre></div></div>"
         )
-    return "\n".join(parts)
+    return blocks
 
 
 def _model_section(result: ModelComparison) -> list[str]:
@@ -278,11 +286,28 @@ def _model_section(result: ModelComparison) -> list[str]:
         else f'<span class="verdict-fail">{len(result.comparison.regressions)} regression(s)</span>'
     )
     frame = pd.DataFrame(rows)
-    return [
-        f"<h2>Model {html.escape(result.candidate)} against {html.escape(result.baseline)}: "
-        f"{verdict}</h2>",
+    parts = [
+        f"<h2>Model {_esc(result.candidate)} against {_esc(result.baseline)}: {verdict}</h2>",
         _table(frame, row_class="verdict"),
     ]
+    # The cases that flipped between the two models, as a baseline comparison lists them.
+    flipped = [cmp for cmp in result.comparison.cases if cmp.flipped]
+    total = sum(len(cmp.flipped) for cmp in flipped)
+    broken = sum(len(cmp.broken) for cmp in flipped)
+    parts.append(
+        f"<h3>Flipped cases, {_esc(result.baseline)} (A) to {_esc(result.candidate)} (B): "
+        f"{total} ({broken} broken, {total - broken} fixed)</h3>"
+    )
+    for cmp in flipped:
+        low, high = cmp.delta_interval
+        parts.append(
+            f"<h4><code>{_esc(cmp.nodeid)}</code> ({_esc(cmp.metric)}): {len(cmp.broken)} "
+            f"broken, {len(cmp.fixed)} fixed of {len(cmp.changes)} common case(s); mean "
+            f"{cmp.baseline_mean:.3f} -> {cmp.current_mean:.3f} (95% CI of the delta "
+            f"[{low:+.3f}, {high:+.3f}]); sign test p={cmp.p_worse:.3g}</h4>"
+        )
+        parts += _flip_blocks(cmp.flipped, f"A: {result.baseline}", f"B: {result.candidate}")
+    return parts
 
 
 @frozen_secrets()  # one page, one reading of the secrets (every text on it is masked)
