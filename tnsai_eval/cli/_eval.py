@@ -213,7 +213,7 @@ def _verdict(evaluation: ModelEvaluation, min_score: float | None) -> int:
 
 def _leaderboard(evaluation: ModelEvaluation) -> str:
     """The models best first: score [95% CI], pass rate, tokens, cost, p50 latency."""
-    from tnsai_eval.reports import format_table
+    from tnsai_eval.reports import format_cost, format_table
 
     rows = []
     ranked = sorted(evaluation.results, key=lambda r: -r.score)
@@ -227,7 +227,7 @@ def _leaderboard(evaluation: ModelEvaluation) -> str:
                 f"{result.score:.3f} [{low:.3f}, {high:.3f}]",
                 f"{result.pass_rate:.0%}",
                 f"{result.tokens_in}/{result.tokens_out}",
-                "-" if result.cost is None else f"{result.cost:.6f}",
+                format_cost(result.cost),
                 "-" if p50 is None else f"{p50:.3f}",
             )
         )

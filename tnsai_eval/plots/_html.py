@@ -28,6 +28,7 @@ from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
+    COST_METRICS,
     CaseChange,
     Comparison,
     ModelComparison,
@@ -35,6 +36,8 @@ from tnsai_eval.reports import (
     Report,
     TrackedTest,
     compare,
+    cost_line,
+    format_cost,
     masked,
     read_report,
     shown_text,
@@ -110,14 +113,16 @@ def _table(frame: pd.DataFrame, *, row_class: str | None = None) -> str:
     rows = []
     for _, row in frame.iterrows():
         css = f' class="{_esc(str(row[row_class]))}"' if row_class else ""
-        cells = "".join(f"<td>{_cell(row[c])}</td>" for c in shown)
+        cells = "".join(f"<td>{_cell(row[c], str(c))}</td>" for c in shown)
         rows.append(f"<tr{css}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _cell(value: object) -> str:
+def _cell(value: object, column: str = "") -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return ""
+    if isinstance(value, float) and column.startswith("cost"):  # "cost", "cost <model>"
+        return format_cost(value)  # 0.0000456, where three decimals showed 0.000
     if isinstance(value, float):
         return f"{value:.3f}"
     return _esc(str(value))
@@ -159,6 +164,21 @@ def _evidence(comparison: Comparison) -> list[str]:
             f'<ul class="power">{items}</ul>'
         )
     return parts
+
+
+def _cost_lines(comparison: Comparison) -> list[str]:
+    """Each judged cost or latency change as the terminal says it: ratio and limit."""
+    changes = [
+        c
+        for c in (*comparison.regressions, *comparison.dropped, *comparison.improved)
+        if c.metric in COST_METRICS
+    ]
+    if not changes:
+        return []
+    items = "".join(
+        f"<li><code>{_esc(c.nodeid)}</code>: {_esc(cost_line(c))}</li>" for c in changes
+    )
+    return [f'<ul class="costs">{items}</ul>']
 
 
 def _prompt_diffs(changes: tuple[PromptChange, ...]) -> list[str]:
@@ -347,7 +367,7 @@ def render_html(
         f"<p>created {_esc(run.created or '-')} · schema {run.schema_version} · {_esc(config)}</p>",
         f"<p>{totals['tests']} test(s), {totals['failed']} failed · {totals['calls']} call(s), "
         f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)"
-        + ("" if run.cost is None else f" · estimated cost {run.cost:.6f}")
+        + ("" if run.cost is None else f" · estimated cost {format_cost(run.cost)}")
         + "</p>",
     ]
     if comparison is None and baseline is not None:
@@ -362,6 +382,7 @@ def render_html(
             *_evidence(comparison),
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
+            *_cost_lines(comparison),
             # Replayed replies have no latency: a note says why a gate left a test out.
             *(f'<p class="note">{html.escape(note)}</p>' for note in comparison.notes),
             *_prompt_diffs(comparison.prompt_changes),

@@ -32,6 +32,7 @@ from typing import Any
 
 from tnsai_eval._util.text import shown_label
 from tnsai_eval.reports._compare import Comparison, MetricChange, compare
+from tnsai_eval.reports._costs import format_cost
 from tnsai_eval.reports._model import ReportSource, TrackedTest
 
 __all__ = [
@@ -152,14 +153,10 @@ def _row(
     )
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6f}"
-
-
 def _side(test: TrackedTest | None) -> tuple[str, str, str]:
     if test is None:
         return "-", "-", "-"
-    return str(test.calls), f"{test.tokens_in}/{test.tokens_out}", _money(test.cost)
+    return str(test.calls), f"{test.tokens_in}/{test.tokens_out}", format_cost(test.cost)
 
 
 _HEADERS = (
