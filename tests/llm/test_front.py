@@ -42,7 +42,9 @@ def test_each_completed_replayed_or_failed_call_emits_one_event(tmp_path: Path) 
     assert (stored.cached, stored.attempts, stored.latency_s, stored.total_tokens) == (
         True, 0, 0.0, 9,
     )  # fmt: skip
-    assert live.live and not stored.live and not failed.live
+    assert live.live
+    assert not stored.live
+    assert not failed.live
     assert isinstance(failed.error, RuntimeError)
     assert len(events) == 3
 
@@ -95,13 +97,15 @@ def test_a_factory_is_called_on_the_first_call_that_reaches_the_model(tmp_path: 
 
     client = FrontClient(factory=factory, store=store, mode="replay", model="m")
     assert client.chat("q").text == "Paris"
-    assert made == [] and not client.made
+    assert made == []
+    assert not client.made
     with pytest.raises(ReplayMissError):
         client.chat("other")
     assert made == []
     live = FrontClient(factory=factory, store=store, model="m")
     assert live.chat("other").text == "Rome"
-    assert len(made) == 1 and live.made
+    assert len(made) == 1
+    assert live.made
 
 
 def test_a_factory_needs_the_model_name_and_one_source() -> None:
@@ -144,4 +148,5 @@ def test_ensure_concurrency_reaches_a_client_made_later(fake_server: FakeOpenAIS
     )
     client.ensure_concurrency(40)
     made = client.client
-    assert isinstance(made, OpenAIClient) and made.max_concurrency == 40
+    assert isinstance(made, OpenAIClient)
+    assert made.max_concurrency == 40

@@ -41,7 +41,20 @@ class ClientProbe:
 
     def __exit__(self, *exc: object) -> None:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_server(_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    _server.reset()
+    yield _server
+    _server.reset()
 
 
 @pytest.fixture
@@ -74,23 +87,28 @@ def test_max_calls_bounds_the_attempts_of_evaluate_models_against_a_failing_serv
     assert evaluation.results[0].evaluation.calls == 2
 
 
+def _echo() -> ScriptedLLM:
+    # A distinct reply per case, so that each one is judged (a judge reuses a verdict).
+    return ScriptedLLM(fn=lambda messages, params: messages[-1].content)
+
+
 def test_a_judges_calls_draw_on_the_run_budget_or_on_its_own() -> None:
-    task = ScriptedLLM(default="zebra")
-    judge = ScriptedLLM(default="Fine.\nSCORE: 90")
-    evaluator = LLMJudgeEvaluator(judge)
+    task, judge = _echo(), ScriptedLLM(default="Fine.\nSCORE: 90")
     budget = CallBudget(4)
-    result = score_prompt(task, "Answer.", CASES, evaluator=evaluator, budget=budget, concurrency=1)
+    result = score_prompt(
+        task, "Answer.", CASES, evaluator=LLMJudgeEvaluator(judge), budget=budget, concurrency=1
+    )
     # Two cases' calls and their two judgements spend the four attempts.
     assert budget.spent == 4
-    assert len(task.calls) + len(judge.calls) == 4
-    assert len(result.not_run) + len(result.errors) == len(CASES) - 2
+    assert (len(task.calls), len(judge.calls)) == (2, 2)
+    assert [c.state.value for c in result.cases] == ["scored"] * 2 + ["not_run"] * 4
     own = CallBudget(1)
     judged = score_prompt(
-        ScriptedLLM(default="zebra"), "Answer.", CASES[:3], evaluator=LLMJudgeEvaluator(
-            ScriptedLLM(default="Fine.\nSCORE: 90")), budget=CallBudget(10), judge_budget=own,
+        _echo(), "Answer.", CASES[:3], evaluator=LLMJudgeEvaluator(judge),
+        budget=CallBudget(10), judge_budget=own,
     )  # fmt: skip
     assert own.spent == 1
-    assert [c.state.value for c in judged.cases].count("scored") == 1
+    assert sorted(c.state.value for c in judged.cases) == ["error", "error", "scored"]
 
 
 def test_concurrency_is_honoured_on_a_client_built_with_defaults(
@@ -131,4 +149,4 @@ def test_a_call_enters_at_most_two_client_classes(fake_server: FakeOpenAIServer)
 def _no_profiler_left() -> Iterator[None]:
     yield
     sys.setprofile(None)
-    threading.setprofile(None)  # type: ignore[arg-type]
+    threading.setprofile(None)

@@ -37,7 +37,7 @@ def test_fixture(llm):
     assert llm.chat("Capital of France?").text == "Paris"
 
 
-@pytest.mark.refine_until(must_contain=["Paris"], max_iterations=2)
+@pytest.mark.refine_until(task="Name the capital.", must_contain=["Paris"], max_iterations=2)
 def test_refine(refine):
     refine("no idea", input="Capital of France?")
 """
@@ -61,19 +61,20 @@ def test_each_call_enters_two_client_classes(
     pytester: pytest.Pytester, paris: FakeOpenAIServer, test: str, named: bool
 ) -> None:
     pytester.makepyfile(test_suite=SUITE)
+    # The `llm` fixture is the configured model, named models or not.
+    where = ["--llm-base-url", paris.base_url, "--llm-model", "m"]
     if named:
         pytester.makepyprojecttoml(
-            f'[tool.tnsai-eval.models.fake]\nbase_url = "{paris.base_url}"\nmodel = "m"\n'
+            f'[tool.tnsai-eval.models.fake]\nbase_url = "{paris.base_url}"\nmodel = "named"\n'
         )
-        where = ["--tnsai-model", "fake"]
-    else:
-        where = ["--llm-base-url", paris.base_url, "--llm-model", "m"]
+        where += ["--tnsai-model", "fake"]
     with ClientProbe() as probe:
         result = pytester.runpytest_inprocess(
             f"test_suite.py::{test}", *where, "--llm-record", "off", "-p", "no:cacheprovider"
         )
     result.assert_outcomes(passed=1)
-    assert paris.requests, "the model was called"
+    models = {r.json["model"] for r in paris.requests}
+    assert models == {"named" if named and test != "test_fixture" else "m"}
     assert probe.classes == {"FrontClient", "OpenAIClient"}
 
 
@@ -102,7 +103,8 @@ def test_repeat_samples_leave_the_prompt_hash_alone(
     assert "changed (" not in repeated.stdout.str()
     # The second sample has a recording of its own; the request sent is the same.
     sent = [json.loads(r.raw) for r in paris.requests]
-    assert len(sent) == 2 and sent[0] == sent[1]
+    assert len(sent) == 2
+    assert sent[0] == sent[1]
     assert "sample" not in sent[1]
     cassette = next(Path(pytester.path / "store").glob("*capitals*.json"))
     replies = json.loads(cassette.read_text())["replies"].values()

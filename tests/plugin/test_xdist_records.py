@@ -105,7 +105,9 @@ def test_dist_each_keeps_every_workers_tokens_cost_and_live_calls(
     (test,) = read_report(pytester.path / "r.json").tests
     # Both workers made the same call: the merged record holds twice its tokens.
     assert (test.calls, test.live_calls) == (2, 2)
-    assert test.tokens_in > 0 and test.tokens_in % 2 == 0 and test.tokens_out % 2 == 0
+    assert test.tokens_in > 0
+    assert test.tokens_in % 2 == 0
+    assert test.tokens_out % 2 == 0
     assert test.cost == pytest.approx(test.tokens_in * 1.0 + test.tokens_out * 2.0)
     assert test.latency_p50_s is not None
 

@@ -9,6 +9,12 @@ listeners); whoever needs to know about calls subscribes to its ``CallEvent``s.
 from tnsai_eval.llm._budget import CallBudget, only_budgets
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._diagnose import Diagnosis, DiagnosisItem, diagnose
+from tnsai_eval.llm._format import (
+    ResponseFormatStyle,
+    check_response_format,
+    json_schema_format,
+    unenforced_keywords,
+)
 from tnsai_eval.llm._front import (
     CachedLLM,
     CallEvent,
@@ -22,12 +28,6 @@ from tnsai_eval.llm._front import (
     metered_call,
     running_case,
     sampling,
-)
-from tnsai_eval.llm._format import (
-    ResponseFormatStyle,
-    check_response_format,
-    json_schema_format,
-    unenforced_keywords,
 )
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path

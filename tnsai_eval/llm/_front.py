@@ -397,7 +397,9 @@ class FrontClient:
         """Write every reply recorded but not written yet (held ones too); the files written."""
         return [] if self.store is None else self.store.save()
 
-    def is_stored(self, messages: MessagesInput, *, sample: int | None = None, **params: Any) -> bool:
+    def is_stored(
+        self, messages: MessagesInput, *, sample: int | None = None, **params: Any
+    ) -> bool:
         """Whether ``chat(messages, **params)`` would be answered from the store.
 
         Asks the store only: nothing is sent and no counter moves. Always
@@ -409,7 +411,9 @@ class FrontClient:
         return self._find(request) is not None
 
     # -- calls ----------------------------------------------------------------------
-    def chat(self, messages: MessagesInput, *, sample: int | None = None, **params: Any) -> Completion:
+    def chat(
+        self, messages: MessagesInput, *, sample: int | None = None, **params: Any
+    ) -> Completion:
         """One completion, from the store or the model as ``mode`` says.
 
         ``sample`` (default: the context's, see ``sample``) tells apart several
@@ -567,9 +571,12 @@ class _Call:
         if reply is not None:
             attempts = _attempts(reply.attempts)
         else:
-            attempts = _attempts(getattr(error, "attempts", 1)) if isinstance(error, LLMError) else 0
-        live = reply is not None and not self.cached
-        latency = (reply.latency_s or time.perf_counter() - self.started) if live else 0.0
+            attempts = (
+                _attempts(getattr(error, "attempts", 1)) if isinstance(error, LLMError) else 0
+            )
+        latency = 0.0
+        if reply is not None and not self.cached:
+            latency = reply.latency_s or time.perf_counter() - self.started
         return CallEvent(
             model=self.front.model,
             cached=self.cached,

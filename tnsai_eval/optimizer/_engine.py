@@ -380,7 +380,6 @@ class Engine:
         The case runs in ``llm.running_case(its id)``: every call made for it,
         its evaluator's included, is attributed to it.
         """
-        case = cases[index]
         case_id = self.case_ids(cases)[index]
         with running_case(case_id):
             return await self._score_case(variant, index, cases, case_id, split)

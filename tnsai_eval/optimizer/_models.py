@@ -288,9 +288,10 @@ def evaluate_models(
     them); ``threshold`` is the score a case must reach to pass. Each model
     is called through its one ``FrontClient`` (a client given as one is used
     as it is), behind ``store`` in ``record_mode`` when given (``replay``
-    never calls); its tokens and latencies are what its client's events say. ``dataset`` and ``notes`` only
-    label the result. ``tnsai_eval.frames.compare_models`` takes a dataset
-    name instead of cases and resolves it first.
+    never calls); its tokens and latencies are what its client's events
+    say. ``dataset`` and ``notes`` only label the result.
+    ``tnsai_eval.frames.compare_models`` takes a dataset name instead of
+    cases and resolves it first.
 
     Everything that can be checked is checked before the first call: the
     prompt, every name and every key variable (``ConfigError``). A failed

@@ -334,6 +334,7 @@ def evaluate_prompt(
     ) -> PromptEvaluation:
         from tnsai_eval.datasets import scoring_plan
         from tnsai_eval.optimizer import score_prompt
+        from tnsai_eval.pytest._client import add_hint
         from tnsai_eval.pytest._evaluate import (
             check_min_score,
             load_prompt,
@@ -341,7 +342,6 @@ def evaluate_prompt(
             record,
             verdict,
         )
-        from tnsai_eval.pytest._client import add_hint
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded

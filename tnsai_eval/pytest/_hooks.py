@@ -318,9 +318,9 @@ def _unparametrized(item: pytest.Item, models: Sequence[str]) -> str | None:
     from another's.
     """
     callspec = getattr(item, "callspec", None)
-    model = None if callspec is None else callspec.params.get("tnsai_model")
-    if model not in models:
+    if callspec is None or callspec.params.get("tnsai_model") not in models:
         return None
+    model = callspec.params["tnsai_model"]
     parts = callspec.id.split("-")
     parts.remove(str(model))
     name = item.nodeid.rsplit("[", 1)[0]

@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_METRIC_VALUE",
+    "MERGE",
     "SCHEMA_VERSION",
     "CaseRecord",
     "CaseState",
     "IterationRecord",
-    "MERGE",
     "MergeRule",
     "MetricStats",
     "PromptRecord",
