@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
-from tests.optimizer.test_call_path import ClientProbe
+from tests.llm.test_call_path import ClientProbe
 from tests.plugin.conftest import read_json
 
 SUITE = """

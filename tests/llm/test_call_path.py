@@ -44,19 +44,6 @@ class ClientProbe:
         threading.setprofile(None)
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def fake_server(_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
-    _server.reset()
-    yield _server
-    _server.reset()
-
-
 @pytest.fixture
 def failing(fake_server: FakeOpenAIServer) -> FakeOpenAIServer:
     fake_server.reset(default=Step.error(503))
