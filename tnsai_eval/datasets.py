@@ -2,15 +2,17 @@
 
 Each line of a ``.jsonl`` file is one JSON object ``{"input": "...",
 "expected": "..."}``, with an optional ``"id"`` (a string that names the case
-in reports across runs; other keys are allowed and ignored). A ``.csv`` file
-has a header row naming the same columns (``input``, and ``expected`` and
-``id`` when it has them; other columns are ignored) and one case per row.
-``expected`` may be left out where the evaluator does not read it (a rubric
-judge, an evaluator of one's own; see ``scoring.uses_expected``);
-``scoring_plan`` refuses such cases for one that does. ``load`` checks every
-line and raises one ``DatasetError`` listing each bad line by number and
-reason; it never skips a line silently. Any other file format is a
-``DatasetError`` naming the formats read.
+in reports across runs), and for an agent's task optional
+``"expected_tool_calls"`` (a list of ``{"name", "arguments"}``) and ``"state"``
+(an object that norms' conditions read); other keys are allowed and ignored. A
+``.csv`` file has a header row naming the columns (``input``, and ``expected``
+and ``id`` when it has them; other columns are ignored) and one case per row.
+``expected`` may be left out where the evaluator does not read it (a
+trajectory evaluator, a rubric judge, an evaluator of one's own; see
+``scoring.uses_expected``); ``scoring_plan`` refuses such cases for one that
+does. ``load`` checks every line and raises one ``DatasetError`` listing each
+bad line by number and reason; it never skips a line silently. Any other file
+format is a ``DatasetError`` naming the formats read.
 
 A dataset may declare how it is scored in a sidecar ``NAME.meta.json`` next to
 ``NAME.jsonl`` (``load_meta`` reads it; every key optional)::
@@ -535,7 +537,7 @@ def _case_from(item: Mapping[str, Any]) -> tuple[TestCase | None, str | None]:
     # No expected answer: fine where the evaluator does not read it (scoring_plan checks).
     item = {"expected": "", **item}
     for key in _KEYS:
-        if not isinstance(item[key], str):
+        if key in item and not isinstance(item[key], str):
             return None, f"{key!r} must be a string, got {type(item[key]).__name__}"
     if not item["input"].strip():
         return None, "'input' is empty"
@@ -547,4 +549,17 @@ def _case_from(item: Mapping[str, Any]) -> tuple[TestCase | None, str | None]:
     case_id = item.get("id")
     if case_id is not None and (not isinstance(case_id, str) or not case_id.strip()):
         return None, f"'id' must be a non-blank string, got {case_id!r}"
-    return TestCase(item["input"], item["expected"], case_id), None
+    state = item.get("state")
+    if state is not None and not isinstance(state, Mapping):
+        return None, f"'state' must be an object, got {type(state).__name__}"
+    try:
+        case = TestCase(
+            item["input"],
+            item.get("expected", ""),
+            item.get("expected_tool_calls", ()),
+            state,
+            id=case_id,
+        )
+    except ConfigError as exc:  # a malformed expected_tool_calls, named by the error
+        return None, str(exc)
+    return case, None

@@ -37,10 +37,12 @@ from tnsai_eval.reports._decode import decode_report, decode_test, read_report
 from tnsai_eval.reports._gate import GATE_DEFAULTS, describe_settings, gate_settings
 from tnsai_eval.reports._junit import render_junit, write_junit
 from tnsai_eval.reports._model import (
+    MERGE,
     SCHEMA_VERSION,
     CaseRecord,
     CaseState,
     IterationRecord,
+    MergeRule,
     MetricStats,
     PromptRecord,
     Report,
@@ -78,6 +80,7 @@ __all__ = [
     "COMPARISON_COLUMNS",
     "COST_METRICS",
     "GATE_DEFAULTS",
+    "MERGE",
     "SCHEMA_VERSION",
     "CaseChange",
     "CaseComparison",
@@ -88,6 +91,7 @@ __all__ = [
     "Detectability",
     "GateMode",
     "IterationRecord",
+    "MergeRule",
     "MetricChange",
     "MetricStats",
     "ModelComparison",
