@@ -37,7 +37,7 @@ def test_a_csv_file_loads_its_cases_with_quotes_ids_and_extra_columns(tmp_path: 
     )
     cases = datasets.load(path)
     assert cases == [
-        TestCase("What is the capital of France?", "Paris", "fr"),
+        TestCase("What is the capital of France?", "Paris", id="fr"),
         TestCase('Say "hi", then a\nnew line', "hi"),
     ]
     assert [c.id for c in cases] == ["fr", None]  # an empty id cell is no id
@@ -98,6 +98,6 @@ def test_an_evaluator_that_reads_expected_refuses_cases_without_it(tmp_path: Pat
         with pytest.raises(ConfigError, match=r"1 case\(s\) have no expected answer.*'haiku'"):
             datasets.scoring_plan(path, evaluator=evaluator)
     rubric = LLMJudgeEvaluator(ScriptedLLM(), template="Is this polite? {actual}")
-    for evaluator in (_Short(), rubric):
-        assert not uses_expected(evaluator)
-        assert len(datasets.scoring_plan(path, evaluator=evaluator).cases) == 2
+    for free in (_Short(), rubric):
+        assert not uses_expected(free)
+        assert len(datasets.scoring_plan(path, evaluator=free).cases) == 2
