@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tnsai_eval.errors import LocalModelUnavailable
 
-__all__ = ["INSTALL_HINT", "SMOLLM2_NAME", "embedded_model_name", "smollm2_gguf_path"]
+__all__ = ["INSTALL_HINT", "SMOLLM2_NAME", "smollm2_gguf_path"]
 
 INSTALL_HINT = "pip install 'tnsai-eval[local]'"
 #: The name replies of the embedded model are recorded under: the stem of the
@@ -88,20 +88,3 @@ def _first_gguf(candidates: list[Path]) -> Path | None:
         if path.is_file():
             return path.resolve()
     return None
-
-
-def embedded_model_name() -> str:
-    """The embedded model's name as recordings key it, whether or not it is installed.
-
-    With ``[local]`` it is the installed GGUF's stem; without it (a CI job
-    that only replays) it is ``SMOLLM2_NAME``, the name the same package
-    gives it: replay is keyed on what was recorded, not on what is installed,
-    so a core install replays the embedded model's recordings.
-
-    >>> embedded_model_name() == SMOLLM2_NAME
-    True
-    """
-    try:
-        return smollm2_gguf_path().stem
-    except LocalModelUnavailable:
-        return SMOLLM2_NAME

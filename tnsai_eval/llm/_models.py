@@ -41,12 +41,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tnsai_eval._util.plain import MAX_JSON_COUNT
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
+    from tnsai_eval.llm._front import FrontClient
+    from tnsai_eval.llm._store import ResponseStore
     from tnsai_eval.llm._types import LLMClient
+    from tnsai_eval.settings import RecordMode
 
-__all__ = ["EMBEDDED_MODEL", "ModelTable", "NamedModel"]
+__all__ = ["EMBEDDED_MODEL", "ModelTable", "NamedModel", "embedded_model_name"]
 
 #: The built-in name of the embedded local model.
 EMBEDDED_MODEL = "embedded"
@@ -55,6 +59,10 @@ _KEYS = ("base_url", "model", "api_key_env", "price_in", "price_out")
 # What a model name may be: it becomes part of pytest test ids and file names.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The highest price per million tokens taken (in any currency): with at most
+# 2**53 tokens a cost stays a finite number, so a report can always be read
+# back (1e308 made its cost inf, which JSON readers refuse).
+MAX_PRICE = 1e9
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,8 @@ class NamedModel:
         """The estimated cost of these token counts at the declared prices (None: no price)."""
         if not self.priced:
             return None
+        # Counts past any real one (a client's usage of 10**400) would overflow the float.
+        tokens_in, tokens_out = min(tokens_in, MAX_JSON_COUNT), min(tokens_out, MAX_JSON_COUNT)
         return (tokens_in * (self.price_in or 0.0) + tokens_out * (self.price_out or 0.0)) / 1e6
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
@@ -116,6 +126,32 @@ class NamedModel:
         base_url, model = self.base_url, self.model or ""
         return OpenAIClient(model, base_url=base_url or "", api_key=self.api_key(environ))
 
+    def front(
+        self,
+        store: ResponseStore | str | os.PathLike[str] | None = None,
+        mode: RecordMode | str = "record",
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> FrontClient:
+        """This model's ``FrontClient``: its client made on the first call that reaches it
+        (a replayed run needs no key and loads no model), behind ``store`` in ``mode``."""
+        from tnsai_eval.llm._front import FrontClient
+
+        if self.embedded:
+            model, server = embedded_model_name(), None
+        else:
+            from tnsai_eval._util.secrets import redact_url
+
+            model, server = self.model or "", redact_url(self.base_url or "")
+        return FrontClient(
+            factory=lambda: self.client(environ),
+            store=store,
+            mode=mode,
+            model=model,
+            server=server,
+            offers_logprobs=True,
+        )
+
     def describe(self) -> dict[str, object]:
         """What a report records about this model (the URL without credentials, no key)."""
         from tnsai_eval._util.secrets import redact_url
@@ -131,6 +167,27 @@ class NamedModel:
 
 
 _EMBEDDED = NamedModel(EMBEDDED_MODEL, None, None)
+
+
+def embedded_model_name() -> str:
+    """The embedded model's name as its recordings are keyed, whether or not it is installed.
+
+    With ``[local]`` it is the installed GGUF file's stem; without it (a CI job
+    that only replays) it is ``SMOLLM2_NAME``, the name the same package gives
+    it: replay is keyed on what was recorded, not on what is installed, so a
+    core install replays the embedded model's recordings. Only a call that
+    reaches the model needs it installed (that call raises).
+
+    >>> embedded_model_name() == SMOLLM2_NAME
+    True
+    """
+    from tnsai_eval.errors import LocalModelUnavailable
+    from tnsai_eval.llm._model_path import SMOLLM2_NAME, smollm2_gguf_path
+
+    try:
+        return smollm2_gguf_path().stem
+    except LocalModelUnavailable:
+        return SMOLLM2_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,9 +304,9 @@ def _price(value: object, where: str) -> float | None:
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= MAX_PRICE
     ):
         raise ConfigError(
-            f"{where} must be a finite number >= 0 (per million tokens), got {value!r}"
+            f"{where} must be a number from 0 to {MAX_PRICE:g} (per million tokens), got {value!r}"
         )
     return float(value)

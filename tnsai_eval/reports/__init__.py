@@ -35,14 +35,17 @@ from tnsai_eval.reports._compare import (
     error_label,
     load_report,
 )
+from tnsai_eval.reports._costs import COST_METRICS, cost_line, format_cost
 from tnsai_eval.reports._decode import decode_report, decode_test, read_report
 from tnsai_eval.reports._gate import GATE_SETTING_NAMES, GateSettings, SettingChange
 from tnsai_eval.reports._junit import render_junit, write_junit
 from tnsai_eval.reports._model import (
+    MERGE,
     SCHEMA_VERSION,
     CaseRecord,
     CaseState,
     IterationRecord,
+    MergeRule,
     MetricStats,
     PromptRecord,
     Report,
@@ -89,8 +92,10 @@ from tnsai_eval.reports._verdict import (
 __all__ = [
     "ACCEPT_LABEL",
     "COMPARISON_COLUMNS",
+    "COST_METRICS",
     "EXIT_MEANINGS",
     "GATE_SETTING_NAMES",
+    "MERGE",
     "PR_GATE_KEY",
     "SCHEMA_VERSION",
     "CaseChange",
@@ -106,6 +111,7 @@ __all__ = [
     "GateSettings",
     "GateVerdict",
     "IterationRecord",
+    "MergeRule",
     "MetricChange",
     "MetricStats",
     "ModelComparison",
@@ -121,6 +127,7 @@ __all__ = [
     "case_ids",
     "compare",
     "compare_report_models",
+    "cost_line",
     "count_labels",
     "decode_report",
     "decode_test",
@@ -128,6 +135,7 @@ __all__ = [
     "detectability",
     "error_label",
     "format_comparison",
+    "format_cost",
     "format_model_changes",
     "format_model_comparison",
     "format_summary",

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from tnsai_eval._util.text import escape_markdown, shown_label, shown_line
+from tnsai_eval.reports._costs import COST_METRICS, cost_line, format_cost
 from tnsai_eval.reports._model import Report, TrackedTest, score_interval, shown_text
 
 if TYPE_CHECKING:
@@ -86,6 +87,25 @@ def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
 
 
 _METRIC_HEADERS = ("test", "metric", "baseline", "current", "delta", "sign test p")
+
+
+def _metric_block(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
+    """Scores as a table; each cost or latency change as a line naming its ratio and limit."""
+    scores = [c for c in changes if c.metric not in COST_METRICS]
+    costs = [c for c in changes if c.metric in COST_METRICS]
+    block = [_table(_METRIC_HEADERS, _metric_rows(scores), markdown)] if scores else []
+    if costs:
+        bullet = "- " if markdown else "  "
+        block.append(
+            "\n".join(
+                f"{bullet}{_name(c.nodeid, markdown)}: "
+                + (escape_markdown(cost_line(c), inline=True) if markdown else cost_line(c))
+                for c in costs
+            )
+        )
+    return block
+
+
 _CASE_HEADERS = ("flip", "case", "input", "expected", "before", "after", "delta")
 
 
@@ -286,7 +306,7 @@ def format_comparison(
 
     def table(changes: Sequence[MetricChange]) -> None:
         shown, rest = _limited(changes, limit)
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(shown), markdown))
+        lines.extend(_metric_block(shown, markdown))
         lines.extend(_more(rest, markdown, more_in))
 
     if comparison.regressions:
@@ -503,4 +523,4 @@ def _latency_cells(test: TrackedTest) -> tuple[str, str]:
 
 
 def _cost_cells(tokens_in: int, tokens_out: int, cost: float | None) -> tuple[str, str]:
-    return f"{tokens_in}/{tokens_out}", "-" if cost is None else f"{cost:.6f}"
+    return f"{tokens_in}/{tokens_out}", format_cost(cost)
