@@ -178,6 +178,7 @@ def embedded_model_name() -> str:
     core install replays the embedded model's recordings. Only a call that
     reaches the model needs it installed (that call raises).
 
+    >>> from tnsai_eval.llm import SMOLLM2_NAME
     >>> embedded_model_name() == SMOLLM2_NAME
     True
     """
