@@ -63,7 +63,12 @@ from pathlib import Path
 from typing import Any
 
 from tnsai_eval._util.files import atomic_write_text
-from tnsai_eval._util.secrets import drop_credentials, is_credential_name, redact_url
+from tnsai_eval._util.secrets import (
+    drop_credentials,
+    is_credential_name,
+    mask_then_cut,
+    redact_url,
+)
 from tnsai_eval.errors import ConfigError, StoreError
 from tnsai_eval.llm._recordings import (
     decode_json,
@@ -238,11 +243,11 @@ class StoredRequest:
 
     @property
     def prompt_start(self) -> str:
-        """The start of the last user message, for error messages."""
+        """The start of the last user message, for error messages: masked, then cut
+        (cut first, a key straddling the cut would keep its start where no mask finds it)."""
         for message in reversed(self.messages):
             if message.role == "user":
-                text = " ".join(message.content.split())
-                return text if len(text) <= 80 else text[:77] + "..."
+                return mask_then_cut(" ".join(message.content.split()), 77)
         return ""
 
 
