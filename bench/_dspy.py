@@ -615,8 +615,11 @@ def _run_mipro(
         # training share first): GEPA reflects on the first and keeps its
         # Pareto scores on the second.
         cut = max(1, round(0.2 * len(trainset)))
+        # GEPA asks its reflection model through DSPy's adapter (JSONAdapter
+        # here) for one field, ``new_instruction``: held to it, as MIPROv2's
+        # proposer is to its own.
         reflection_lm = make_lm(
-            proxy.base_url, REFLECTION_TOKENS, None, temperature=REFLECTION_TEMPERATURE
+            proxy.base_url, REFLECTION_TOKENS, "new_instruction", temperature=REFLECTION_TEMPERATURE
         )
         gepa = dspy.GEPA(
             metric=feedback,
