@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Recorded, Step, completion_body
-from tnsai_eval.llm import CallBudget, OpenAIClient
+from tests.optimizer.conftest import http_client
+from tnsai_eval.llm import CallBudget
 from tnsai_eval.optimizer import OptimizationResult, PromptOptimizer, StopReason
 from tnsai_eval.scoring import ContainsEvaluator, TestCase
 
@@ -27,23 +28,14 @@ CASES = [TestCase(f"question {i}", "Be brief") for i in range(40)]
 STRATEGIES = ["concise", "answer_only", "chain_of_thought", "role"]
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
 @pytest.fixture
-def server(_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
-    _server.reset()
-    yield _server
-    _server.reset()
+def server(fake_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    fake_server.reset()
+    yield fake_server
+    fake_server.reset()
 
 
-def client(server: FakeOpenAIServer) -> OpenAIClient:
-    return OpenAIClient(
-        "m", base_url=server.base_url, api_key="", backoff_base=0.0, backoff_max=0.0, timeout=5.0
-    )
+client = http_client
 
 
 def optimize(server: FakeOpenAIServer, **options: Any) -> OptimizationResult:
