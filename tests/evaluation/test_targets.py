@@ -14,6 +14,7 @@ from tnsai_eval.agents import Agent
 from tnsai_eval.evaluation import score_target
 from tnsai_eval.llm import Completion, FrontClient, OpenAIClient
 from tnsai_eval.llm import ToolCall as Request
+from tnsai_eval.norms import NormEntry, NormType
 from tnsai_eval.records import CaseState
 from tnsai_eval.scoring import (
     ContainsEvaluator,
@@ -21,6 +22,7 @@ from tnsai_eval.scoring import (
     NormCompliance,
     TestCase,
     ToolCallMatch,
+    TrajectoryEvaluator,
 )
 from tnsai_eval.testing import ScriptedLLM
 
@@ -156,9 +158,7 @@ def test_an_agent_factory_with_trajectory_metrics_and_a_changed_tool(tmp_path: P
             {"refundable": False},
         )
     ]
-    from tnsai_eval.norms import NormEntry, NormType
-
-    metrics = [
+    metrics: list[TrajectoryEvaluator] = [
         ToolCallMatch("strict"),
         FinalAnswer(ContainsEvaluator()),
         NormCompliance([NormEntry(NormType.PROHIBITION, "refundable == false", "issue_refund")]),
