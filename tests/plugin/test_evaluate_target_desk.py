@@ -31,7 +31,8 @@ def test_desk(evaluate_target, llm):
     result = evaluate_target(
         factory,
         {str(REPO / "datasets" / "support_desk.jsonl")!r},
-        evaluator=[*(ToolCallMatch(mode, "subset") for mode in MODES), NormCompliance(desk.SupportDesk)],
+        evaluator=[*(ToolCallMatch(mode, "subset") for mode in MODES),
+                   NormCompliance(desk.SupportDesk)],
     )
     means = {{name: sum(c.score for c in cases) / len(cases)
               for name, cases in result.metric_cases.items()}}
