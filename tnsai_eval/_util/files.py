@@ -1,4 +1,5 @@
-"""Writing a file so that a reader never sees half of it, and no temp file outlives a failure."""
+"""Writing a file so that a reader never sees half of it, and no temp file outlives a failure;
+naming a file the same way on every machine."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_text"]
+__all__ = ["atomic_write_text", "shown_path"]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> Path:
@@ -37,3 +38,20 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
+
+
+def shown_path(path: Path, rootdir: Path | None) -> str:
+    """``path`` as a report keeps it: relative to ``rootdir`` (POSIX separators).
+
+    >>> shown_path(Path("/repo/prompts/a.txt"), Path("/repo"))
+    'prompts/a.txt'
+    >>> shown_path(Path("/elsewhere/a.txt"), Path("/repo"))
+    '../elsewhere/a.txt'
+    """
+    if rootdir is None:
+        return path.as_posix()
+    absolute = Path(os.path.abspath(path))
+    try:
+        return Path(os.path.relpath(absolute, os.path.abspath(rootdir))).as_posix()
+    except ValueError:  # another drive on Windows: no relative form exists
+        return absolute.as_posix()
