@@ -430,17 +430,22 @@ def evaluate_target(request: pytest.FixtureRequest) -> EvaluateTarget:
         case_threshold: float | None = None,
         **options: Any,
     ) -> TargetEvaluation:
-        from tnsai_eval.datasets import scoring_plan
+        from tnsai_eval.datasets import DatasetMeta, ScoringPlan, load_cases, scoring_plan
         from tnsai_eval.evaluation import score_target
         from tnsai_eval.pytest._client import add_hint
         from tnsai_eval.pytest._evaluate import check_min_score, record, target_record, verdict
+        from tnsai_eval.scoring import check_threshold
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
         several = isinstance(evaluator, list | tuple)
-        plan = scoring_plan(
-            cases, evaluator=None if several else evaluator, threshold=case_threshold
-        )
+        if several:
+            # Several metrics, each with its threshold: no dataset evaluator applies,
+            # and a trajectory metric may not read an expected answer at all.
+            threshold = 0.5 if case_threshold is None else check_threshold(case_threshold)
+            plan = ScoringPlan(tuple(load_cases(cases)), None, threshold, None, DatasetMeta(), ())
+        else:
+            plan = scoring_plan(cases, evaluator=evaluator, threshold=case_threshold)
         for note in plan.notes:
             print(f"evaluate_target: {note}")
         options["concurrency"] = session.concurrency_for(options.get("concurrency"))
