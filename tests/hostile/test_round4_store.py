@@ -113,7 +113,8 @@ def test_sigterm_during_a_record_run_keeps_every_reply_paid_for(tmp_path: Path) 
     assert store.cassette_path(cassette).exists(), output
     for i in range(10):
         found = store.find(StoredRequest.build("fake", f"question {i}"), cassette)
-        assert found is not None and found.completion.text == f"echo: question {i}"
+        assert found is not None
+        assert found.completion.text == f"echo: question {i}"
     assert not list((tmp_path / "store").glob(".*.tmp"))
 
 
@@ -156,7 +157,8 @@ def test_a_key_in_a_test_id_reaches_neither_file_names_nor_files(
         for key in (API_KEY, GITHUB_TOKEN):
             assert key[:12] not in file.name
             assert key[4:16] not in file.name
-            assert key not in text and key[:12] not in text
+            assert key not in text
+            assert key[:12] not in text
         assert json.loads(text)["cassette"] == "test_keyed.py::test_keyed[***]"
 
 
@@ -208,7 +210,8 @@ def test_a_lock_held_too_long_is_a_store_error_naming_the_store(tmp_path: Path) 
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "locked\n"
         store = ResponseStore(root, lock_timeout=0.2)
         with pytest.raises(StoreError, match="stayed locked by another process") as caught:
             store.put(StoredRequest.build("m", "hi"), Completion("x"))
@@ -293,7 +296,8 @@ def test_migrate_refuses_a_file_outside_its_key_folder_and_deletes_nothing(
     stray = _legacy(tmp_path, other, "2", folder=wrong)
     with pytest.raises(StoreError, match="not named after a store key in its own folder"):
         ResponseStore(tmp_path).migrate()
-    assert good.exists() and stray.exists()
+    assert good.exists()
+    assert stray.exists()
     assert not (tmp_path / "default.json").exists()
 
 
