@@ -32,6 +32,7 @@ __all__ = [
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_MODEL",
+    "MAX_CONCURRENCY",
     "ModelSettings",
     "ProjectSettings",
     "RecordMode",
@@ -46,6 +47,11 @@ ENV_BASE_URL = "TNSAI_LLM_BASE_URL"
 ENV_MODEL = "TNSAI_LLM_MODEL"
 #: The API key; only ever read from the environment by the library itself.
 ENV_API_KEY = "TNSAI_LLM_API_KEY"
+#: The most model calls one client keeps in flight (``OpenAIClient(max_concurrency=)``,
+#: ``--llm-concurrency``, ``evaluate_prompt(concurrency=)``). Each 4 slots are one
+#: pooled httpx client with its own connections; far past what a server serves at
+#: once, a larger bound only builds clients and threads (a million built 250,000).
+MAX_CONCURRENCY = 1024
 
 
 class RecordMode(StrEnum):

@@ -109,9 +109,11 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _diagnose(tmp_path: Path, models: ModelTable | None = None, **extra: str) -> Diagnosis:
+def _diagnose(
+    tmp_path: Path, settings: dict[str, str], *, models: ModelTable | None = None
+) -> Diagnosis:
     return diagnose(
-        environ=_env(tmp_path, **extra), models=models or ModelTable(), server_timeout=1.0
+        environ=_env(tmp_path, **settings), models=models or ModelTable(), server_timeout=1.0
     )
 
 
@@ -121,24 +123,25 @@ def _diagnose(tmp_path: Path, models: ModelTable | None = None, **extra: str) ->
 def test_a_server_that_answers_a_byte_at_a_time_is_cut_at_the_deadline(
     tmp_path: Path, hostile: str
 ) -> None:
-    found = _diagnose(tmp_path, **{ENV_BASE_URL: f"{hostile}/slow/v1", ENV_MODEL: "m"})
+    found = _diagnose(tmp_path, {ENV_BASE_URL: f"{hostile}/slow/v1", ENV_MODEL: "m"})
     server = found["server"]
     assert server.ok is False
     assert "did not finish answering within 1 s" in server.value
 
 
 def test_a_server_that_sends_800_mb_is_not_read_past_the_cap(tmp_path: Path, hostile: str) -> None:
-    found = _diagnose(tmp_path, **{ENV_BASE_URL: f"{hostile}/huge/v1", ENV_MODEL: "m"})
+    found = _diagnose(tmp_path, {ENV_BASE_URL: f"{hostile}/huge/v1", ENV_MODEL: "m"})
     server = found["server"]
     assert server.ok is False
     assert "with a body over 1048576 bytes; not read further" in server.value
 
 
-def test_model_ids_from_a_server_are_shown_masked_on_one_line(tmp_path: Path, hostile: str) -> None:
-    found = _diagnose(
-        tmp_path,
-        **{ENV_BASE_URL: f"{hostile}/evil/v1", ENV_MODEL: "real-model", ENV_API_KEY: API_KEY},
-    )
+def test_model_ids_from_a_server_are_shown_masked_on_one_line(
+    tmp_path: Path, hostile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml: no named models
+    env = {ENV_BASE_URL: f"{hostile}/evil/v1", ENV_MODEL: "real-model", ENV_API_KEY: API_KEY}
+    found = diagnose(environ=_env(tmp_path, **env))
     server = found["server"]
     assert server.ok is True
     assert "models: real-model, x" in server.value
@@ -175,7 +178,7 @@ def test_every_named_model_is_checked_as_the_default_one_is(tmp_path: Path, host
                 },
             }
         )
-        found = _diagnose(tmp_path, table)
+        found = _diagnose(tmp_path, {}, models=table)
     assert found["model up"].ok is True
     assert "answers (HTTP 200, models: fake-model)" in found["model up"].value
     assert found["model down"].ok is False

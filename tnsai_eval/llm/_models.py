@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tnsai_eval._util.secrets import is_token, remember
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,6 +56,38 @@ _KEYS = ("base_url", "model", "api_key_env", "price_in", "price_out")
 # What a model name may be: it becomes part of pytest test ids and file names.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_key_env(key_env: object, where: str) -> None:
+    """Refuse an ``api_key_env`` that is not a variable's name, without showing it.
+
+    A key pasted here by mistake must not be echoed, and ``ghp_...``,
+    ``hf_...`` or ``gsk_...`` keys are letters, digits and ``_`` like a name:
+    a value shaped like a token is refused too, and masked from now on
+    wherever it might surface.
+    """
+    if key_env is None:
+        return
+    if isinstance(key_env, str) and _ENV_NAME.fullmatch(key_env) and not _key_like(key_env):
+        return
+    if isinstance(key_env, str):
+        remember(key_env)
+    raise ConfigError(
+        f"{where}: api_key_env must be the NAME of an environment variable (letters, digits "
+        "and _, such as EXAMPLE_API_KEY), never the key itself; the value given is not "
+        "shown, as it may be a key"
+    )
+
+
+def _key_like(value: str) -> bool:
+    # A provider's token shape, or a long run of letters and digits with no
+    # word break (what a random key is, and what no variable name looks like).
+    return is_token(value) or (
+        len(value) >= 24
+        and "_" not in value
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +105,10 @@ class NamedModel:
     api_key_env: str | None = None
     price_in: float | None = None
     price_out: float | None = None
+
+    def __post_init__(self) -> None:
+        # Built directly too (not only from a table): a key never becomes a field.
+        _check_key_env(self.api_key_env, f"model {self.name!r}")
 
     @property
     def embedded(self) -> bool:
@@ -100,8 +137,6 @@ class NamedModel:
                 f"model {self.name!r}: its key variable ${self.api_key_env} is not set "
                 f"(api_key_env = {self.api_key_env!r})"
             )
-        from tnsai_eval._util.secrets import remember
-
         remember(key)  # masked wherever it might surface, whatever the variable's name
         return key
 
@@ -224,12 +259,7 @@ def _entry(name: object, entry: object, source: str) -> NamedModel:
         raise ConfigError(f"{where}: base_url must be an http(s) URL, got {base_url!r}")
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"{where}: model must be a non-blank string, got {model!r}")
-    if key_env is not None and (not isinstance(key_env, str) or not _ENV_NAME.fullmatch(key_env)):
-        # The value is not shown: a key pasted here by mistake must not be echoed.
-        raise ConfigError(
-            f"{where}: api_key_env must be the NAME of an environment variable (letters, "
-            "digits and _), never the key itself"
-        )
+    _check_key_env(key_env, where)
     return NamedModel(
         name,
         base_url,
