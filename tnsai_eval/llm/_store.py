@@ -656,15 +656,14 @@ class ResponseStore:
             held.held -= 1
             if held.held:
                 return None
-            try:
-                written = bool(held.pending)
-                if written:
-                    self._save(held)
-            finally:
-                if cassette != DEFAULT_CASSETTE:
-                    del self._cassettes[cassette]
-                if not any(c.held for c in self._cassettes.values()):
-                    _SIGTERM_WRITER.discard(self)
+            written = bool(held.pending)
+            if written:
+                # A failed write keeps the replies in memory (and SIGTERM's writer on).
+                self._save(held)
+            if cassette != DEFAULT_CASSETTE:
+                del self._cassettes[cassette]
+            if not any(c.held for c in self._cassettes.values()):
+                _SIGTERM_WRITER.discard(self)
             return held.path if written else None
 
     @contextlib.contextmanager
