@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # pytest workers; the test suite is sized for 2 cores.
 JOBS ?= 2
 
-.PHONY: demo chat test lint typecheck unit notebooks bench clean
+.PHONY: demo chat test chromium lint typecheck unit notebooks bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,15 @@ demo: $(VENV)/.local-installed
 		--validation sentiment_large --demo-sets 2 --rounds 1 --search racing \
 		--reply-tokens 16 --out demo-out
 
-## The whole gate: lint, format, types, tests, notebooks.
-test: lint typecheck unit notebooks
+## The whole gate: lint, format, types, tests, notebooks. Chromium (for the browser
+## test) is checked first, so a machine without it stops in seconds, not at the end.
+test: chromium
+	@$(MAKE) --no-print-directory lint typecheck unit notebooks
+
+# Installs Debian's chromium when missing and this user can (root with apt-get);
+# otherwise stops with the one command to run. .ci/run relies on this too.
+chromium:
+	@sh .ci/chromium
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

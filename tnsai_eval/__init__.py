@@ -36,9 +36,9 @@ from tnsai_eval.errors import (
 )
 
 if TYPE_CHECKING:
+    from tnsai_eval.agents import Agent, Trajectory
     from tnsai_eval.feedback import (
         AdaptivePromptEnricher,
-        Agent,
         Feedback,
         FeedbackCollector,
         FeedbackLearner,
@@ -155,6 +155,7 @@ __all__ = [
     "TestCase",
     "TnsaiError",
     "TokenF1Evaluator",
+    "Trajectory",
     "Usage",
     "__version__",
     "compare_models",
@@ -169,7 +170,7 @@ __all__ = [
 # client, SQLite stores and the optimizer load when asked for.
 _LAZY: dict[str, str] = {
     "AdaptivePromptEnricher": "tnsai_eval.feedback",
-    "Agent": "tnsai_eval.feedback",
+    "Agent": "tnsai_eval.agents",
     "CachedLLM": "tnsai_eval.llm",
     "CallBudget": "tnsai_eval.llm",
     "CheckOutcome": "tnsai_eval.refinement",
@@ -209,6 +210,7 @@ _LAZY: dict[str, str] = {
     "StopHook": "tnsai_eval.refinement",
     "TestCase": "tnsai_eval.optimizer",
     "TokenF1Evaluator": "tnsai_eval.optimizer",
+    "Trajectory": "tnsai_eval.agents",
     "Usage": "tnsai_eval.llm",
     "compare_models": "tnsai_eval.frames",
     "default_llm": "tnsai_eval.llm",
@@ -219,7 +221,7 @@ _LAZY: dict[str, str] = {
 
 # Subpackages that ``import tnsai_eval`` used to load eagerly: ``tnsai_eval.llm.X``
 # after a bare ``import tnsai_eval`` keeps working.
-_SUBPACKAGES = frozenset({"feedback", "llm", "norms", "optimizer", "refinement"})
+_SUBPACKAGES = frozenset({"agents", "feedback", "llm", "norms", "optimizer", "refinement"})
 
 
 def __getattr__(name: str) -> Any:

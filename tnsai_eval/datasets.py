@@ -1,10 +1,12 @@
 """The shipped datasets (``datasets/*.jsonl``) and any JSONL file of test cases.
 
 Each line is one JSON object ``{"input": "...", "expected": "..."}``, with an
-optional ``"id"`` (a string that names the case in reports across runs; other
-keys are allowed and ignored). ``load`` checks every line and raises one
-``DatasetError`` listing each bad line by number and reason; it never skips a
-line silently.
+optional ``"id"`` (a string that names the case in reports across runs), and for
+an agent's task optional ``"expected_tool_calls"`` (a list of ``{"name",
+"arguments"}``; ``"expected"`` may then be left out) and ``"state"`` (an object
+that norms' conditions read); other keys are allowed and ignored. ``load``
+checks every line and raises one ``DatasetError`` listing each bad line by
+number and reason; it never skips a line silently.
 
 A dataset may declare how it is scored in a sidecar ``NAME.meta.json`` next to
 ``NAME.jsonl`` (``load_meta`` reads it; every key optional)::
@@ -450,15 +452,30 @@ def _parse_line(line: str) -> tuple[TestCase | None, str | None]:
 
 def _case_from(item: Mapping[str, Any]) -> tuple[TestCase | None, str | None]:
     """The case a JSONL object or a mapping given in code holds, or what is wrong with it."""
-    missing = [key for key in _KEYS if key not in item]
+    # An agent's task may expect only tool calls: then "expected" may be left out.
+    required = _KEYS if "expected_tool_calls" not in item else ("input",)
+    missing = [key for key in required if key not in item]
     if missing:
         return None, f"missing key(s) {', '.join(map(repr, missing))}"
     for key in _KEYS:
-        if not isinstance(item[key], str):
+        if key in item and not isinstance(item[key], str):
             return None, f"{key!r} must be a string, got {type(item[key]).__name__}"
     if not item["input"].strip():
         return None, "'input' is empty"
     case_id = item.get("id")
     if case_id is not None and (not isinstance(case_id, str) or not case_id.strip()):
         return None, f"'id' must be a non-blank string, got {case_id!r}"
-    return TestCase(item["input"], item["expected"], case_id), None
+    state = item.get("state")
+    if state is not None and not isinstance(state, Mapping):
+        return None, f"'state' must be an object, got {type(state).__name__}"
+    try:
+        case = TestCase(
+            item["input"],
+            item.get("expected", ""),
+            item.get("expected_tool_calls", ()),
+            state,
+            id=case_id,
+        )
+    except ConfigError as exc:  # a malformed expected_tool_calls, named by the error
+        return None, str(exc)
+    return case, None

@@ -3,7 +3,9 @@
 * ``fake_server``: our fault-injecting OpenAI-compatible server (one per session,
   reset before each test that uses it).
 * ``llama_server``: the real llama.cpp OpenAI-compatible server
-  (``python -m llama_cpp.server``) serving the embedded SmolLM2 GGUF.
+  (``python -m llama_cpp.server``) serving the embedded SmolLM2 GGUF;
+  ``llama_tool_server`` the same with the ``chatml-function-calling`` chat
+  handler, which parses tool calls with ``tool_choice="auto"``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,18 @@ def llama_server() -> Iterator[LlamaServer]:
     """``python -m llama_cpp.server`` on a free port, serving the embedded model."""
     try:
         with serve_local_model(start_timeout=_LLAMA_START_TIMEOUT_S) as base_url:
+            yield LlamaServer(base_url=base_url, model=LOCAL_SERVER_ALIAS)
+    except LocalModelUnavailable as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def llama_tool_server() -> Iterator[LlamaServer]:
+    """The llama.cpp server with native tool calls for ``tool_choice="auto"``."""
+    try:
+        with serve_local_model(
+            start_timeout=_LLAMA_START_TIMEOUT_S, chat_format="chatml-function-calling"
+        ) as base_url:
             yield LlamaServer(base_url=base_url, model=LOCAL_SERVER_ALIAS)
     except LocalModelUnavailable as exc:
         pytest.fail(str(exc))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tnsai_eval.feedback import Agent
+from tnsai_eval.agents import Agent
 from tnsai_eval.llm import Completion
 from tnsai_eval.llm._wire import completion_from_body
 from tnsai_eval.norms import NormEngine, NormType, norm

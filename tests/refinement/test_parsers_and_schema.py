@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from tnsai_eval.agents import Agent
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.feedback import Agent
 from tnsai_eval.llm import Completion
 from tnsai_eval.refinement import (
     CompletionCriteria,

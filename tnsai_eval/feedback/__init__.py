@@ -1,4 +1,8 @@
-"""Feedback: records, stores, collection, learning and the Agent that uses them.
+"""Feedback: records, stores, collection and learning, and the Agent that uses them.
+
+The ``Agent`` is defined in ``tnsai_eval.agents`` (it runs tools and records
+trajectories; feedback is one thing it uses); ``tnsai_eval.feedback.Agent``,
+API.md's name, is the same class.
 
 >>> from tnsai_eval.feedback import Feedback, FeedbackStore, FeedbackType
 >>> store = FeedbackStore.in_memory()
@@ -7,9 +11,11 @@
 "Use the customer's name."
 """
 
-from tnsai_eval.feedback._agent import Agent, learned_behavior_section
+from typing import Any
+
 from tnsai_eval.feedback._collector import FeedbackCollector
 from tnsai_eval.feedback._enricher import AdaptivePromptEnricher
+from tnsai_eval.feedback._learned import learned_behavior_section
 from tnsai_eval.feedback._learner import FeedbackLearner, LearningResult, LearningStrategy
 from tnsai_eval.feedback._sqlite import SqliteFeedbackStore
 from tnsai_eval.feedback._store import FeedbackStore, InMemoryFeedbackStore
@@ -29,3 +35,14 @@ __all__ = [
     "SqliteFeedbackStore",
     "learned_behavior_section",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The Agent is defined a layer up, in tnsai_eval.agents. It is looked up by
+    # name at run time, not imported, so this package never depends on the one
+    # above it (and importing feedback alone does not load the agent).
+    if name != "Agent":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module("tnsai_eval.agents"), name)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.feedback._learned import DEFAULT_MAX_LEARNED_ITEMS, render_learned
 from tnsai_eval.feedback._types import Feedback, FeedbackType
 
 __all__ = ["TOOL_CALL_SOURCE", "FeedbackCollector"]
@@ -24,6 +25,7 @@ TOOL_CALL_SOURCE = "tool_call"
 class FeedbackCollector:
     """The feedback one agent has received, in the order it came.
 
+    ``max_learned_items`` bounds each section of ``learned_section()``.
     ``enabled=False`` makes a no-op collector (what ``Agent(learning=False)``
     uses): the record methods still validate their input and return the
     ``Feedback`` they built, but nothing is kept. Thread-safe.
@@ -37,14 +39,29 @@ class FeedbackCollector:
     True
     """
 
-    def __init__(self, *, session_id: str | None = None, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        enabled: bool = True,
+        max_learned_items: int = DEFAULT_MAX_LEARNED_ITEMS,
+    ) -> None:
+        if (
+            isinstance(max_learned_items, bool)
+            or not isinstance(max_learned_items, int)
+            or max_learned_items < 1
+        ):
+            raise ConfigError(f"max_learned_items must be an int >= 1, got {max_learned_items!r}")
         self.session_id = session_id
         self.enabled = enabled
+        self.max_learned_items = max_learned_items
         self._items: list[Feedback] = []
         # The same items by type, so the agent's prompt reads only the types it needs.
         self._by_type: dict[FeedbackType, list[Feedback]] = {}
         self._version = 0
         self._lock = threading.Lock()
+        # (version, max items) -> the learned block built for it.
+        self._learned: tuple[tuple[int, int], str] | None = None
 
     def __repr__(self) -> str:
         state = "enabled" if self.enabled else "disabled"
@@ -73,6 +90,34 @@ class FeedbackCollector:
                     break
                 kept.setdefault(feedback.content, None)
         return list(reversed(kept))
+
+    def learned_section(self) -> str:
+        """The ``# Learned Behavior`` block of what was collected ('' when nothing applies).
+
+        The ``max_learned_items`` (default 20) most recent distinct CORRECTION
+        texts become rules, the
+        PREFERENCE texts preferences (see ``learned_behavior_section``); built
+        again only when the collector has changed.
+
+        >>> collector = FeedbackCollector()
+        >>> _ = collector.record_user_feedback("correction", "Greet by name.")
+        >>> print(collector.learned_section())
+        # Learned Behavior
+        <BLANKLINE>
+        ## Rules
+        - Greet by name.
+        """
+        max_items = self.max_learned_items
+        key = (self._version, max_items)
+        cached = self._learned
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        section = render_learned(
+            self.recent_contents(FeedbackType.CORRECTION, max_items),
+            self.recent_contents(FeedbackType.PREFERENCE, max_items),
+        )
+        self._learned = (key, section)
+        return section
 
     @property
     def feedback(self) -> list[Feedback]:

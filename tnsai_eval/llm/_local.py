@@ -15,6 +15,9 @@ it is loaded on the first such call.
 JSON schema (compiled once per schema). A schema the converter cannot compile
 falls back to "any JSON" and a keyword it does not enforce (``minimum``...) is
 ignored; both are reported with a ``StructuredOutputWarning`` naming them.
+``tools`` (OpenAI's format) are offered the same way: the reply is
+constrained to a call of a declared tool or a final answer and read back as
+``Completion.tool_calls`` (``_tools``).
 
 A llama.cpp build that dies with a signal on this machine (SIGILL from AMX
 tile instructions, for one) would take the whole process with it, so the
@@ -35,7 +38,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,14 +54,17 @@ from tnsai_eval.llm._format import (
     GRAMMAR_LIMITS,
     check_response_format,
     grammar_schema_key,
+    json_schema_format,
     response_format_schema,
     unenforced_keywords,
 )
 from tnsai_eval.llm._llama import import_llama_cpp, new_llama
 from tnsai_eval.llm._model_path import smollm2_gguf_path
 from tnsai_eval.llm._probe import guard
+from tnsai_eval.llm._tools import check_tools, plain_messages, read_reply, reply_schema
 from tnsai_eval.llm._types import (
     Completion,
+    Message,
     MessagesInput,
     TokenLogprob,
     normalize_messages,
@@ -220,19 +226,46 @@ class LocalLLM:
         messages: MessagesInput,
         *,
         response_format: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
         **params: Any,
     ) -> Completion:
         """One reply from the embedded model; blocks while another call runs.
 
         ``response_format`` (OpenAI's shape) constrains the reply with a
         grammar; ``logprobs=True`` (with ``top_logprobs=k``) fills
-        ``Completion.logprobs``.
+        ``Completion.logprobs``. ``tools`` (OpenAI's format, with
+        ``tool_choice`` ``"auto"``, ``"required"``, ``"none"`` or a named
+        function) makes the reply either one call of a declared tool, returned
+        in ``Completion.tool_calls``, or the final answer in ``text``.
+
+        >>> llm = LocalLLM()  # doctest: +SKIP
+        >>> tools = [{"type": "function", "function": {"name": "lookup_order",
+        ...     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]
+        >>> llm.chat("Where is order A1?", tools=tools, tool_choice="required").tool_calls[0].name
+        ... # doctest: +SKIP
+        'lookup_order'
         """
-        request = self._request(messages, params)
-        if response_format is not None:
-            grammar = _grammar(check_response_format(response_format))
-            if grammar is not None:
-                request["grammar"] = grammar
+        if tools is not None:
+            if response_format is not None:
+                raise ConfigError("give tools= or response_format=, not both: a tool call is JSON")
+            specs = check_tools(tools)
+            wire = (
+                [{"role": "user", "content": messages}]
+                if isinstance(messages, str)
+                else [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
+            )
+            request = self._request(plain_messages(wire, specs, tool_choice), params)
+            schema = reply_schema(specs, tool_choice)
+            request["grammar"] = _grammar(json_schema_format(schema, "tool_call"))
+        else:
+            if tool_choice is not None:
+                raise ConfigError("tool_choice was given without tools")
+            request = self._request(messages, params)
+            if response_format is not None:
+                grammar = _grammar(check_response_format(response_format))
+                if grammar is not None:
+                    request["grammar"] = grammar
         keep_top: int | None = request.pop("_keep_top", None)
         loaded = self._loaded
         if keep_top is not None:
@@ -258,18 +291,33 @@ class LocalLLM:
             except RuntimeError as exc:
                 raise LLMError(f"llama.cpp failed: {exc}", model=self.model) from exc
             latency = time.perf_counter() - started
-        return self._completion(response, latency, keep_top)
+        completion = self._completion(response, latency, keep_top)
+        if tools is None:
+            return completion
+        read = read_reply(completion.text, len(request["messages"]))
+        if read is None:  # cut at the token limit before the JSON closed: left as it came
+            return completion
+        text, calls = read
+        finish = "tool_calls" if calls else completion.finish_reason
+        return dataclasses.replace(completion, text=text, tool_calls=calls, finish_reason=finish)
 
     async def achat(
         self,
         messages: MessagesInput,
         *,
         response_format: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
         **params: Any,
     ) -> Completion:
         """``chat`` in a worker thread, so the event loop keeps running."""
         return await asyncio.to_thread(
-            self.chat, messages, response_format=response_format, **params
+            self.chat,
+            messages,
+            response_format=response_format,
+            tools=tools,
+            tool_choice=tool_choice,
+            **params,
         )
 
     def _request(self, messages: MessagesInput, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,11 +45,16 @@ def serve_local_model(
     n_threads: int | None = None,
     alias: str = LOCAL_SERVER_ALIAS,
     start_timeout: float = 120.0,
+    chat_format: str | None = None,
 ) -> Iterator[str]:
     """Run llama-cpp-python's OpenAI-compatible server with the embedded model on a free
     port of 127.0.0.1; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it on exit.
 
-    ``n_threads=None`` lets llama.cpp choose, as ``LocalLLM`` does. Raises
+    ``n_threads=None`` lets llama.cpp choose, as ``LocalLLM`` does.
+    ``chat_format`` picks one of llama-cpp-python's chat handlers instead of the
+    GGUF's own template: ``"chatml-function-calling"`` parses tool calls from
+    the model's reply with ``tool_choice="auto"``, which the GGUF's template
+    (it knows no tools) does only for a named ``tool_choice``. Raises
     ``LocalModelUnavailable`` when llama.cpp crashes on this machine in every
     setting (see ``LocalLLM``), and with the server's log when it exits early
     or is not answering ``/v1/models`` within ``start_timeout`` seconds::
@@ -68,6 +73,8 @@ def serve_local_model(
         "--n-ctx", str(n_ctx), "--n-threads", str(n_threads or 0),
         "--extra-bufts", "on" if extra_bufts else "off",
     ]  # fmt: skip
+    if chat_format is not None:
+        command += ["--chat-format", chat_format]
     # The log goes to a file, not a pipe: a pipe nobody reads fills up and blocks
     # the server. It is shown when the server fails to start.
     with tempfile.TemporaryFile(mode="w+") as log:
@@ -99,6 +106,7 @@ def server_main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--n-ctx", type=int, required=True)
     parser.add_argument("--n-threads", type=int, default=0, help="0: llama.cpp chooses")
     parser.add_argument("--extra-bufts", choices=("on", "off"), default="on")
+    parser.add_argument("--chat-format", default=None, help="default: the GGUF's template")
     args = parser.parse_args(argv)
 
     import uvicorn
@@ -108,6 +116,8 @@ def server_main(argv: Sequence[str] | None = None) -> None:
     model_options = {"model": args.model, "model_alias": args.alias, "n_ctx": args.n_ctx}
     if args.n_threads:
         model_options["n_threads"] = args.n_threads
+    if args.chat_format:
+        model_options["chat_format"] = args.chat_format
     # create_app loads the model before it returns, so the setting covers that load.
     with extra_bufts_setting(args.extra_bufts == "on"):
         app = create_app(

@@ -88,6 +88,7 @@ from tnsai_eval._util.secrets import (
     drop_credentials,
     is_credential_name,
     mask,
+    mask_then_cut,
     mask_tokens,
     redact_url,
 )
@@ -269,11 +270,11 @@ class StoredRequest:
 
     @property
     def prompt_start(self) -> str:
-        """The start of the last user message, for error messages."""
+        """The start of the last user message, for error messages: masked, then cut
+        (cut first, a key straddling the cut would keep its start where no mask finds it)."""
         for message in reversed(self.messages):
             if message.role == "user":
-                text = " ".join(message.content.split())
-                return text if len(text) <= 80 else text[:77] + "..."
+                return mask_then_cut(" ".join(message.content.split()), 77)
         return ""
 
 

@@ -282,7 +282,7 @@ it always applies (no condition)
         prohibitions, then the whole record against the active obligations.
 
         ``agent`` is anything with an ``actions`` attribute listing action names
-        in the order performed, such as ``tnsai_eval.feedback.Agent`` (whose
+        in the order performed, such as ``tnsai_eval.agents.Agent`` (whose
         ``actions`` are the tools it called). Prohibition violations come first,
         one per offending call in call order, then unmet obligations by
         priority. ``str(result)`` is written to serve as a test-failure message.

@@ -28,8 +28,9 @@ from tnsai_eval.pytest._session import PluginSession, get_session
 # tnsai_eval and the modules that need it are imported inside the fixtures (see
 # _session for why).
 if TYPE_CHECKING:
+    from tnsai_eval.agents import Agent
     from tnsai_eval.datasets import CasesInput
-    from tnsai_eval.feedback import Agent, FeedbackStore
+    from tnsai_eval.feedback import FeedbackStore
     from tnsai_eval.llm import LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
@@ -164,7 +165,7 @@ def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
     ``cls`` defaults to the ``@norm_check`` agent class when it is an ``Agent``
     subclass. Every agent made here is checked by ``@norm_check``.
     """
-    from tnsai_eval.feedback import Agent
+    from tnsai_eval.agents import Agent
 
     session = _session(request)
     actions = _actions_for(request)

@@ -1,4 +1,5 @@
-"""What a run records: one case of one prompt, one check of one output, one refinement iteration.
+"""What a run records: one case of one prompt, one check of one output, one refinement
+iteration, one agent's trajectory.
 
 These are the records every other package shares. The optimizer's engine
 makes a ``CaseRecord`` for each case it scores; ``score_prompt`` returns
@@ -19,5 +20,26 @@ from __future__ import annotations
 
 from tnsai_eval.records._case import CaseRecord, CaseState, case_ids
 from tnsai_eval.records._iteration import CheckKind, CheckOutcome, IterationRecord
+from tnsai_eval.records._trajectory import (
+    ModelTurn,
+    Step,
+    StopReason,
+    ToolCall,
+    Trajectory,
+    tool_calls_from,
+)
 
-__all__ = ["CaseRecord", "CaseState", "CheckKind", "CheckOutcome", "IterationRecord", "case_ids"]
+__all__ = [
+    "CaseRecord",
+    "CaseState",
+    "CheckKind",
+    "CheckOutcome",
+    "IterationRecord",
+    "ModelTurn",
+    "Step",
+    "StopReason",
+    "ToolCall",
+    "Trajectory",
+    "case_ids",
+    "tool_calls_from",
+]

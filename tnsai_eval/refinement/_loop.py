@@ -58,7 +58,7 @@ class RefinementLoop:
 
     ``agent_or_llm`` is an LLM client (``chat`` returns a ``Completion``; token
     usage is taken from it when nonzero, else estimated) or an agent such as
-    ``tnsai_eval.feedback.Agent`` (``chat(message)`` returns a ``str``; tokens
+    ``tnsai_eval.agents.Agent`` (``chat(message)`` returns a ``str``; tokens
     estimated); the kind is told by what ``chat`` returns. ``chat_params``
     (``max_tokens``, ``temperature``...) go to every revision call as keyword
     arguments, so leave them empty for an agent (its ``chat`` takes the

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from tnsai_eval._util.files import atomic_write_text
 from tnsai_eval._util.secrets import frozen_secrets, mask, mask_deep
 from tnsai_eval._util.stats import mean_interval, percentile, t_critical_95
-from tnsai_eval._util.text import no_surrogates
+from tnsai_eval._util.text import no_surrogates, one_line
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.records import CaseRecord, CaseState, IterationRecord, case_ids
 
@@ -212,7 +212,8 @@ def shown_text(text: str, limit: int = 50) -> str:
     >>> shown_text("a  long input text", 10)
     'a long ...'
     """
-    flat = no_surrogates(" ".join(mask(text).split()))
+    # Control characters (ESC) become spaces before whitespace is collapsed.
+    flat = no_surrogates(" ".join(one_line(mask(text)).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 

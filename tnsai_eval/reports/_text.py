@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from tnsai_eval._util.text import escape_markdown, shown_label
+from tnsai_eval._util.text import escape_markdown, shown_label, shown_line
 from tnsai_eval.reports._model import Report, TrackedTest, score_interval, shown_text
 
 if TYPE_CHECKING:
@@ -106,9 +106,11 @@ def _case_rows(cases: Sequence[CaseChange], markdown: bool) -> list[tuple[str, .
 def prompt_diff(change: PromptChange, *, markdown: bool = False) -> list[str]:
     """The unified diff of a changed prompt: shortened for a terminal, collapsible in Markdown.
 
-    The texts come from the reports, already masked for secrets.
+    Each line is masked (a report written elsewhere may hold a key), made
+    encodable and rid of control characters before it is shown, in a
+    terminal and inside the Markdown code block alike.
     """
-    diff = change.diff()
+    diff = [shown_line(line) for line in change.diff()]
     if not diff:
         return ["(same text: the template or the call settings changed)"]
     if markdown:
@@ -129,8 +131,8 @@ def prompt_diff(change: PromptChange, *, markdown: bool = False) -> list[str]:
         shown.append(
             f"... ({len(diff) - len(shown)} more diff line(s) in the Markdown/HTML report)"
         )
-    # Control characters (a terminal's escape sequences) become spaces; long lines are cut.
-    return [shown_text(line, 120) if len(line) > 120 else shown_label(line) for line in shown]
+    # Long lines are cut for a terminal.
+    return [shown_text(line, 120) if len(line) > 120 else line for line in shown]
 
 
 def _longest_backticks(lines: Sequence[str]) -> int:
@@ -144,9 +146,11 @@ def _longest_backticks(lines: Sequence[str]) -> int:
 
 
 def _name(text: str, markdown: bool) -> str:
-    """An id or a name for one line of output: masked, flat, escaped in Markdown."""
-    shown = shown_label(text)
-    return escape_markdown(shown, inline=True) if markdown else shown
+    """An id or a name for one line of output: masked, flat, escaped in Markdown.
+
+    Escaped as if it started a line (it may follow a list's bullet).
+    """
+    return escape_markdown(text) if markdown else shown_label(text)
 
 
 def _code_span(text: str) -> str:
@@ -210,11 +214,8 @@ def verdict_line(comparison: Comparison) -> str:
 def _power_lines(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
     bullet = "- " if markdown else "  "
 
-    def shown(text: str) -> str:
-        return escape_markdown(shown_label(text)) if markdown else shown_label(text)
-
     return [
-        f"{bullet}{shown(c.nodeid)} ({shown(c.metric)}) {c.kind.value}: "
+        f"{bullet}{_name(c.nodeid, markdown)} ({_name(c.metric, markdown)}) {c.kind.value}: "
         f"{c.detectability.describe()}"
         for c in changes
         if c.detectability is not None
@@ -267,7 +268,8 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
             lines.append("\n".join(body))
         if cmp.flipped:
             lines.append(_table(_CASE_HEADERS, _case_rows(cmp.flipped, markdown), markdown))
-    lines.extend(f"note: {note}" for note in comparison.notes)
+    # A note names a test (user text): escaped like every id.
+    lines.extend(f"note: {_name(note, markdown)}" for note in comparison.notes)
     unrecorded = comparison.unrecorded
     if unrecorded:
         lines.append(

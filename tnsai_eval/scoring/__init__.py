@@ -11,6 +11,11 @@ a model through an ``LLMClient``); it imports neither the optimizer nor any view
   [0, 1]): ``ExactMatchEvaluator``, ``ContainsEvaluator``, ``LabelEvaluator``,
   ``TokenF1Evaluator``, ``DefaultPromptEvaluator`` and ``LLMJudgeEvaluator``;
   ``score_metric`` names what their mean is (an accuracy or a score).
+* Trajectory evaluators (``TrajectoryEvaluator``: ``evaluate_trajectory(trajectory,
+  case) -> MetricScore``): ``ToolCallMatch`` and ``ToolCallF1`` (the tool calls
+  against ``TestCase.expected_tool_calls``), ``FinalAnswer`` (any evaluator on
+  the output), ``NormCompliance`` (``@norm``s under the case's ``state``) and
+  ``TrajectoryJudge``; ``metrics_of`` names several evaluators as metrics.
 * ``Judge``: grades a text against a yes/no question with whatever the client
   offers (log-probabilities, a JSON score, a ``SCORE:`` line);
   ``JudgeCalibration`` sets its threshold from labelled examples.
@@ -34,26 +39,60 @@ from tnsai_eval.scoring._llm_judge import LLMJudgeEvaluator, parse_judge_score
 from tnsai_eval.scoring._metric import score_metric
 from tnsai_eval.scoring._normalize import normalize_answer
 from tnsai_eval.scoring._params import DEFAULT_CALL_PARAMS
+from tnsai_eval.scoring._tool_calls import (
+    ArgumentMode,
+    MatchMode,
+    ToolCallF1,
+    ToolCallMatch,
+    calls_match,
+    matched_pairs,
+)
+from tnsai_eval.scoring._trajectory import (
+    FinalAnswer,
+    Metric,
+    MetricScore,
+    NormCompliance,
+    TrajectoryEvaluator,
+    TrajectoryJudge,
+    check_threshold,
+    metrics_of,
+    render_trajectory,
+)
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
+    "ArgumentMode",
     "ContainsEvaluator",
     "DefaultPromptEvaluator",
     "ExactMatchEvaluator",
+    "FinalAnswer",
     "Judge",
     "JudgeCalibration",
     "JudgeMethod",
     "JudgeResult",
     "LLMJudgeEvaluator",
     "LabelEvaluator",
+    "MatchMode",
+    "Metric",
+    "MetricScore",
+    "NormCompliance",
     "PromptEvaluator",
     "TestCase",
     "TokenF1Evaluator",
+    "ToolCallF1",
+    "ToolCallMatch",
+    "TrajectoryEvaluator",
+    "TrajectoryJudge",
+    "calls_match",
     "check_cases",
+    "check_threshold",
     "fit_threshold",
     "labels_response_format",
+    "matched_pairs",
+    "metrics_of",
     "normalize_answer",
     "parse_judge_score",
+    "render_trajectory",
     "score_metric",
     "split_cases",
 ]

@@ -1,24 +1,36 @@
-"""The unit of a prompt evaluation (one input and the answer expected for it) and the split."""
+"""The unit of an evaluation (one input and what is expected for it) and the split."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.records import ToolCall, tool_calls_from
 
 __all__ = ["TestCase", "check_cases", "split_cases"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, init=False)
 class TestCase:
-    """One input sent with the prompt and the answer expected back.
+    """One input and what is expected back: an answer, and for an agent its tool calls.
 
     >>> case = TestCase("What is the capital of France?", "Paris")
     >>> case.expected
     'Paris'
+
+    ``expected_tool_calls`` are the calls an agent is expected to make (each a
+    ``ToolCall`` or a ``{"name", "arguments"}`` mapping; the trajectory
+    evaluators compare them with what it did) and ``state`` the facts a norm's
+    condition is evaluated against (``NormCompliance``); both are read-only.
+
+    >>> TestCase("Refund order A1", expected_tool_calls=[
+    ...     {"name": "lookup_order", "arguments": {"order_id": "A1"}}])
+    TestCase(input='Refund order A1', expected='', \
+expected_tool_calls=(ToolCall('lookup_order', {'order_id': 'A1'}),))
 
     ``id`` is an optional stable name for the case (a dataset line's ``"id"``);
     reports use it to match the case across runs, else a hash of input and
@@ -30,10 +42,30 @@ class TestCase:
 
     input: str
     expected: str
-    # Left out of repr: most cases have none, and the pair is what a reader looks for.
-    id: str | None = field(default=None, repr=False)
+    # Not hashed: ToolCall arguments and the state are mappings.
+    expected_tool_calls: tuple[ToolCall, ...] = field(hash=False)
+    state: Mapping[str, Any] | None = field(hash=False)
+    id: str | None
 
-    def __post_init__(self) -> None:
+    # Written out (not generated) so that the expected calls may be given as
+    # ToolCalls or mappings, in any sequence, while the field is a tuple of ToolCalls.
+    def __init__(
+        self,
+        input: str,
+        expected: str = "",
+        expected_tool_calls: Iterable[ToolCall | Mapping[str, Any]] = (),
+        state: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "input", input)
+        object.__setattr__(self, "expected", expected)
+        object.__setattr__(self, "expected_tool_calls", expected_tool_calls)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "id", id)
+        self._check()
+
+    def _check(self) -> None:
         for name in ("input", "expected"):
             value = getattr(self, name)
             if not isinstance(value, str):
@@ -42,6 +74,25 @@ class TestCase:
                 )
         if self.id is not None and (not isinstance(self.id, str) or not self.id.strip()):
             raise ConfigError(f"TestCase.id must be a non-blank str or None, got {self.id!r}")
+        calls = tool_calls_from(self.expected_tool_calls, "TestCase.expected_tool_calls")
+        object.__setattr__(self, "expected_tool_calls", calls)
+        if self.state is not None:
+            if not isinstance(self.state, Mapping):
+                raise ConfigError(
+                    f"TestCase.state must be a mapping of names to values or None, "
+                    f"got {type(self.state).__name__}: {self.state!r}"
+                )
+            object.__setattr__(self, "state", MappingProxyType(dict(self.state)))
+
+    def __repr__(self) -> str:
+        # The id is left out (most cases have none; input and expected are what a
+        # reader looks for), and so are the agent fields when they are unset.
+        parts = [f"input={self.input!r}", f"expected={self.expected!r}"]
+        if self.expected_tool_calls:
+            parts.append(f"expected_tool_calls={self.expected_tool_calls!r}")
+        if self.state is not None:
+            parts.append(f"state={dict(self.state)!r}")
+        return f"TestCase({', '.join(parts)})"
 
 
 def split_cases(

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from tnsai_eval.agents import Agent
 from tnsai_eval.errors import ConfigError, ServerError
-from tnsai_eval.feedback import Agent, FeedbackType
+from tnsai_eval.feedback import FeedbackType
 from tnsai_eval.llm import Completion, Message
 from tnsai_eval.llm._wire import completion_from_body
 from tnsai_eval.testing import ScriptedLLM
@@ -78,11 +79,14 @@ def test_llm_params_go_with_every_call_and_no_tools_param_by_default() -> None:
     agent = Agent(llm, tools=[lookup_order], llm_params={"temperature": 0, "max_tokens": 50})
     agent.chat("hi")
     assert llm.calls[0].params == {"temperature": 0, "max_tokens": 50}
+    Agent(llm, llm_params={"temperature": 0}, send_tool_schemas=True).chat("no tools")
+    assert llm.calls[1].params == {"temperature": 0}
 
 
 def test_tool_schemas_are_sent_on_request() -> None:
     llm = ScriptedLLM(default="ok")
     Agent(llm, tools=[lookup_order], send_tool_schemas=True).chat("hi")
+    assert llm.calls[0].params["tool_choice"] == "auto"
     (schema,) = llm.calls[0].params["tools"]
     assert schema == {
         "type": "function",
