@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import math
 import os
 import platform
 import sys
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from tnsai_eval._util.checks import seconds
 from tnsai_eval._util.secrets import mask_then_cut, redact_url, remember
 from tnsai_eval._util.text import shown_label
 from tnsai_eval.errors import ConfigError, LocalModelUnavailable
@@ -112,15 +112,7 @@ def diagnose(
     table that cannot be read is one failed item). ``server_timeout`` bounds
     each server's check (see the module docstring).
     """
-    if (
-        isinstance(server_timeout, bool)
-        or not isinstance(server_timeout, int | float)
-        or not math.isfinite(server_timeout)
-        or server_timeout <= 0
-    ):
-        raise ConfigError(
-            f"server_timeout must be a finite number of seconds > 0, got {server_timeout!r}"
-        )
+    server_timeout = seconds("server_timeout", server_timeout)
     env = os.environ if environ is None else environ
     items = [
         DiagnosisItem("python", f"{platform.python_version()} ({sys.executable})"),

@@ -10,7 +10,6 @@ import asyncio
 import contextvars
 import functools
 import logging
-import math
 import os
 import random
 import ssl
@@ -23,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from tnsai_eval._util.checks import seconds
 from tnsai_eval._util.secrets import mask, redact_url, remember
 from tnsai_eval.errors import (
     BadResponseError,
@@ -156,13 +156,7 @@ class OpenAIClient:
             ("connect_timeout", connect_timeout),
             ("total_timeout", total_timeout),
         ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not value > 0
-                or not math.isfinite(value)
-            ):
-                raise ConfigError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+            seconds(name, value)
         if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int):
             raise ConfigError(f"max_reply_bytes must be an int >= 1, got {max_reply_bytes!r}")
         if max_reply_bytes < 1:

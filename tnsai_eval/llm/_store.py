@@ -69,7 +69,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import math
 import os
 import re
 import signal
@@ -82,6 +81,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from tnsai_eval._util.checks import seconds
 from tnsai_eval._util.files import atomic_write_text, read_regular_file
 from tnsai_eval._util.secrets import (
     REDACTED,
@@ -414,17 +414,8 @@ class ResponseStore:
         self._root = os.fspath(self.path)
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"response store path {str(self.path)!r} is not a directory")
-        if (
-            isinstance(lock_timeout, bool)
-            or not isinstance(lock_timeout, int | float)
-            or not math.isfinite(lock_timeout)
-            or lock_timeout <= 0
-        ):
-            raise ConfigError(
-                f"lock_timeout must be a finite number of seconds > 0, got {lock_timeout!r}"
-            )
         #: How long a write waits for another process's lock on the store.
-        self.lock_timeout = float(lock_timeout)
+        self.lock_timeout = seconds("lock_timeout", lock_timeout)
         self._cassettes: dict[str, _Cassette] = {}
         self._lock = threading.RLock()
         # Whether this process holds the store's flock (changed under self._lock):
