@@ -99,7 +99,7 @@ class StoreRun:
 
     def summary(self) -> str:
         """One line: replies replayed, and requests that reached the model or missed."""
-        if self.cached is None:
+        if self.cached is None or self.cached.store is None:
             return "no --store: every request went to the model"
         missed = "misses" if self.cached.mode is RecordMode.REPLAY else "live requests"
         return (

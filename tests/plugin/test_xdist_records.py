@@ -6,11 +6,14 @@ middle of the run, and every test run on every worker.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from tests.llm.fake_server import FakeOpenAIServer, Step
 from tests.plugin.conftest import read_json, write_report
 from tnsai_eval.cli import main
-from tnsai_eval.reports import read_report
+from tnsai_eval.reports import MERGE, MergeRule, TestStatus, TrackedTest, read_report
 
 CRASHING_TESTS = """
 import os
@@ -74,3 +77,49 @@ def test_dist_each_gives_one_record_per_node_id_with_each_worker_a_sample(
     assert two.metrics["score"].samples == (0.25, 0.25)
     # The record rode on the report's user_properties: JUnit XML never sees it.
     assert "tnsai_record" not in (pytester.path / "j.xml").read_text(encoding="utf-8")
+
+
+PRICED = """
+from tnsai_eval.scoring import ContainsEvaluator
+
+def test_priced(evaluate_prompt):
+    evaluate_prompt("Answer.", [("Capital of France?", "Paris")], evaluator=ContainsEvaluator())
+"""
+
+
+def test_dist_each_keeps_every_workers_tokens_cost_and_live_calls(
+    pytester: pytest.Pytester,
+) -> None:
+    with FakeOpenAIServer(default=Step.ok("Paris")) as server:
+        pytester.makepyprojecttoml(
+            f'[tool.tnsai-eval.models.priced]\nbase_url = "{server.base_url}"\nmodel = "m"\n'
+            "price_in = 1000000.0\nprice_out = 2000000.0\n"
+        )
+        pytester.makepyfile(test_priced=PRICED)
+        result = pytester.runpytest_subprocess(
+            "-n", "2", "--dist", "each", "--tnsai-model", "priced", "--llm-record", "off",
+            "--tnsai-report=r.json",
+        )  # fmt: skip
+        result.assert_outcomes(passed=2)
+        assert len(server.requests) == 2
+    (test,) = read_report(pytester.path / "r.json").tests
+    # Both workers made the same call: the merged record holds twice its tokens.
+    assert (test.calls, test.live_calls) == (2, 2)
+    assert test.tokens_in > 0
+    assert test.tokens_in % 2 == 0
+    assert test.tokens_out % 2 == 0
+    assert test.cost == pytest.approx(test.tokens_in * 1.0 + test.tokens_out * 2.0)
+    assert test.latency_p50_s is not None
+
+
+def test_every_field_of_a_test_record_declares_its_merge_rule() -> None:
+    rules = {f.name: f.metadata.get(MERGE) for f in dataclasses.fields(TrackedTest)}
+    assert all(isinstance(rule, MergeRule) for rule in rules.values()), rules
+    first = TrackedTest("t", TestStatus.PASSED, tokens_in=3, tokens_out=1, cost=0.5, live_calls=1,
+                        latency_p50_s=0.2, message="")  # fmt: skip
+    second = TrackedTest("t", TestStatus.FAILED, tokens_in=4, tokens_out=2, cost=None,
+                         live_calls=2, latency_p50_s=0.1, message="boom")  # fmt: skip
+    merged = first.merge(second)
+    assert (merged.tokens_in, merged.tokens_out, merged.cost, merged.live_calls) == (7, 3, 0.5, 3)
+    assert (merged.status, merged.latency_p50_s, merged.message) == (TestStatus.FAILED, 0.2, "boom")
+    assert merged.samples == 2

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tnsai_eval.errors import ClientRequestError, ConfigError
-from tnsai_eval.llm import Completion, LocalLLM, Message, TokenLogprob
+from tnsai_eval.llm import Completion, FrontClient, Message, TokenLogprob
 from tnsai_eval.refinement import CompletionCriteria
 from tnsai_eval.scoring import (
     Judge,
@@ -68,8 +68,7 @@ def test_auto_falls_through_logprobs_then_json_then_the_score_line() -> None:
         def chat(self, messages: Any, **params: Any) -> Completion:
             return self.inner.chat(messages, **params)
 
-    # Treated like a real client (auto starts at logprobs) through .inner
-    # would stop at ScriptedLLM; force the full chain instead.
+    # Treated like a real client (auto starts at logprobs): force the full chain.
     judge = Judge(NoExtras(), method="auto")
     judge.methods = [JudgeMethod.LOGPROBS, JudgeMethod.JSON_SCHEMA, JudgeMethod.SCORE_LINE]
     result = judge.grade("Is it polite?", "Thanks!")
@@ -139,16 +138,9 @@ def test_llm_check_calibrates_once_and_says_how_it_scored() -> None:
     def reply(messages: list[Message], params: dict[str, Any]) -> Completion:
         return yes_no(*shares[messages[-1].content.split("\n\n", 1)[0]])
 
-    class Logprobs:  # a client with log-probabilities, seen through .inner like a wrapper
-        inner = LocalLLM.__new__(LocalLLM)
-
-        def __init__(self) -> None:
-            self.fake = ScriptedLLM(fn=reply)
-
-        def chat(self, messages: Any, **params: Any) -> Completion:
-            return self.fake.chat(messages, **params)
-
-    client = Logprobs()
+    # A front client whose model offers log-probabilities (as a server's does).
+    fake = ScriptedLLM(fn=reply)
+    client = FrontClient(fake, offers_logprobs=True)
     criteria = (
         CompletionCriteria.builder()
         .with_llm(client)
@@ -170,7 +162,7 @@ def test_llm_check_calibrates_once_and_says_how_it_scored() -> None:
         "threshold 0.20 (calibrated on 4 good and 4 bad examples; leave-one-out accuracy 8/8; "
         "the uncalibrated 0.7: 4/8) [logprobs]" in polite.message
     )
-    assert len(client.fake.calls) == 8 + 2  # the examples once, then one call per output
+    assert len(fake.calls) == 8 + 2  # the examples once, then one call per output
 
 
 def test_calibration_on_two_and_two_is_refused_before_any_call() -> None:

@@ -1,11 +1,12 @@
 """The only place that talks to models.
 
 Everything else in tnsai-eval takes an ``LLMClient``: any object with
-``chat(messages, **params) -> Completion``.
+``chat(messages, **params) -> Completion``. The one client a caller holds per
+model is a ``FrontClient`` (store, record mode, the model client, budgets and
+listeners); whoever needs to know about calls subscribes to its ``CallEvent``s.
 """
 
-from tnsai_eval.llm._budget import CallBudget, ametered_call, metered_call
-from tnsai_eval.llm._cached import CachedLLM
+from tnsai_eval.llm._budget import CallBudget, only_budgets
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._diagnose import Diagnosis, DiagnosisItem, diagnose
 from tnsai_eval.llm._format import (
@@ -14,9 +15,23 @@ from tnsai_eval.llm._format import (
     json_schema_format,
     unenforced_keywords,
 )
+from tnsai_eval.llm._front import (
+    CachedLLM,
+    CallEvent,
+    CallListener,
+    FrontClient,
+    Subscription,
+    ametered_call,
+    call_usage,
+    current_case,
+    current_sample,
+    metered_call,
+    running_case,
+    sampling,
+)
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._model_path import smollm2_gguf_path
-from tnsai_eval.llm._models import EMBEDDED_MODEL, ModelTable, NamedModel
+from tnsai_eval.llm._models import EMBEDDED_MODEL, ModelTable, NamedModel, embedded_model_name
 from tnsai_eval.llm._openai import OpenAIClient
 from tnsai_eval.llm._serve import LOCAL_SERVER_ALIAS, serve_local_model
 from tnsai_eval.llm._store import DEFAULT_CASSETTE, Recording, ResponseStore, StoredRequest
@@ -44,9 +59,12 @@ __all__ = [
     "AsyncLLMClient",
     "CachedLLM",
     "CallBudget",
+    "CallEvent",
+    "CallListener",
     "Completion",
     "Diagnosis",
     "DiagnosisItem",
+    "FrontClient",
     "LLMClient",
     "LocalLLM",
     "Message",
@@ -59,20 +77,28 @@ __all__ = [
     "ResponseFormatStyle",
     "ResponseStore",
     "StoredRequest",
+    "Subscription",
     "TokenLogprob",
     "ToolCall",
     "Usage",
     "acall",
     "ametered_call",
     "call_tokens",
+    "call_usage",
     "check_response_format",
+    "current_case",
+    "current_sample",
     "default_llm",
     "diagnose",
+    "embedded_model_name",
     "estimate_tokens",
     "json_schema_format",
     "last_user_message",
     "metered_call",
     "normalize_messages",
+    "only_budgets",
+    "running_case",
+    "sampling",
     "serve_local_model",
     "smollm2_gguf_path",
     "unenforced_keywords",

@@ -12,12 +12,10 @@ When an attempt is taken
     (``with budget.active():``); whoever sends then takes the attempt with
     :func:`reserve_attempt`: ``OpenAIClient`` does so for each HTTP request,
     retries included, once it holds a connection slot; for any other client
-    (``ScriptedLLM``, ``LocalLLM``, a user's own) :func:`metered_call` takes
+    (``ScriptedLLM``, ``LocalLLM``, a user's own) ``llm.metered_call`` takes
     one attempt just before calling it and counts the retries its reply
-    reports afterwards. A client that meters itself says so with a true
-    ``meters_attempts`` attribute, so that a wrapper never counts twice; a
-    client that does not (a user's wrapper around ``OpenAIClient``) is charged
-    once outside and runs with no budget active inside.
+    reports afterwards, with no budget active inside (a user's wrapper around
+    ``OpenAIClient`` is charged once, outside).
     Budgets nest: a call made while two are active (an optimizer run inside a
     pytest session) takes its attempt from both, or from neither.
 
@@ -58,18 +56,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
 
-from tnsai_eval.errors import CallBudgetExceeded, ConfigError, LLMError
-from tnsai_eval.llm._types import Completion, LLMClient, MessagesInput, acall
+from tnsai_eval.errors import CallBudgetExceeded, ConfigError
 
 __all__ = [
     "CallBudget",
-    "ametered_call",
+    "add_attempts",
     "attempt_available",
     "budget_exceeded",
-    "metered_call",
-    "meters_attempts",
+    "only_budgets",
+    "refund_attempt",
     "reserve_attempt",
 ]
 
@@ -255,14 +251,32 @@ def attempt_available() -> bool:
     return all(b.spent + b.held < b.limit for b in _ACTIVE.get())
 
 
-def _add(attempts: int) -> None:
+def add_attempts(attempts: int) -> None:
+    """Count ``attempts`` made without a reservation (a client's own retries) in every active
+    budget."""
     for budget in _ACTIVE.get():
         budget.add(attempts)
 
 
-def _refund() -> None:
+def refund_attempt() -> None:
+    """Give one reserved attempt back to every active budget (nothing was sent)."""
     for budget in _ACTIVE.get():
         budget.refund()
+
+
+@contextmanager
+def only_budgets(*budgets: CallBudget) -> Iterator[None]:
+    """Exactly ``budgets`` active inside the block (none: the calls inside are unbounded here).
+
+    A judge given its own budget (``judge_budget=``) draws on that one only;
+    a call already charged outside a client runs with none, so that the
+    client does not take the same attempts again.
+    """
+    token = _ACTIVE.set(tuple(dict.fromkeys(budgets)))
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
 
 
 def budget_exceeded(what: str = "the call") -> CallBudgetExceeded:
@@ -271,85 +285,3 @@ def budget_exceeded(what: str = "the call") -> CallBudgetExceeded:
     spent = [b for b in budgets if b.spent + b.held >= b.limit]
     chosen = spent[0] if spent else budgets[0]
     return chosen.exceeded(what)
-
-
-def meters_attempts(client: object) -> bool:
-    """Whether ``client`` reserves its own attempts (``OpenAIClient`` and the wrappers here)."""
-    return getattr(type(client), "meters_attempts", False) is True
-
-
-def _attempts_of(value: object) -> int:
-    return value if isinstance(value, int) and value >= 0 else 1
-
-
-def _before(client: object, messages: MessagesInput) -> bool:
-    """Reserve for a client that does not meter itself; whether one was taken."""
-    if meters_attempts(client) or not _ACTIVE.get():
-        return False
-    if not reserve_attempt():
-        model = getattr(client, "model", "") or type(client).__name__
-        raise budget_exceeded(f"a call to {model!r}")
-    return True
-
-
-def _settled(reserved: bool, reply: Completion) -> Completion:
-    if reserved:
-        attempts = _attempts_of(reply.attempts)
-        if attempts == 0:
-            _refund()  # the client answered from a store: nothing was sent
-        else:
-            _add(attempts - 1)
-    return reply
-
-
-def _failed(reserved: bool, exc: Exception) -> None:
-    if reserved and isinstance(exc, LLMError):
-        _add(max(exc.attempts, 1) - 1)
-
-
-@contextmanager
-def _charged_outside() -> Iterator[None]:
-    """No budget active inside: a call charged here is not charged again further in.
-
-    A user's wrapper around ``OpenAIClient`` does not meter itself, so it is
-    charged one attempt here (and its reply's retries afterwards); the client
-    inside it must not take the same attempts again.
-    """
-    token = _ACTIVE.set(())
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
-
-
-def metered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
-    """``client.chat``, with one attempt reserved first unless the client meters itself.
-
-    Raises ``CallBudgetExceeded`` (nothing sent) when an active budget is spent.
-    """
-    reserved = _before(client, messages)
-    try:
-        if reserved:
-            with _charged_outside():
-                reply = client.chat(messages, **params)
-        else:
-            reply = client.chat(messages, **params)
-    except Exception as exc:
-        _failed(reserved, exc)
-        raise
-    return _settled(reserved, reply)
-
-
-async def ametered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
-    """``metered_call`` for async callers (the client's ``achat``, else ``chat`` in a thread)."""
-    reserved = _before(client, messages)
-    try:
-        if reserved:
-            with _charged_outside():
-                reply = await acall(client, messages, **params)
-        else:
-            reply = await acall(client, messages, **params)
-    except Exception as exc:
-        _failed(reserved, exc)
-        raise
-    return _settled(reserved, reply)

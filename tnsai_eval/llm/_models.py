@@ -45,9 +45,12 @@ from tnsai_eval._util.secrets import is_token, remember
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
+    from tnsai_eval.llm._front import FrontClient
+    from tnsai_eval.llm._store import ResponseStore
     from tnsai_eval.llm._types import LLMClient
+    from tnsai_eval.settings import RecordMode
 
-__all__ = ["EMBEDDED_MODEL", "ModelTable", "NamedModel"]
+__all__ = ["EMBEDDED_MODEL", "ModelTable", "NamedModel", "embedded_model_name"]
 
 #: The built-in name of the embedded local model.
 EMBEDDED_MODEL = "embedded"
@@ -151,6 +154,32 @@ class NamedModel:
         base_url, model = self.base_url, self.model or ""
         return OpenAIClient(model, base_url=base_url or "", api_key=self.api_key(environ))
 
+    def front(
+        self,
+        store: ResponseStore | str | os.PathLike[str] | None = None,
+        mode: RecordMode | str = "record",
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> FrontClient:
+        """This model's ``FrontClient``: its client made on the first call that reaches it
+        (a replayed run needs no key and loads no model), behind ``store`` in ``mode``."""
+        from tnsai_eval.llm._front import FrontClient
+
+        if self.embedded:
+            model, server = embedded_model_name(), None
+        else:
+            from tnsai_eval._util.secrets import redact_url
+
+            model, server = self.model or "", redact_url(self.base_url or "")
+        return FrontClient(
+            factory=lambda: self.client(environ),
+            store=store,
+            mode=mode,
+            model=model,
+            server=server,
+            offers_logprobs=True,
+        )
+
     def describe(self) -> dict[str, object]:
         """What a report records about this model (the URL without credentials, no key)."""
         from tnsai_eval._util.secrets import redact_url
@@ -166,6 +195,18 @@ class NamedModel:
 
 
 _EMBEDDED = NamedModel(EMBEDDED_MODEL, None, None)
+
+
+def embedded_model_name() -> str:
+    """The embedded model's name as its recordings are keyed (the GGUF file's stem)."""
+    from tnsai_eval.errors import LocalModelUnavailable
+    from tnsai_eval.llm._model_path import smollm2_gguf_path
+
+    try:
+        return smollm2_gguf_path().stem
+    except LocalModelUnavailable:
+        # Only a call that reaches the model needs it; that call will raise.
+        return "embedded (not installed)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,9 +126,6 @@ class OpenAIClient:
       connections and the worker threads.
     """
 
-    #: Takes each HTTP attempt from the active ``CallBudget`` itself (see ``llm._budget``).
-    meters_attempts = True
-
     def __init__(
         self,
         model: str,

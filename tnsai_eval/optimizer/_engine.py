@@ -28,7 +28,9 @@ from tnsai_eval.llm import (
     LLMClient,
     Message,
     ametered_call,
-    call_tokens,
+    call_usage,
+    only_budgets,
+    running_case,
 )
 from tnsai_eval.optimizer._records import StopReason, VariantStatus
 from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
@@ -105,7 +107,9 @@ class Budget:
     flight finish and may overshoot ``max_tokens`` by at most
     ``concurrency - 1`` replies. ``stop_event`` (set from any thread) is
     checked at the same point: once set, no further call starts, and the
-    calls already in flight finish and keep their scores.
+    calls already in flight finish and keep their scores. An evaluator's
+    calls (a judge's) draw on the same budgets, or on ``judge`` alone when
+    given (``judge_budget=``).
     """
 
     max_calls: int | None
@@ -122,6 +126,7 @@ class Budget:
     cache_hits: int = 0
     stop_reason: StopReason | None = None
     calls_budget: CallBudget | None = None
+    judge: CallBudget | None = None
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -140,6 +145,16 @@ class Budget:
             for budget in self.call_budgets:
                 stack.enter_context(budget.active())
             yield
+
+    @contextmanager
+    def judging(self) -> Iterator[None]:
+        """The budgets an evaluator's calls draw on: ``judge`` alone when given, else the run's."""
+        if self.judge is None:
+            with self.active():
+                yield
+        else:
+            with only_budgets(self.judge):
+                yield
 
     def hold(self, count: int) -> None:
         """Hold ``count`` attempts back in every call budget for a later phase."""
@@ -262,6 +277,10 @@ class Engine:
         self.template = template
         self._on_case = on_case
         self._semaphore = asyncio.Semaphore(concurrency)
+        grow = getattr(llm, "ensure_concurrency", None)
+        if callable(grow):
+            # The calls this engine lets through must all find a connection.
+            grow(concurrency)
         self._cache: dict[CacheKey, asyncio.Future[Reply]] = {}
         # Keyed by the list's id; the list itself is kept so that the id cannot be reused.
         self._ids: dict[int, tuple[Sequence[TestCase], list[str]]] = {}
@@ -346,8 +365,7 @@ class Engine:
             latency = time.perf_counter() - started
             tokens = 0
             if isinstance(reply, Completion):
-                sent_text = message if isinstance(message, str) else "".join(shown)
-                tokens = call_tokens(reply, sent_text)
+                tokens = call_usage(reply, message).total_tokens
                 self.budget.tokens += tokens
                 latency = reply.latency_s or latency
             future.set_result(reply)
@@ -357,7 +375,18 @@ class Engine:
     async def score_case(
         self, variant: Variant, index: int, cases: Sequence[TestCase], *, split: str = "train"
     ) -> CaseRecord | None:
-        """Score ``cases[index]`` with ``variant``; ``None`` when the budget refused it."""
+        """Score ``cases[index]`` with ``variant``; ``None`` when the budget refused it.
+
+        The case runs in ``llm.running_case(its id)``: every call made for it,
+        its evaluator's included, is attributed to it.
+        """
+        case_id = self.case_ids(cases)[index]
+        with running_case(case_id):
+            return await self._score_case(variant, index, cases, case_id, split)
+
+    async def _score_case(
+        self, variant: Variant, index: int, cases: Sequence[TestCase], case_id: str, split: str
+    ) -> CaseRecord | None:
         case = cases[index]
         sent = await self.send(self.case_messages(variant, case.input), self.case_params(variant))
         if isinstance(sent.reply, _Skipped):
@@ -379,8 +408,9 @@ class Engine:
             output = sent.reply.text
             cached = cached or sent.reply.cached
             try:
-                score = await self._evaluate(output.strip(), case.expected)
-                reason = self._reason(output.strip(), case.expected)
+                with self.budget.judging():
+                    score = await self._evaluate(output.strip(), case.expected)
+                    reason = self._reason(output.strip(), case.expected)
             except Exception as exc:
                 # A judge model that failed, or an evaluator that raised or
                 # broke its contract on this output: the case is left out and
@@ -389,7 +419,7 @@ class Engine:
                 error = f"evaluator {error_type}: {mask(str(exc))}"
                 score, reason, state = None, None, CaseState.ERROR
         row = CaseRecord(
-            id=self.case_ids(cases)[index],
+            id=case_id,
             input=case.input,
             expected=case.expected,
             output=output,

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -36,16 +35,15 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from tnsai_eval._util.stats import mean_interval, percentile
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import (
-    CachedLLM,
-    Completion,
+    CallEvent,
+    FrontClient,
     LLMClient,
-    MessagesInput,
     ModelTable,
     NamedModel,
     RecordMode,
     ResponseStore,
-    acall,
 )
+from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
 from tnsai_eval.optimizer._scoring import PromptEvaluation, score_prompt
 from tnsai_eval.records import CaseRecord
 from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase, check_cases
@@ -206,38 +204,23 @@ class ModelEvaluation:
 
 @dataclass(slots=True)
 class _Tally:
-    """What one model's calls cost: tokens in and out, and the wall time of live calls."""
+    """What one model's calls cost: tokens in and out, and the wall time of live calls.
+
+    It listens to the model's ``FrontClient`` (``subscribe``): every reply
+    counts, a stored one included (the cost its recording paid), and only a
+    live one has a latency.
+    """
 
     tokens_in: int = 0
     tokens_out: int = 0
     latencies: list[float] = field(default_factory=list)
 
-    def add(self, completion: Completion, wall_s: float) -> None:
-        self.tokens_in += completion.usage.prompt_tokens
-        self.tokens_out += completion.usage.completion_tokens
-        if not completion.cached:  # a stored reply took no model time
-            self.latencies.append(completion.latency_s or wall_s)
-
-
-class _Counted:
-    """Forwards to ``inner`` and adds every reply to a ``_Tally`` (sync and async)."""
-
-    def __init__(self, inner: LLMClient, tally: _Tally) -> None:
-        self.inner = inner
-        self.tally = tally
-        self.model = str(getattr(inner, "model", "") or "")
-
-    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
-        started = time.perf_counter()
-        completion = self.inner.chat(messages, **params)
-        self.tally.add(completion, time.perf_counter() - started)
-        return completion
-
-    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
-        started = time.perf_counter()
-        completion = await acall(self.inner, messages, **params)
-        self.tally.add(completion, time.perf_counter() - started)
-        return completion
+    def __call__(self, event: CallEvent) -> None:
+        if event.error is None:
+            self.tokens_in += event.prompt_tokens
+            self.tokens_out += event.completion_tokens
+        if event.live:
+            self.latencies.append(event.latency_s)
 
 
 def _resolve(
@@ -280,6 +263,7 @@ def evaluate_models(
     *,
     table: ModelTable | None = None,
     evaluator: PromptEvaluator | None = None,
+    template: str = DEFAULT_TEMPLATE,
     params: Mapping[str, Any] | None = None,
     model_params: Mapping[str, Mapping[str, Any]] | None = None,
     threshold: float = 0.5,
@@ -297,14 +281,17 @@ def evaluate_models(
     ``prompt`` is the text, or a ``pathlib.Path`` to a prompt file.
     ``models``: names in ``table`` (default: the nearest ``pyproject.toml``'s
     ``[tool.tnsai-eval.models]``; ``embedded`` is built in), or a mapping of
-    labels to names, ``NamedModel``s or clients. ``params`` are the call
+    labels to names, ``NamedModel``s or clients. ``template`` lays out each
+    case's message as ``score_prompt`` does; ``params`` are the call
     parameters of every model (default: the optimizer's), ``model_params``
     per-label additions (another ``max_tokens`` or ``temperature`` for one of
-    them); ``threshold`` is the score a case must reach to pass. With
-    ``store``, each model's calls go through a ``CachedLLM`` in
-    ``record_mode`` (``replay`` never calls). ``dataset`` and ``notes`` only
-    label the result. ``tnsai_eval.frames.compare_models`` takes a dataset
-    name instead of cases and resolves it first.
+    them); ``threshold`` is the score a case must reach to pass. Each model
+    is called through its one ``FrontClient`` (a client given as one is used
+    as it is), behind ``store`` in ``record_mode`` when given (``replay``
+    never calls); its tokens and latencies are what its client's events
+    say. ``dataset`` and ``notes`` only label the result.
+    ``tnsai_eval.frames.compare_models`` takes a dataset name instead of
+    cases and resolves it first.
 
     Everything that can be checked is checked before the first call: the
     prompt, every name and every key variable (``ConfigError``). A failed
@@ -333,16 +320,17 @@ def evaluate_models(
     cached_store = None if store is None else (
         store if isinstance(store, ResponseStore) else ResponseStore(store)
     )  # fmt: skip
-    clients: list[LLMClient] = []
+    clients: list[FrontClient] = []
     for _, named, client in resolved:
         if client is None:
             assert named is not None
             if named.api_key_env is not None and not (cached_store and mode is RecordMode.REPLAY):
                 named.api_key()  # an unset key variable fails here, before any call
-            client = named.client()
-        if cached_store is not None:
-            client = CachedLLM(client, cached_store, mode=mode)
-        clients.append(client)
+            clients.append(named.front(cached_store, mode))
+        elif isinstance(client, FrontClient):
+            clients.append(client)  # already the model's one client: its own store
+        else:
+            clients.append(FrontClient(client, cached_store, mode))
     base = dict(DEFAULT_CALL_PARAMS if params is None else params)
     results: list[ModelResult] = []
     for (label, named, _), client in zip(resolved, clients, strict=True):
@@ -356,16 +344,18 @@ def evaluate_models(
                 on_case(label, case)
 
         try:
-            evaluation = score_prompt(
-                _Counted(client, tally),
-                text,
-                checked,
-                evaluator=evaluator,
-                params={**base, **extra.get(label, {})},
-                concurrency=concurrency,
-                max_calls=max_calls,
-                on_case=seen,
-            )
+            with client.subscribe(tally):
+                evaluation = score_prompt(
+                    client,
+                    text,
+                    checked,
+                    evaluator=evaluator,
+                    template=template,
+                    params={**base, **extra.get(label, {})},
+                    concurrency=concurrency,
+                    max_calls=max_calls,
+                    on_case=seen,
+                )
         finally:
             if bar is not None:
                 bar.close()

@@ -142,6 +142,7 @@ def score_prompt(
     on_case: Callable[[CaseRecord], None] | None = None,
     clock: Clock = time.monotonic,
     budget: CallBudget | None = None,
+    judge_budget: CallBudget | None = None,
 ) -> PromptEvaluation:
     """Score ``prompt`` on every case, ``concurrency`` calls at a time.
 
@@ -150,9 +151,12 @@ def score_prompt(
     given); the reply is scored by ``evaluator`` (``DefaultPromptEvaluator``).
     ``max_calls`` bounds the calls (HTTP attempts, retries included; cases
     beyond it are ``not_run``), and so does ``budget``, an ``llm.CallBudget``
-    shared with other work (the pytest plugin's ``--llm-max-calls``);
-    ``on_case`` receives each case as it is scored. Works inside a running
-    event loop (a notebook) by running in a thread.
+    shared with other work (the pytest plugin's ``--llm-max-calls``). An
+    evaluator's calls (a judge's) draw on the same budgets, or on
+    ``judge_budget`` alone when given. ``on_case`` receives each case as it
+    is scored. A client that can grow its pool (``OpenAIClient``,
+    ``FrontClient``) gets room for ``concurrency`` requests in flight. Works
+    inside a running event loop (a notebook) by running in a thread.
     """
     return run_sync(
         ascore_prompt(
@@ -167,6 +171,7 @@ def score_prompt(
             on_case=on_case,
             clock=clock,
             budget=budget,
+            judge_budget=judge_budget,
         )
     )
 
@@ -184,6 +189,7 @@ async def ascore_prompt(
     on_case: Callable[[CaseRecord], None] | None = None,
     clock: Clock = time.monotonic,
     budget: CallBudget | None = None,
+    judge_budget: CallBudget | None = None,
 ) -> PromptEvaluation:
     """``score_prompt`` for async callers."""
     if not isinstance(prompt, str) or not prompt.strip():
@@ -202,10 +208,16 @@ async def ascore_prompt(
     if params is not None and not isinstance(params, Mapping):
         raise ConfigError(f"params must be a mapping of call parameters, got {params!r}")
 
-    if budget is not None and not isinstance(budget, CallBudget):
-        raise ConfigError(f"budget must be an llm.CallBudget or None, got {budget!r}")
+    for name, given in (("budget", budget), ("judge_budget", judge_budget)):
+        if given is not None and not isinstance(given, CallBudget):
+            raise ConfigError(f"{name} must be an llm.CallBudget or None, got {given!r}")
     spent = Budget(
-        max_calls=max_calls, max_tokens=None, max_seconds=None, clock=clock, shared=budget
+        max_calls=max_calls,
+        max_tokens=None,
+        max_seconds=None,
+        clock=clock,
+        shared=budget,
+        judge=judge_budget,
     )
     engine = Engine(
         llm,

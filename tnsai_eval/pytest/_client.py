@@ -1,72 +1,23 @@
-"""Building the ``llm`` fixture's client from the options.
+"""Building the plugin's front clients (``llm.FrontClient``) from the options.
 
-A server's client (``OpenAIClient``) is made at once: making it opens nothing
-(its connections are opened by the first request). The embedded model is made
-lazily, on the first call that reaches it (``LazyClient``): in replay mode no
-call ever does, so a CI run never loads it, and a run whose tests never call
-the model pays nothing.
+Every client is made lazily, on the first call that reaches it: in replay
+mode no call ever does, so a CI run never loads the embedded model nor needs a
+server's key, and a run whose tests never call the model pays nothing.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tnsai_eval._util.secrets import redact_url
-from tnsai_eval.errors import LocalModelUnavailable
-from tnsai_eval.llm import (
-    CachedLLM,
-    Completion,
-    LLMClient,
-    MessagesInput,
-    OpenAIClient,
-    ResponseStore,
-    ametered_call,
-    default_llm,
-    metered_call,
-    smollm2_gguf_path,
-)
+from tnsai_eval.llm import FrontClient, ResponseStore, default_llm, embedded_model_name
 from tnsai_eval.pytest._options import PluginOptions
 from tnsai_eval.settings import resolve_model
 
 if TYPE_CHECKING:
     from tnsai_eval.llm import NamedModel
 
-__all__ = ["LazyClient", "UsageTap", "build_client", "build_named_client", "describe_model"]
-
-
-class LazyClient:
-    """Makes its client with ``factory`` on first use; ``model`` is known up front.
-
-    ``model`` must be known without making the client because ``CachedLLM``
-    keys recordings by it, and a replayed run must find them without a model.
-    """
-
-    def __init__(self, factory: Callable[[], LLMClient], model: str) -> None:
-        self._factory = factory
-        self._client: LLMClient | None = None
-        self._lock = threading.Lock()
-        self.model = model
-
-    def __repr__(self) -> str:
-        state = "made" if self._client is not None else "not made yet"
-        return f"LazyClient(model={self.model!r}, {state})"
-
-    def get(self) -> LLMClient:
-        with self._lock:
-            if self._client is None:
-                self._client = self._factory()
-            return self._client
-
-    #: Calls go through ``llm.metered_call``: the made client is charged once.
-    meters_attempts = True
-
-    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
-        return metered_call(self.get(), messages, **params)
-
-    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
-        return await ametered_call(self.get(), messages, **params)
+__all__ = ["add_hint", "build_client", "build_named_client", "describe_model"]
 
 
 def describe_model(options: PluginOptions) -> tuple[str | None, str]:
@@ -76,115 +27,65 @@ def describe_model(options: PluginOptions) -> tuple[str | None, str]:
     written into reports and recordings.
     """
     settings = resolve_model(base_url=options.base_url, model=options.model)
-    base_url, model = settings.base_url, settings.model
     if settings.embedded:
-        try:
-            return None, smollm2_gguf_path().stem
-        except LocalModelUnavailable:
-            # Only a call that reaches the model needs it; that call will raise.
-            return None, "embedded (not installed)"
-    return (redact_url(base_url) if base_url else None), model or ""
+        return None, embedded_model_name()
+    base_url = settings.base_url
+    return (redact_url(base_url) if base_url else None), settings.model or ""
 
 
-def build_client(options: PluginOptions) -> tuple[LLMClient, OpenAIClient | None]:
-    """The session's client (the configured model behind ``CachedLLM`` and the store),
-    and the ``OpenAIClient`` in it when the model is a server's.
+def _store(options: PluginOptions) -> ResponseStore | None:
+    return None if options.record_mode == "off" else ResponseStore(options.store)
+
+
+def build_client(options: PluginOptions) -> FrontClient:
+    """The ``llm`` fixture's client: the configured model behind the store.
 
     ``default_llm`` reads the API key from ``$TNSAI_LLM_API_KEY``; there is
     deliberately no option for it, so that it never lands in a command line,
-    an ini file or a report. ``--llm-concurrency`` sizes the client's pool.
+    an ini file or a report.
     """
     server, model = describe_model(options)
-    inner: LLMClient
-    http: OpenAIClient | None = None
-    if server is not None:
-        # A server's client: two layers from the test to the transport (the
-        # store, then OpenAIClient), not three.
-        inner = default_llm(base_url=options.base_url, model=options.model)
-        if isinstance(inner, OpenAIClient):
-            http = inner
-            if options.concurrency is not None:
-                http.ensure_concurrency(options.concurrency)
-    else:
-        inner = LazyClient(
-            lambda: default_llm(base_url=options.base_url, model=options.model), model
-        )
-    if options.record_mode == "off":
-        return inner, http
-    store = ResponseStore(options.store)
-    return CachedLLM(inner, store, mode=options.record_mode, server=server), http
+    client = FrontClient(
+        factory=lambda: default_llm(base_url=options.base_url, model=options.model),
+        store=_store(options),
+        mode=options.record_mode,
+        model=model,
+        server=server,
+        offers_logprobs=True,
+    )
+    if options.concurrency is not None:
+        client.ensure_concurrency(options.concurrency)
+    return client
 
 
-def build_named_client(
-    options: PluginOptions,
-    named: NamedModel,
-    on_usage: Callable[[int, int], None],
-    on_made: Callable[[OpenAIClient], None],
-) -> UsageTap:
+def build_named_client(options: PluginOptions, named: NamedModel) -> FrontClient:
     """A named model's client (``--tnsai-model``), behind the store like ``build_client``'s.
 
     Its recordings are keyed by its own model name and server, so two named
-    models never answer from each other's recordings. The model's client is
-    made on the first call that reaches it (a replaying run needs no key);
-    ``on_made`` then gets it when it is an ``OpenAIClient`` (to size its pool).
-    ``on_usage(prompt_tokens, completion_tokens)`` hears every reply, stored
-    ones included, so that a replayed run reports the cost the recording paid.
+    models never answer from each other's recordings.
     """
-    if named.embedded:
-        try:
-            model = smollm2_gguf_path().stem
-        except LocalModelUnavailable:
-            model = "embedded (not installed)"
-        server = None
-    else:
-        model, server = named.model or "", redact_url(named.base_url or "")
+    client = named.front(_store(options), options.record_mode)
+    if options.concurrency is not None:
+        client.ensure_concurrency(options.concurrency)
+    return client
 
-    def make() -> LLMClient:
-        client = named.client()
-        if isinstance(client, OpenAIClient):
-            if options.concurrency is not None:
-                client.ensure_concurrency(options.concurrency)
-            on_made(client)
-        return client
 
-    inner: LLMClient = LazyClient(make, model)
-    if options.record_mode != "off":
-        inner = CachedLLM(
-            inner, ResponseStore(options.store), mode=options.record_mode, server=server
+def add_hint(exc: Exception, options: PluginOptions) -> None:
+    """A note on ``exc`` in the plugin's terms: which option to change, and why it applied.
+
+    The store's own advice is about ``FrontClient``'s ``mode=``; a pytest user
+    needs the option, and why replay was on (CI=true often is the reason).
+    """
+    from tnsai_eval.errors import CallBudgetExceeded, ReplayMissError
+
+    if isinstance(exc, CallBudgetExceeded):
+        exc.add_note(
+            f"tnsai: --llm-max-calls {options.max_calls} is spent for this session "
+            "(stored replies never count); raise it, or record with fewer calls"
         )
-    return UsageTap(inner, on_usage)
-
-
-class UsageTap:
-    """Forwards to ``inner`` and hands each reply's input and output tokens to ``on_usage``."""
-
-    #: Calls go through ``llm.metered_call``: the client inside is charged once.
-    meters_attempts = True
-
-    def __init__(self, inner: LLMClient, on_usage: Callable[[int, int], None]) -> None:
-        self.inner = inner
-        self._on_usage = on_usage
-
-    @property
-    def model(self) -> str:
-        return str(getattr(self.inner, "model", "") or "")
-
-    def __repr__(self) -> str:
-        return f"UsageTap({self.inner!r})"
-
-    def __getattr__(self, name: str) -> Any:
-        # Transparent to what the store offers (is_stored...); `inner` itself is
-        # refused so that a half-built copy cannot recurse forever.
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def _heard(self, reply: Completion) -> Completion:
-        self._on_usage(reply.usage.prompt_tokens, reply.usage.completion_tokens)
-        return reply
-
-    def chat(self, messages: MessagesInput, **params: Any) -> Completion:
-        return self._heard(metered_call(self.inner, messages, **params))
-
-    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
-        return self._heard(await ametered_call(self.inner, messages, **params))
+    elif isinstance(exc, ReplayMissError):
+        exc.add_note(
+            f"tnsai: the `llm` fixture is in replay mode ({options.record_mode_source}); "
+            "record the reply with `pytest --llm-record record` against a model and "
+            f"commit {options.describe()['store']}"
+        )

@@ -31,10 +31,9 @@ if TYPE_CHECKING:
     from tnsai_eval.agents import Agent
     from tnsai_eval.datasets import CasesInput
     from tnsai_eval.feedback import FeedbackStore
-    from tnsai_eval.llm import LLMClient, NamedModel
+    from tnsai_eval.llm import FrontClient, LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
-    from tnsai_eval.records import CaseRecord
     from tnsai_eval.refinement import RefinementResult
     from tnsai_eval.scoring import PromptEvaluator
 
@@ -55,19 +54,15 @@ __all__ = [
 
 
 @pytest.fixture(scope="session")
-def llm(pytestconfig: pytest.Config) -> LLMClient:
+def llm(pytestconfig: pytest.Config) -> FrontClient:
     """The model configured by --llm-base-url/--llm-model (else the embedded one),
     behind the response store in the --llm-record mode. Calls are counted per test."""
-    from tnsai_eval.llm import CachedLLM
     from tnsai_eval.pytest._client import build_client, describe_model
 
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
     session.llm_description = {"model": model, "base_url": base_url}
-    client, session.http_client = build_client(session.options)
-    if isinstance(client, CachedLLM):
-        session.use_recorder(client)
-    return session.meter(client)
+    return session.adopt(build_client(session.options))
 
 
 def _session(request: pytest.FixtureRequest) -> PluginSession:
@@ -86,10 +81,12 @@ def tnsai_model(request: pytest.FixtureRequest) -> NamedModel | None:
     return None if name is None else named.get(str(name))
 
 
-def _client_for(request: pytest.FixtureRequest, llm: LLMClient, model: NamedModel | None) -> Any:
+def _client_for(
+    request: pytest.FixtureRequest, llm: LLMClient, model: NamedModel | None
+) -> FrontClient:
     # A named model (--tnsai-model) has a client of its own, in place of `llm`.
     session = _session(request)
-    return session.meter(llm) if model is None else session.use_model(model)
+    return session.front(llm) if model is None else session.named_client(model)
 
 
 class RecordMetric(Protocol):
@@ -177,7 +174,7 @@ def agent(request: pytest.FixtureRequest, llm: LLMClient) -> AgentFactory:
     def make(
         system_prompt: str = "", tools: Any = None, *, cls: type | None = None, **kwargs: Any
     ) -> Agent:
-        made: Agent = (cls or default_cls)(session.meter(llm), system_prompt, tools, **kwargs)
+        made: Agent = (cls or default_cls)(session.front(llm), system_prompt, tools, **kwargs)
         actions.watch(made)
         return made
 
@@ -319,11 +316,11 @@ def evaluate_prompt(
     command that records them).
     """
     session = _session(request)
-    # The core scores the prompt through the session's client itself (the
-    # store and the model: no metering wrapper in between), under the
-    # session's one call budget; the replies are counted from the cases. A
-    # named model (--tnsai-model) has a client of its own.
-    client = session.unmetered(llm) if tnsai_model is None else session.named_client(tnsai_model)
+    # The core scores the prompt through the session's front client (the
+    # store and the model), whose calls the session counts; the session's one
+    # call budget is active while the test runs. A named model
+    # (--tnsai-model) has a client of its own.
+    client = _client_for(request, llm, tnsai_model)
 
     def run(
         prompt: str | os.PathLike[str],
@@ -338,6 +335,7 @@ def evaluate_prompt(
     ) -> PromptEvaluation:
         from tnsai_eval.datasets import scoring_plan
         from tnsai_eval.optimizer import score_prompt
+        from tnsai_eval.pytest._client import add_hint
         from tnsai_eval.pytest._evaluate import (
             check_min_score,
             load_prompt,
@@ -345,7 +343,6 @@ def evaluate_prompt(
             record,
             verdict,
         )
-        from tnsai_eval.pytest._metered import accepts_sample, add_hint
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
@@ -357,32 +354,9 @@ def evaluate_prompt(
         text, file = load_prompt(prompt, session.options.rootdir)
         if plan.params is not None:
             options["params"] = plan.params
-        if session.sample and (
-            accepts_sample(client) or accepts_sample(getattr(client, "inner", None))
-        ):
-            # --tnsai-repeat: each sample after the first has its own recordings
-            # (the store's `sample=`), as the `llm` fixture's calls do.
-            from tnsai_eval.scoring import DEFAULT_CALL_PARAMS
-
-            base = options.get("params")
-            options["params"] = {
-                **(DEFAULT_CALL_PARAMS if base is None else base),
-                "sample": session.sample,
-            }
-        given_on_case = options.pop("on_case", None)
-
-        def on_case(case: CaseRecord) -> None:
-            if case.output is not None:
-                session.record_reply(case.tokens, cached=case.cached, latency_s=case.latency_s)
-            if given_on_case is not None:
-                given_on_case(case)
-
-        options.setdefault("budget", session.budget)
         options["concurrency"] = session.concurrency_for(options.get("concurrency"))
         try:
-            result = score_prompt(
-                client, text, plan.cases, evaluator=plan.evaluator, on_case=on_case, **options
-            )
+            result = score_prompt(client, text, plan.cases, evaluator=plan.evaluator, **options)
         except Exception as exc:
             add_hint(exc, session.options)
             raise
@@ -403,4 +377,4 @@ def prompt_optimizer(request: pytest.FixtureRequest, llm: LLMClient) -> PromptOp
 
     session = _session(request)
     # Its calls count towards the test and draw on --llm-max-calls, like every call.
-    return PromptOptimizer(session.meter(llm), budget=session.budget)
+    return PromptOptimizer(session.front(llm), budget=session.budget)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,9 +93,13 @@ class TnsaiHooks:
         # project whose own fixture happens to be called `llm` sees no rows).
         if _plugin_marks(item) != (None, None):
             self.session.track(item.nodeid)
+        self.session.fallback = _unparametrized(item, self.session.options.named.names)
         self.session.current = item.nodeid
+        budget = self.session.budget
         try:
-            return (yield)
+            # Every call the test makes, through any client, draws on --llm-max-calls.
+            with nullcontext() if budget is None else budget.active():
+                return (yield)
         finally:
             self.session.current = None
 
@@ -303,6 +308,23 @@ def _plugin_marks(item: pytest.Item) -> tuple[pytest.Mark | None, pytest.Mark | 
             item.get_closest_marker("refine_until"),
         )
     return marks
+
+
+def _unparametrized(item: pytest.Item, models: Sequence[str]) -> str | None:
+    """``item``'s node id without its ``tnsai_model`` parameter (None: it has none).
+
+    Replies recorded before a second ``--tnsai-model`` parametrized the test
+    are in that cassette; each is keyed by its model, so no model answers
+    from another's.
+    """
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.params.get("tnsai_model") not in models:
+        return None
+    model = callspec.params["tnsai_model"]
+    parts = callspec.id.split("-")
+    parts.remove(str(model))
+    name = item.nodeid.rsplit("[", 1)[0]
+    return f"{name}[{'-'.join(parts)}]" if parts else name
 
 
 def _skippable_store(config: pytest.Config, store: Path) -> Path | None:

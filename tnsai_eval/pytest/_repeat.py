@@ -1,8 +1,9 @@
 """``--tnsai-repeat N``: run a tracked test N times and report it once.
 
 Each sample is a full setup/call/teardown (``runtestprotocol``), so
-function-scoped fixtures are fresh every time, and the ``llm`` fixture passes
-the sample index to the response store, so each sample has its own recording.
+function-scoped fixtures are fresh every time, and each sample's calls run in
+``llm.sampling(n)``: the sample index is part of the store key (never of the
+request or the prompt's hash), so each sample has its own recording.
 pytest sees one merged result per phase: the test fails if any sample failed,
 and the report says in how many.
 """
@@ -25,6 +26,8 @@ __all__ = ["run_samples"]
 def run_samples(
     item: pytest.Item, nextitem: pytest.Item | None, session: PluginSession, count: int
 ) -> None:
+    from tnsai_eval.llm import sampling
+
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     runs: list[list[pytest.TestReport]] = []
@@ -33,7 +36,8 @@ def run_samples(
             session.sample = sample
             # nextitem (not None) for every sample: only what the next test does
             # not share is torn down, so session fixtures survive between samples.
-            runs.append(runtestprotocol(item, log=False, nextitem=nextitem))
+            with sampling(sample):
+                runs.append(runtestprotocol(item, log=False, nextitem=nextitem))
     finally:
         session.sample = 0
     for report in _merge(runs):

@@ -18,20 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tnsai_eval.pytest._metered import MeteredLLM
 from tnsai_eval.pytest._options import PluginOptions
 
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import (
-        CachedLLM,
-        CallBudget,
-        Completion,
-        LLMClient,
-        NamedModel,
-        OpenAIClient,
-    )
+    from tnsai_eval.llm import CallBudget, CallEvent, FrontClient, LLMClient, NamedModel
     from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
@@ -139,15 +131,18 @@ class PluginSession:
         self.llm_description: dict[str, object] = {}
         #: The --llm-max-calls bound (None: unbounded): an ``llm.CallBudget``.
         self.budget: CallBudget | None = None
-        #: The recording clients (none with --llm-record off): the ``llm`` fixture's
-        #: and each named model's, once made; each test's replies go to its cassette.
-        self.recorders: list[CachedLLM] = []
-        #: The ``llm`` fixture's ``OpenAIClient`` (None: the embedded model, or not made yet).
-        self.http_client: OpenAIClient | None = None
+        #: The front clients whose calls count towards the running test (each
+        #: subscribed): the ``llm`` fixture's, each named model's, and a client
+        #: a conftest gave as ``llm``. Those with a store record per test.
+        self.clients: list[FrontClient] = []
+        #: The cassette a test's replies are also looked up in: its id without
+        #: the model parameter (replies recorded before it had one).
+        self.fallback: str | None = None
         self._said_capped = False
         # One client per named model (--tnsai-model), made when a test first uses it.
-        self._named_clients: dict[str, LLMClient] = {}
-        self._http_named: list[OpenAIClient] = []
+        self._named_clients: dict[str, FrontClient] = {}
+        # Clients a conftest gave, by id, each with the front client made for it.
+        self._fronts: dict[int, tuple[object, FrontClient]] = {}
         self._concurrency_seen = 0
 
     @property
@@ -158,38 +153,85 @@ class PluginSession:
     @current.setter
     def current(self, nodeid: str | None) -> None:
         if self._current is not None:
-            for recorder in self.recorders:
-                self._close_cassette(recorder, self._current)
+            for client in self.clients:
+                self._close_cassette(client, self._current)
         self._current = nodeid
         self._run = None
         if nodeid is not None:
-            for recorder in self.recorders:
-                self._open_cassette(recorder, nodeid)
+            for client in self.clients:
+                self._open_cassette(client, nodeid)
 
-    # -- the response store: one cassette per test ------------------------
-    def use_recorder(self, recorder: CachedLLM) -> None:
-        """Record ``recorder``'s replies per test, in a cassette named by its node id.
-
-        A recorder (the ``llm`` fixture's, a named model's) is made during the
-        first test that uses it, so that test's cassette is opened here; later
-        ones when they start.
-        """
-        self.recorders.append(recorder)
+    # -- the front clients: counted per test, one cassette per test -------
+    def adopt(self, client: FrontClient) -> FrontClient:
+        """Count ``client``'s calls towards the running test, and record its replies per
+        test, in a cassette named by the test's node id (once per client)."""
+        with self._lock:
+            if any(c is client for c in self.clients):
+                return client
+            self.clients.append(client)
+        client.subscribe(self.on_call)
+        client.ensure_concurrency(self._concurrency_seen or 1)
         if self._current is not None:
-            self._open_cassette(recorder, self._current)
+            # A client made during the first test that uses it: that test's cassette.
+            self._open_cassette(client, self._current)
+        return client
+
+    def front(self, client: LLMClient) -> FrontClient:
+        """The front client the plugin's fixtures call: ``client`` itself when it is one
+        (subscribed), else one made for it (a conftest's own ``llm``), no store added."""
+        from tnsai_eval.llm import FrontClient
+
+        if "model" not in self.llm_description:
+            # A conftest may override `llm`; the report still says what answered.
+            self.llm_description["model"] = str(
+                getattr(client, "model", "") or type(client).__name__
+            )
+        if isinstance(client, FrontClient):
+            return self.adopt(client)
+        with self._lock:
+            known = self._fronts.get(id(client))
+        if known is not None and known[0] is client:
+            return known[1]
+        made = FrontClient(client)
+        with self._lock:
+            self._fronts[id(client)] = (client, made)
+        return self.adopt(made)
+
+    def _open_cassette(self, client: FrontClient, nodeid: str) -> None:
+        if client.store is not None:
+            # Held while the test runs: its replies are written once, when it ends.
+            client.store.hold(nodeid)
+            client.cassette = nodeid
+            client.fallback = self.fallback
 
     @staticmethod
-    def _open_cassette(recorder: CachedLLM, nodeid: str) -> None:
-        # Held while the test runs: its replies are written once, when it ends.
-        recorder.store.hold(nodeid)
-        recorder.cassette = nodeid
-
-    @staticmethod
-    def _close_cassette(recorder: CachedLLM, nodeid: str) -> None:
+    def _close_cassette(client: FrontClient, nodeid: str) -> None:
         from tnsai_eval.llm import DEFAULT_CASSETTE
 
-        recorder.cassette = DEFAULT_CASSETTE
-        recorder.store.release(nodeid)
+        if client.store is not None:
+            client.cassette = DEFAULT_CASSETTE
+            client.fallback = None
+            client.store.release(nodeid)
+
+    def on_call(self, event: CallEvent) -> None:
+        """Count one call (tokens in and out, cache hit, a live call's latency) towards the
+        running test; a failed call's error gets the plugin's hint."""
+        run = self._current_run()  # a row even for a call that failed
+        if event.error is not None:
+            from tnsai_eval.pytest._client import add_hint
+
+            add_hint(event.error, self.options)
+            return
+        if run is None:
+            return
+        with self._lock:
+            run.calls += 1
+            run.tokens += event.total_tokens
+            run.tokens_in += event.prompt_tokens
+            run.tokens_out += event.completion_tokens
+            run.cache_hits += int(event.cached)
+            if event.live:
+                run.latencies.append(event.latency_s)
 
     # -- what the running test does -------------------------------------
     def track(self, nodeid: str) -> _Run:
@@ -307,40 +349,11 @@ class PluginSession:
         """Make the running test tracked (a call is starting; it may fail)."""
         self._current_run()
 
-    def record_call(self, completion: Completion, wall_s: float = 0.0) -> None:
-        """Count one model reply (tokens, cache hit, latency) towards the running test.
-
-        A live reply's latency is the client's own figure, else ``wall_s`` (the
-        time the call took here).
-        """
-        self.record_reply(
-            completion.usage.total_tokens,
-            cached=completion.cached,
-            latency_s=completion.latency_s or wall_s,
-        )
-
-    def record_reply(self, tokens: int, *, cached: bool, latency_s: float | None = None) -> None:
-        """Count one reply of ``tokens`` (from a store when ``cached``) towards the running test.
-
-        ``latency_s`` is the wall time of a live reply; a reply from a store took
-        no model time and has none, whatever is given.
-        """
-        run = self._current_run()
-        if run is None:
-            return
-        with self._lock:
-            run.calls += 1
-            run.tokens += tokens
-            run.cache_hits += int(cached)
-            if not cached and latency_s is not None:
-                run.latencies.append(latency_s)
-
-    def named_client(self, named: NamedModel) -> LLMClient:
+    def named_client(self, named: NamedModel) -> FrontClient:
         """The running test runs against ``named`` (its record says so): that model's client.
 
         Made on first use and shared by every test on that model: the store in
-        the --llm-record mode, then the model; each reply's input and output
-        tokens go to the running test's record, for its cost.
+        the --llm-record mode, then the model.
         """
         run = self._current_run()
         with self._lock:
@@ -348,47 +361,12 @@ class PluginSession:
                 run.named = named
             client = self._named_clients.get(named.name)
         if client is None:
-            from tnsai_eval.llm import CachedLLM
             from tnsai_eval.pytest._client import build_named_client
 
-            made = build_named_client(self.options, named, self.record_usage, self._grow)
+            made = build_named_client(self.options, named)
             with self._lock:
                 client = self._named_clients.setdefault(named.name, made)
-            if client is made and isinstance(made.inner, CachedLLM):
-                self.use_recorder(made.inner)
-        return client
-
-    def use_model(self, named: NamedModel) -> MeteredLLM:
-        """``named_client(named)`` behind the metering adapter (for ``refine``)."""
-        return self.meter(self.named_client(named))
-
-    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
-        """Add one reply's input and output tokens to the running test (named models)."""
-        run = self._current_run()
-        if run is not None:
-            with self._lock:
-                run.tokens_in += prompt_tokens
-                run.tokens_out += completion_tokens
-
-    def _grow(self, client: OpenAIClient) -> None:
-        # A named model's client, made on its first call: as large a pool as
-        # any evaluate_prompt call has asked for so far.
-        with self._lock:
-            self._http_named.append(client)
-            wanted = self._concurrency_seen
-        if wanted:
-            client.ensure_concurrency(wanted)
-
-    def meter(self, client: LLMClient) -> MeteredLLM:
-        """``client`` wrapped so that its calls count towards the running test."""
-        if isinstance(client, MeteredLLM) and client.session is self:
-            return client
-        if "model" not in self.llm_description:
-            # A conftest may override `llm`; the report still says what answered.
-            self.llm_description["model"] = str(
-                getattr(client, "model", "") or type(client).__name__
-            )
-        return MeteredLLM(client, self)
+        return self.adopt(client)
 
     def concurrency_for(self, asked: object) -> int:
         """The concurrency an ``evaluate_prompt`` call gets, the client's pool grown to fit.
@@ -419,18 +397,12 @@ class PluginSession:
                 )
         else:
             chosen = asked
-        if self.http_client is not None:
-            self.http_client.ensure_concurrency(chosen)
         with self._lock:
             self._concurrency_seen = max(self._concurrency_seen, chosen)
-            named = list(self._http_named)
-        for client in named:
+            clients = list(self.clients)
+        for client in clients:
             client.ensure_concurrency(chosen)
         return chosen
-
-    def unmetered(self, client: LLMClient) -> LLMClient:
-        """``client`` without this session's ``MeteredLLM`` (for the core, which meters itself)."""
-        return self.meter(client).inner
 
     # -- what pytest reports --------------------------------------------
     def on_report(self, report: pytest.TestReport) -> None:
@@ -459,9 +431,10 @@ class PluginSession:
         """Add finished records shipped by an xdist worker.
 
         A node id that arrives again (``--dist each`` runs every test on every
-        worker) is merged into one record, each worker's run a sample of it:
-        metric samples and case records follow one another, counts add up, and
-        the worst status stands (error, then failed, then passed, then skipped).
+        worker) is merged into one record, each worker's run a sample of it,
+        by the rule each field of ``reports.TrackedTest`` declares: metric
+        samples and case records follow one another, counts, tokens and cost
+        add up, and the worst status and latency stand.
         """
         from tnsai_eval.reports import SCHEMA_VERSION, decode_test
 
@@ -469,7 +442,7 @@ class PluginSession:
             test = decode_test(record, SCHEMA_VERSION, "$")
             with self._lock:
                 earlier = self.merged.get(test.nodeid)
-                self.merged[test.nodeid] = test if earlier is None else _combine(earlier, test)
+                self.merged[test.nodeid] = test if earlier is None else earlier.merge(test)
 
     def record_crash(self, nodeid: str, detail: str) -> None:
         """An xdist worker crashed running ``nodeid``: an error record, never a vanished test."""
@@ -480,7 +453,7 @@ class PluginSession:
         crashed = TrackedTest(nodeid=nodeid, status=TestStatus.ERROR, message=message)
         with self._lock:
             earlier = self.merged.get(nodeid)
-            self.merged[nodeid] = crashed if earlier is None else _combine(earlier, crashed)
+            self.merged[nodeid] = crashed if earlier is None else earlier.merge(crashed)
 
     def take_finished(self, nodeid: str) -> TrackedTest | None:
         """The finished record of ``nodeid``, removed from this process (None: untracked)."""
@@ -522,57 +495,6 @@ def _first_line(report: pytest.TestReport) -> str:
         if line.startswith("E "):
             return mask_then_cut(line[1:].strip(), _MESSAGE_CHARS)
     return mask_then_cut(text.splitlines()[-1], _MESSAGE_CHARS) if text else ""
-
-
-# Which status stands when --dist each gives one test several: the worst.
-_STATUS_RANK = {"error": 3, "failed": 2, "passed": 1, "skipped": 0}
-
-
-def _combine(first: TrackedTest, second: TrackedTest) -> TrackedTest:
-    """Two workers' records of one node id as one record whose samples are both runs'."""
-    from dataclasses import replace
-
-    from tnsai_eval.reports import MetricStats
-
-    metrics = dict(first.metrics)
-    for name, stats in second.metrics.items():
-        before = metrics.get(name)
-        metrics[name] = (
-            stats
-            if before is None
-            else MetricStats(
-                name,
-                before.samples + stats.samples,
-                gate=before.gate,
-                higher_is_better=before.higher_is_better,
-                tolerance=before.tolerance,
-                relative=before.relative,
-            )
-        )
-    status = max(first.status, second.status, key=lambda s: _STATUS_RANK[s.value])
-    iterations = (
-        None
-        if first.iterations is None and second.iterations is None
-        else (first.iterations or 0) + (second.iterations or 0)
-    )
-    return replace(
-        first,
-        status=status,
-        metrics=metrics,
-        samples=first.samples + second.samples,
-        passed_samples=first.passed_samples + second.passed_samples,
-        calls=first.calls + second.calls,
-        tokens=first.tokens + second.tokens,
-        cache_hits=first.cache_hits + second.cache_hits,
-        iterations=iterations,
-        duration_s=first.duration_s + second.duration_s,
-        message=first.message or second.message,
-        # The second run's cases are later samples, numbered after the first's.
-        cases=first.cases
-        + tuple(replace(c, sample=c.sample + first.samples) for c in second.cases),
-        prompts=first.prompts or second.prompts,
-        refinements=first.refinements + second.refinements,
-    )
 
 
 SESSION_KEY = pytest.StashKey[PluginSession]()

@@ -36,10 +36,12 @@ from tnsai_eval.reports._decode import decode_report, decode_test, read_report
 from tnsai_eval.reports._gate import GATE_DEFAULTS, describe_settings, gate_settings
 from tnsai_eval.reports._junit import render_junit, write_junit
 from tnsai_eval.reports._model import (
+    MERGE,
     SCHEMA_VERSION,
     CaseRecord,
     CaseState,
     IterationRecord,
+    MergeRule,
     MetricStats,
     PromptRecord,
     Report,
@@ -76,6 +78,7 @@ from tnsai_eval.reports._text import (
 __all__ = [
     "COMPARISON_COLUMNS",
     "GATE_DEFAULTS",
+    "MERGE",
     "SCHEMA_VERSION",
     "CaseChange",
     "CaseComparison",
@@ -86,6 +89,7 @@ __all__ = [
     "Detectability",
     "GateMode",
     "IterationRecord",
+    "MergeRule",
     "MetricChange",
     "MetricStats",
     "ModelComparison",

@@ -10,7 +10,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -28,10 +28,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_METRIC_VALUE",
+    "MERGE",
     "SCHEMA_VERSION",
     "CaseRecord",
     "CaseState",
     "IterationRecord",
+    "MergeRule",
     "MetricStats",
     "PromptRecord",
     "Report",
@@ -227,36 +229,108 @@ def prompt_hash(*parts: object) -> str:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
+class MergeRule(StrEnum):
+    """How a field of two records of one test combines (``TrackedTest.merge``)."""
+
+    SUM = "sum"
+    FIRST = "first"
+    CONCATENATE = "concatenate"
+    WORST = "worst"
+
+
+#: The metadata key under which a ``TrackedTest`` field names its ``MergeRule``.
+MERGE = "merge"
+_SUM = {MERGE: MergeRule.SUM}
+_FIRST = {MERGE: MergeRule.FIRST}
+_CONCAT = {MERGE: MergeRule.CONCATENATE}
+_WORST = {MERGE: MergeRule.WORST}
+# Which status stands when two runs of one test differ: the worst.
+_STATUS_RANK = {"error": 3, "failed": 2, "passed": 1, "skipped": 0}
+
+
+def _sum(a: Any, b: Any, first: Any) -> Any:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def _first(a: Any, b: Any, first: Any) -> Any:
+    return a or b
+
+
+def _worst(a: Any, b: Any, first: Any) -> Any:
+    if isinstance(a, TestStatus):
+        return max(a, b, key=lambda s: _STATUS_RANK[s.value])
+    return max((v for v in (a, b) if v is not None), default=None)
+
+
+def _concatenate(a: Any, b: Any, first: Any) -> Any:
+    if isinstance(a, Mapping):  # metrics: one metric's samples follow one another
+        merged = dict(a)
+        for name, stats in b.items():
+            before = merged.get(name)
+            merged[name] = stats if before is None else replace(
+                before, samples=before.samples + stats.samples
+            )  # fmt: skip
+        return merged
+    # The later run's cases are later samples, numbered after the first run's.
+    later = (replace(c, sample=c.sample + first.samples) if isinstance(c, CaseRecord) else c
+             for c in b)  # fmt: skip
+    return (*a, *later)
+
+
+_MERGE = {
+    MergeRule.SUM: _sum,
+    MergeRule.FIRST: _first,
+    MergeRule.CONCATENATE: _concatenate,
+    MergeRule.WORST: _worst,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class TrackedTest:
-    """What one test measured and cost in one run."""
+    """What one test measured and cost in one run.
 
-    nodeid: str
-    status: TestStatus
-    metrics: Mapping[str, MetricStats] = field(default_factory=dict)
-    samples: int = 1
-    passed_samples: int = 0
-    calls: int = 0
-    tokens: int = 0
-    cache_hits: int = 0
-    iterations: int | None = None
-    duration_s: float = 0.0
-    message: str = ""
-    cases: tuple[CaseRecord, ...] = ()
-    prompts: tuple[PromptRecord, ...] = ()
-    refinements: tuple[IterationRecord, ...] = ()
+    Each field declares how two records of one test combine (``merge``: the
+    xdist workers of ``--dist each``, each a run of the test): counts add up
+    (``sum``), lists follow one another (``concatenate``: a later run's
+    metric samples and cases are later samples), the worst status and
+    latency stand (``worst``), and the rest is the first record's
+    (``first``).
+    """
+
+    nodeid: str = field(metadata=_FIRST)
+    status: TestStatus = field(metadata=_WORST)
+    metrics: Mapping[str, MetricStats] = field(default_factory=dict, metadata=_CONCAT)
+    samples: int = field(default=1, metadata=_SUM)
+    passed_samples: int = field(default=0, metadata=_SUM)
+    calls: int = field(default=0, metadata=_SUM)
+    tokens: int = field(default=0, metadata=_SUM)
+    cache_hits: int = field(default=0, metadata=_SUM)
+    iterations: int | None = field(default=None, metadata=_SUM)
+    duration_s: float = field(default=0.0, metadata=_SUM)
+    message: str = field(default="", metadata=_FIRST)
+    cases: tuple[CaseRecord, ...] = field(default=(), metadata=_CONCAT)
+    prompts: tuple[PromptRecord, ...] = field(default=(), metadata=_FIRST)
+    refinements: tuple[IterationRecord, ...] = field(default=(), metadata=_CONCAT)
     #: The named model this record ran against (``--tnsai-model``); None without one.
-    model: str | None = None
+    model: str | None = field(default=None, metadata=_FIRST)
     #: Input (prompt) and output (completion) tokens of its calls, replayed ones included.
-    tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_in: int = field(default=0, metadata=_SUM)
+    tokens_out: int = field(default=0, metadata=_SUM)
     #: Estimated cost of those tokens at the model's declared prices (None: no price).
-    cost: float | None = None
+    cost: float | None = field(default=None, metadata=_SUM)
     #: Calls that reached a model (replayed and stored replies are not counted).
-    live_calls: int = 0
+    live_calls: int = field(default=0, metadata=_SUM)
     #: Median and 95th percentile of those live calls' wall time, in seconds (None: none).
-    latency_p50_s: float | None = None
-    latency_p95_s: float | None = None
+    latency_p50_s: float | None = field(default=None, metadata=_WORST)
+    latency_p95_s: float | None = field(default=None, metadata=_WORST)
+
+    def merge(self, other: TrackedTest) -> TrackedTest:
+        """This record and ``other`` (a later run of the same test) as one, field by field."""
+        values = {
+            f.name: _MERGE[f.metadata[MERGE]](getattr(self, f.name), getattr(other, f.name), self)
+            for f in fields(self)
+        }
+        return TrackedTest(**values)
 
     @property
     def score(self) -> MetricStats | None:

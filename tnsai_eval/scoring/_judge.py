@@ -13,8 +13,10 @@ client offers:
 2. ``json_schema``: ``{"score": 0-100, "reason": "..."}`` enforced with ``response_format``;
 3. ``score_line``: free text ending with ``SCORE: N``.
 
-The first method is chosen from the client (logprobs for ``LocalLLM`` and
-``OpenAIClient``, the score line for anything else, such as fakes); a method
+The first method is chosen from the client (logprobs for ``LocalLLM``,
+``OpenAIClient`` and a ``FrontClient`` whose model offers them, the score
+line for anything else, such as fakes); every call is metered
+(``llm.metered_call``), so a judge's calls draw on the active call budgets; a method
 that gives no score falls through to the next, and one the client or server
 rejects is not tried again by that judge. ``JudgeResult.method`` says which
 was used.
@@ -53,12 +55,14 @@ from tnsai_eval._util.secrets import mask_then_cut
 from tnsai_eval.errors import ConfigError, LLMError
 from tnsai_eval.llm import (
     Completion,
+    FrontClient,
     LLMClient,
     LocalLLM,
     OpenAIClient,
-    acall,
+    ametered_call,
     estimate_tokens,
     json_schema_format,
+    metered_call,
 )
 from tnsai_eval.scoring._calibration import MIN_CALIBRATION_EXAMPLES, JudgeCalibration
 
@@ -186,7 +190,7 @@ class Judge:
         for method in list(self.methods):
             messages, params = build(method)
             try:
-                completion = self.llm.chat(messages, **params)
+                completion = metered_call(self.llm, messages, **params)
             except Exception as exc:
                 self._give_up(method, exc)
                 continue
@@ -200,7 +204,7 @@ class Judge:
         for method in list(self.methods):
             messages, params = build(method)
             try:
-                completion = await acall(self.llm, messages, **params)
+                completion = await ametered_call(self.llm, messages, **params)
             except Exception as exc:
                 self._give_up(method, exc)
                 continue
@@ -256,14 +260,10 @@ class Judge:
 
 
 def _methods_for(llm: LLMClient) -> tuple[JudgeMethod, ...]:
-    inner: object = llm
-    # Wrappers (CachedLLM, the plugin's clients) keep the real client in .inner.
-    for _ in range(8):
-        nested = getattr(inner, "inner", None)
-        if nested is None:
-            break
-        inner = nested
-    if isinstance(inner, LocalLLM | OpenAIClient):
+    # A front client knows whether its model offers log-probabilities, made or not.
+    if isinstance(llm, LocalLLM | OpenAIClient) or (
+        isinstance(llm, FrontClient) and llm.offers_logprobs
+    ):
         return (JudgeMethod.LOGPROBS, JudgeMethod.JSON_SCHEMA, JudgeMethod.SCORE_LINE)
     return (JudgeMethod.SCORE_LINE,)
 
