@@ -55,8 +55,9 @@ typecheck: $(VENV)/.dev-installed
 unit: $(VENV)/.dev-installed
 	$(BIN)/pytest -n $(JOBS) --dist loadgroup tests
 
-# The executed notebooks, replayed from notebooks/responses/ (nbval: cells marked
-# NBVAL_CHECK_OUTPUT must reproduce their committed output; all must run).
+# The executed notebooks, replayed from notebooks/responses/ (nbval: cells tagged
+# nbval-check-output, a cell tag rather than a comment a reader sees, must
+# reproduce their committed output; all must run).
 notebooks: $(VENV)/.dev-installed
 	$(BIN)/pytest --nbval-lax -p no:xdist notebooks
 

@@ -1,6 +1,7 @@
-"""DSPy MIPROv2 (light) beside the optimizer: same split, same evaluator, every request counted.
+"""DSPy MIPROv2 or GEPA (light) beside the optimizer: same split and evaluator, requests counted.
 
-``bench/optimizer.py --dspy`` calls ``run_mipro`` once per dataset. It needs
+``bench/optimizer.py --dspy`` calls ``run_mipro`` once per dataset (``--gepa``:
+``run_mipro(..., method="gepa")``, GEPA instead of MIPROv2). It needs
 ``dspy``, which the ``bench`` extra installs into a venv of its own (dspy's
 litellm pins python-dateutil below the dev venv's; see bench/README.md,
 "DSPy"); nothing else imports this module, and it imports ``dspy`` only
@@ -21,8 +22,13 @@ What it does, per dataset:
 4. compiles ``dspy.Predict("question -> answer")`` whose instructions are the
    initial prompt with ``MIPROv2(auto="light")`` on the selection cases
    (MIPROv2 splits them itself: 20% to bootstrap from, 80% to choose on),
-   the metric being the dataset's evaluator on the ``answer`` field;
-5. runs the unoptimized and the compiled program on the held-out cases.
+   the metric being the dataset's evaluator on the ``answer`` field; or with
+   ``GEPA(auto="light")``, given the same two parts of the selection cases
+   (the first 20% as its training set, the rest as its validation set), the
+   metric's feedback naming the expected and the given answer, and the same
+   model, served the same way, as its reflection model (``REFLECTION``);
+5. runs the unoptimized and the compiled program on the held-out cases (the
+   split's, or ``held_out`` when given: a held-out set of its own).
 
 DSPy's caches are off (memory and disk, and ``cache=False`` on the LM), so
 every call reaches the server.
@@ -74,6 +80,14 @@ __all__ = [
 ]
 
 MODEL_ALIAS = "smollm2"
+#: GEPA's reflection model, as the table states it: the task model itself,
+#: with room for an instruction and at the temperature DSPy's GEPA docs advise.
+REFLECTION_TOKENS = 256
+REFLECTION_TEMPERATURE = 1.0
+REFLECTION = (
+    f"SmolLM2-135M-Instruct (the task model, same llama.cpp server), "
+    f"temperature {REFLECTION_TEMPERATURE}, {REFLECTION_TOKENS}-token replies"
+)
 _START_TIMEOUT_S = 180.0
 
 
@@ -125,8 +139,13 @@ class CountingProxy:
         upstream: str | None,
         store: ResponseStore | None = None,
         cassette: str = DEFAULT_CASSETTE,
+        fallback: str | None = None,
     ) -> None:
         self.upstream = None if upstream is None else upstream.rstrip("/")
+        #: Another run's cassette to look in when this one lacks a reply: a run
+        #: that repeats that run's requests (the same compile, scored on other
+        #: held-out cases) replays its replies, and records only its own.
+        self.fallback = fallback
         if self.upstream is None and store is None:
             raise ValueError("CountingProxy needs an upstream server or a store to replay")
         #: Chat completions are looked up here first and recorded here when
@@ -179,6 +198,8 @@ class CountingProxy:
         request = self._stored_request(method, path, body)
         if request is not None and self.store is not None:
             found = self.store.find(request, self.cassette)
+            if found is None and self.fallback is not None:
+                found = self.store.find(request, self.fallback)
             if found is not None:
                 with self._lock:
                     self.replayed += 1
@@ -316,6 +337,9 @@ class MiproRow:
     counts: Counts
     wall_s: float
     errors: int
+    #: The held-out score of each case, in the held-out cases' order (for the
+    #: paired comparison with the optimizer's methods on the same cases).
+    scores: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,7 +356,7 @@ class MiproResult:
     missed: int = 0
 
 
-def make_lm(base_url: str, max_tokens: int, field: str) -> Any:
+def make_lm(base_url: str, max_tokens: int, field: str | None, *, temperature: float = 0.0) -> Any:
     """A ``dspy.LM`` for the embedded model behind llama.cpp's server, replying ``{field: str}``.
 
     litellm routes ``openai/<name>`` with ``api_base`` to any OpenAI-compatible
@@ -346,24 +370,26 @@ def make_lm(base_url: str, max_tokens: int, field: str) -> Any:
     llama.cpp's form (``{"type": "json_object", "schema": ...}``), which the
     server enforces with a grammar. Temperature 0 is what the optimizer's
     methods use; DSPy raises it itself for bootstrap rounds and proposals.
+    With ``field=None`` the replies are free text (GEPA's reflection model,
+    whose instruction GEPA reads from the reply's text).
     """
     import dspy
 
-    schema = {
-        "type": "object",
-        "properties": {field: {"type": "string"}},
-        "required": [field],
-    }
+    extra: dict[str, Any] = {"max_tokens": max_tokens}
+    if field is not None:
+        schema = {
+            "type": "object",
+            "properties": {field: {"type": "string"}},
+            "required": [field],
+        }
+        extra["response_format"] = {"type": "json_object", "schema": schema}
     return dspy.LM(
         f"openai/{MODEL_ALIAS}",
         api_base=base_url,
         api_key="unused",
-        temperature=0.0,
+        temperature=temperature,
         max_tokens=max_tokens,
-        extra_body={
-            "max_tokens": max_tokens,
-            "response_format": {"type": "json_object", "schema": schema},
-        },
+        extra_body=extra,
         cache=False,
     )
 
@@ -384,8 +410,18 @@ def run_mipro(
     n_ctx: int,
     store: str | None = None,
     replay: bool = False,
+    method: str = "mipro",
+    held_out: Sequence[TestCase] | None = None,
+    held_out_name: str | None = None,
 ) -> MiproResult:
     """MIPROv2 (light) on ``name``'s selection cases; held-out rows for it and the DSPy baseline.
+
+    ``method="gepa"``: GEPA (light) instead. ``held_out`` replaces the split's
+    held-out cases (``held_out_name`` names them in the cassette); the
+    selection cases stay the split's, so MIPROv2 compiles exactly as it
+    did without them, and a store holding that run's replies answers the
+    compile's requests again (its cassette is the fallback): only the
+    held-out requests are new.
 
     ``reply_tokens`` caps the initial prompt's replies as the optimizer's
     methods are capped; ``dspy_tokens`` caps the task model's replies under
@@ -408,13 +444,20 @@ def run_mipro(
     # lookup falls back to): at temperature 1.0 the server's reply depends on
     # what it answered before in its process, so a request another run also
     # sent must get this run's reply, not that one's.
-    cassette = f"mipro {name} ({len(cases)} cases, split {split}, seed {seed}): {prompt}"
+    if method not in ("mipro", "gepa"):
+        raise ValueError(f"method must be 'mipro' or 'gepa', got {method!r}")
+    run = f"{name} ({len(cases)} cases, split {split}, seed {seed}"
+    cassette = f"{method} {run}): {prompt}"
+    fallback = None
+    if held_out is not None:
+        fallback = cassette
+        cassette = f"{method} {run}, held out on {held_out_name or len(held_out)}): {prompt}"
     with contextlib.ExitStack() as stack:
         server_url = None if replay else stack.enter_context(llama_server(n_ctx))
         if replies is not None:
             stack.enter_context(replies.holding(cassette))
         upstream = None if server_url is None else server_url.removesuffix("/v1")
-        proxy = stack.enter_context(CountingProxy(upstream, replies, cassette))
+        proxy = stack.enter_context(CountingProxy(upstream, replies, cassette, fallback))
         # The initial prompt is scored straight to the server, not through the
         # proxy (it is not DSPy's cost), so the store sits in front of it here.
         initial_llm: LLMClient
@@ -444,6 +487,8 @@ def run_mipro(
             dspy_tokens=dspy_tokens,
             proposer_tokens=proposer_tokens,
             threads=threads,
+            method=method,
+            held_out=held_out,
         )
         if cached is None:
             return result
@@ -469,6 +514,8 @@ def _run_mipro(
     dspy_tokens: int,
     proposer_tokens: int,
     threads: int,
+    method: str = "mipro",
+    held_out: Sequence[TestCase] | None = None,
 ) -> MiproResult:
     # Before dspy (and so litellm) is imported: litellm would fetch its model
     # price list from GitHub, and dspy opens a disk cache under the home directory.
@@ -482,7 +529,8 @@ def _run_mipro(
     litellm.telemetry = False
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
 
-    selection, held_out = split_cases(list(cases), split, seed)
+    selection, split_held_out = split_cases(list(cases), split, seed)
+    held_out = split_held_out if held_out is None else list(held_out)
     initial = score_prompt(
         initial_llm,
         prompt,
@@ -505,6 +553,22 @@ def _run_mipro(
         score = evaluator.evaluate(str(getattr(prediction, "answer", "") or ""), example.answer)
         # Bootstrapping (trace given) keeps a demo only when the case passed.
         return score if trace is None else score >= threshold
+
+    def feedback(
+        example: Any,
+        prediction: Any,
+        trace: Any = None,
+        pred_name: Any = None,
+        pred_trace: Any = None,
+    ) -> Any:
+        # GEPA's metric: the score, and what its reflection model reads about it.
+        answer = str(getattr(prediction, "answer", "") or "")
+        score = evaluator.evaluate(answer, example.answer)
+        said = "correct" if score >= threshold else "wrong"
+        return dspy.Prediction(
+            score=score,
+            feedback=f"The answer {answer!r} is {said}: the expected answer is {example.answer!r}.",
+        )
 
     student = dspy.Predict(dspy.Signature("question -> answer", prompt))
     trainset = [
@@ -536,6 +600,7 @@ def _run_mipro(
             proxy.counts - before,
             time.perf_counter() - began,
             errors,
+            tuple(scores[i] for i in range(len(held_out))),
         )
 
     start = proxy.counts
@@ -543,41 +608,71 @@ def _run_mipro(
     baseline = held(student, "dspy-base", "-", began, start)
     # Printed now: MIPROv2 takes the better part of an hour here.
     print(format_row(name, baseline), flush=True)
-    optimizer = dspy.MIPROv2(
-        metric=metric,
-        prompt_model=prompt_lm,
-        task_model=task_lm,
-        auto="light",
-        num_threads=threads,
-        seed=seed,
-        # A reply without DSPy's field markers raises; Evaluate and the bootstrap
-        # give up after settings.max_errors (10) of those, which this model
-        # reaches within the first few cases. Such a case scores 0 instead.
-        max_errors=1_000_000,
-    )
     compile_began = time.perf_counter()
-    compiled = optimizer.compile(student, trainset=trainset)
+    label = f"{method}-light"
+    if method == "gepa":
+        # The same two parts MIPROv2 makes of the selection cases (its
+        # training share first): GEPA reflects on the first and keeps its
+        # Pareto scores on the second.
+        cut = max(1, round(0.2 * len(trainset)))
+        # GEPA asks its reflection model through DSPy's adapter (JSONAdapter
+        # here) for one field, ``new_instruction``: held to it, as MIPROv2's
+        # proposer is to its own.
+        reflection_lm = make_lm(
+            proxy.base_url, REFLECTION_TOKENS, "new_instruction", temperature=REFLECTION_TEMPERATURE
+        )
+        gepa = dspy.GEPA(
+            metric=feedback,
+            auto="light",
+            reflection_lm=reflection_lm,
+            num_threads=threads,
+            seed=seed,
+            track_stats=True,
+        )
+        compiled = gepa.compile(student, trainset=trainset[:cut], valset=trainset[cut:])
+        details = getattr(compiled, "detailed_results", None)
+        scores = list(getattr(details, "val_aggregate_scores", []) or [])
+        best_index = getattr(details, "best_idx", None)
+        train = "-"
+        if scores and isinstance(best_index, int):
+            train = f"{scores[0]:5.3f}->{scores[best_index]:5.3f}"
+    else:
+        optimizer = dspy.MIPROv2(
+            metric=metric,
+            prompt_model=prompt_lm,
+            task_model=task_lm,
+            auto="light",
+            num_threads=threads,
+            seed=seed,
+            # A reply without DSPy's field markers raises; Evaluate and the bootstrap
+            # give up after settings.max_errors (10) of those, which this model
+            # reaches within the first few cases. Such a case scores 0 instead.
+            max_errors=1_000_000,
+        )
+        compiled = optimizer.compile(student, trainset=trainset)
+        best = getattr(compiled, "score", None)
+        logs = getattr(compiled, "trial_logs", {}) or {}
+        first = logs.get(1, {}).get("full_eval_score") if isinstance(logs, dict) else None
+        train = "-"
+        if isinstance(best, float):
+            # DSPy reports its validation scores in percent.
+            start_text = f"{first / 100:5.3f}" if isinstance(first, float) else "  -  "
+            train = f"{start_text}->{best / 100:5.3f}"
     compile_counts = proxy.counts - start - baseline.counts
-    best = getattr(compiled, "score", None)
-    logs = getattr(compiled, "trial_logs", {}) or {}
-    first = logs.get(1, {}).get("full_eval_score") if isinstance(logs, dict) else None
-    train = "-"
-    if isinstance(best, float):
-        # DSPy reports its validation scores in percent.
-        start_text = f"{first / 100:5.3f}" if isinstance(first, float) else "  -  "
-        train = f"{start_text}->{best / 100:5.3f}"
     after_compile = proxy.counts
-    row = held(compiled, "mipro-light", train, compile_began, after_compile)
+    row = held(compiled, label, train, compile_began, after_compile)
     # The method's whole cost: its compile, and its held-out runs of the
     # unoptimized and the chosen program (the optimizer's rows count both too).
     mipro = replace(row, counts=proxy.counts - start, wall_s=time.perf_counter() - began)
     predictor = compiled.predictors()[0]
-    notes = (
+    notes: tuple[str, ...] = (
         f"compile: {compile_counts.requests} requests, {compile_counts.tokens} tokens; "
         f"held-out runs: {baseline.counts.requests} + {row.counts.requests} requests; "
         f"HTTP statuses {dict((proxy.counts - start).statuses)}",
-        f"unparsed held-out replies: baseline {baseline.errors}, mipro {row.errors}",
+        f"unparsed held-out replies: baseline {baseline.errors}, {method} {row.errors}",
     )
+    if method == "gepa":
+        notes += (f"reflection model: {REFLECTION}",)
     return MiproResult(
         rows=(baseline, mipro),
         instruction=str(predictor.signature.instructions),
@@ -602,7 +697,10 @@ def format_row(name: str, r: MiproRow) -> str:
 def format_lines(name: str, result: MiproResult) -> list[str]:
     """MIPROv2's row (the baseline's is printed as soon as it is measured) and notes."""
     lines = [format_row(name, result.rows[-1])]
-    lines.append(f"{'':<17} mipro chose {result.demos} demos, instruction: {result.instruction!r}")
+    method = result.rows[-1].method.split("-")[0]
+    lines.append(
+        f"{'':<17} {method} chose {result.demos} demos, instruction: {result.instruction!r}"
+    )
     lines.extend(f"{'':<17} {note}" for note in result.notes)
     return lines
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from _replay import open_store  # bench/_replay.py, beside this script
@@ -126,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     print(table(cases, runs))
     calls = sum(run.calls for run in runs)
-    stopped = sum(run.stop_reason.value == "max_steps" for run in runs)
+    stops = Counter(run.stop_reason.value for run in runs)
     print(
-        f"\n{len(cases)} requests, {calls} model calls, {stopped} stopped at {MAX_STEPS} steps, "
-        f"{elapsed:.1f} s"
+        f"\n{len(cases)} requests, {calls} model calls, {elapsed:.1f} s; runs ended: "
+        + ", ".join(f"{reason} {stops[reason]}" for reason in ("answered", "length", "max_steps"))
     )
     for failure in failures:
         print(f"failed: {failure}")

@@ -1,11 +1,13 @@
-"""Write arithmetic.jsonl (20 cases) and arithmetic_large.jsonl (200): sums and
-differences with their answers.
+"""Write arithmetic.jsonl (20 cases), arithmetic_large.jsonl (200) and
+arithmetic_heldout.jsonl (100): sums and differences with their answers.
 
 Run from anywhere: ``python datasets/make_arithmetic.py``. The seeds are fixed,
 so the files it writes are always the same; re-running it must leave
 ``git diff`` empty. The small file is for the demo, README and notebooks; the
 large one, whose questions never repeat, is big enough for a held-out split
-to tell a better prompt from luck (``bench/optimizer.py``).
+to tell a better prompt from luck (``bench/optimizer.py``). The held-out one
+shares no question with either: ``bench/optimizer.py --held-out`` scores the
+prompts chosen on ``arithmetic_large`` on it, 100 cases nothing was chosen on.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ OUT = Path(__file__).with_name("arithmetic.jsonl")
 LARGE_SEED = 20261130
 LARGE_COUNT = 200
 LARGE_OUT = Path(__file__).with_name("arithmetic_large.jsonl")
+HELDOUT_SEED = 20261201
+HELDOUT_COUNT = 100
+HELDOUT_OUT = Path(__file__).with_name("arithmetic_heldout.jsonl")
 
 
 def make_cases(seed: int = SEED, count: int = COUNT) -> list[dict[str, str]]:
@@ -38,10 +43,13 @@ def make_cases(seed: int = SEED, count: int = COUNT) -> list[dict[str, str]]:
     return cases
 
 
-def make_distinct_cases(seed: int = LARGE_SEED, count: int = LARGE_COUNT) -> list[dict[str, str]]:
-    """Like ``make_cases`` but no question twice (a repeat would sit on both sides of a split)."""
+def make_distinct_cases(
+    seed: int = LARGE_SEED, count: int = LARGE_COUNT, *, avoid: frozenset[str] = frozenset()
+) -> list[dict[str, str]]:
+    """Like ``make_cases`` but no question twice (a repeat would sit on both sides of a split),
+    and none of ``avoid`` (the questions of another set)."""
     rng = random.Random(seed)
-    seen: set[str] = set()
+    seen: set[str] = set(avoid)
     cases: list[dict[str, str]] = []
     while len(cases) < count:
         (case,) = make_cases(rng.randrange(2**32), 1)
@@ -61,7 +69,11 @@ def main() -> None:
     # No options; parsing anyway makes ``--help`` print this instead of writing the file.
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     write(OUT, make_cases())
-    write(LARGE_OUT, make_distinct_cases())
+    large = make_distinct_cases()
+    write(LARGE_OUT, large)
+    small = make_cases()
+    avoid = frozenset(case["input"] for case in [*small, *large])
+    write(HELDOUT_OUT, make_distinct_cases(HELDOUT_SEED, HELDOUT_COUNT, avoid=avoid))
 
 
 if __name__ == "__main__":

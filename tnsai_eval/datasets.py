@@ -1,12 +1,18 @@
-"""The shipped datasets (``datasets/*.jsonl``) and any JSONL file of test cases.
+"""The shipped datasets (``datasets/*.jsonl``) and any JSONL or CSV file of test cases.
 
-Each line is one JSON object ``{"input": "...", "expected": "..."}``, with an
-optional ``"id"`` (a string that names the case in reports across runs), and for
-an agent's task optional ``"expected_tool_calls"`` (a list of ``{"name",
-"arguments"}``; ``"expected"`` may then be left out) and ``"state"`` (an object
-that norms' conditions read); other keys are allowed and ignored. ``load``
-checks every line and raises one ``DatasetError`` listing each bad line by
-number and reason; it never skips a line silently.
+Each line of a ``.jsonl`` file is one JSON object ``{"input": "...",
+"expected": "..."}``, with an optional ``"id"`` (a string that names the case
+in reports across runs), and for an agent's task optional
+``"expected_tool_calls"`` (a list of ``{"name", "arguments"}``) and ``"state"``
+(an object that norms' conditions read); other keys are allowed and ignored. A
+``.csv`` file has a header row naming the columns (``input``, and ``expected``
+and ``id`` when it has them; other columns are ignored) and one case per row.
+``expected`` may be left out where the evaluator does not read it (a
+trajectory evaluator, a rubric judge, an evaluator of one's own; see
+``scoring.uses_expected``); ``scoring_plan`` refuses such cases for one that
+does. ``load`` checks every line and raises one ``DatasetError`` listing each
+bad line by number and reason; it never skips a line silently. Any other file
+format is a ``DatasetError`` naming the formats read.
 
 A dataset may declare how it is scored in a sidecar ``NAME.meta.json`` next to
 ``NAME.jsonl`` (``load_meta`` reads it; every key optional)::
@@ -29,14 +35,17 @@ TestCase(input='What is the capital of France?', expected='Paris')
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
 from tnsai_eval._util.scores import is_share
+from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.errors import ConfigError, DatasetError
 from tnsai_eval.scoring import (
     DEFAULT_CALL_PARAMS,
@@ -49,10 +58,12 @@ from tnsai_eval.scoring import (
     TokenF1Evaluator,
     labels_response_format,
     score_metric,
+    uses_expected,
 )
 
 __all__ = [
     "EVALUATORS",
+    "FORMATS",
     "CasesInput",
     "DatasetMeta",
     "ScoringPlan",
@@ -195,6 +206,7 @@ def scoring_plan(
     if evaluator is None and meta.path is not None:
         evaluator = meta.make_evaluator()
         notes.append(meta.describe())
+    _check_expected(cases, evaluator)
     if threshold is None:
         threshold = 0.5 if meta.threshold is None else meta.threshold
     number = not isinstance(threshold, bool) and isinstance(threshold, int | float)
@@ -217,6 +229,24 @@ def scoring_plan(
 
 
 _KEYS = ("input", "expected")
+#: The file formats ``load`` reads, by suffix.
+FORMATS = (_SUFFIX, ".csv")
+
+
+def _check_expected(cases: Iterable[TestCase], evaluator: PromptEvaluator | None) -> None:
+    """Cases without an expected answer are fine unless the evaluator compares with it."""
+    chosen = DefaultPromptEvaluator() if evaluator is None else evaluator  # the engine's default
+    if not uses_expected(chosen):
+        return
+    missing = [case for case in cases if not case.expected.strip()]
+    if missing:
+        raise ConfigError(
+            f"{len(missing)} case(s) have no expected answer (the first: input "
+            f"{missing[0].input[:60]!r}), and the evaluator {chosen!r} compares each reply "
+            "with it: give those cases an expected answer, or score with an evaluator that "
+            "does not read it (LLMJudgeEvaluator(llm, template=...) without {expected}, or "
+            "your own)"
+        )
 
 
 def dataset_dir() -> Path:
@@ -333,16 +363,23 @@ def _parse_meta(data: Mapping[str, Any]) -> tuple[DatasetMeta, list[str]]:
 
 
 def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
-    """The test cases of a shipped dataset (by name) or of a JSONL file (by path).
+    """The test cases of a shipped dataset (by name) or of a JSONL or CSV file (by path).
 
-    A bare name without ``/`` or a ``.jsonl`` suffix, such as ``"capitals"``,
-    names a shipped dataset; anything else is a path. Raises ``DatasetError``
+    A bare name without ``/`` or a suffix, such as ``"capitals"``, names a
+    shipped dataset; anything else is a path (``.jsonl`` or ``.csv``). Raises ``DatasetError``
     for an unknown name, an unreadable file, a file with no cases, or bad lines
     (``problems`` holds one ``"line N: reason"`` per bad line). When the
     dataset's ``NAME.meta.json`` declares labels, a case whose ``expected`` is
     not one of them is a bad line too.
     """
     path = _resolve(name_or_path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise DatasetError(
+            f"dataset {str(path)!r}: cannot read the format {suffix or '(no suffix)'!r}; "
+            "expected .jsonl (one JSON object per line) or .csv (a header row with input "
+            "and expected columns)"
+        )
     labels = frozenset(load_meta(path).labels)
     try:
         # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of line 1.
@@ -353,12 +390,8 @@ def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
         raise DatasetError(f"dataset {str(path)!r} is not UTF-8 text: {exc}") from exc
     cases: list[TestCase] = []
     problems: list[str] = []
-    # A final newline ends the last line; it does not start an empty one.
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for number, line in enumerate(lines, start=1):
-        case, problem = _parse_line(line)
+    parsed = _csv_rows(text, path) if suffix == ".csv" else _jsonl_rows(text)
+    for number, (case, problem) in parsed:
         if case is not None and labels and case.expected not in labels:
             problem = f"expected {case.expected!r} is not one of the labels {sorted(labels)!r}"
         if problem is not None:
@@ -379,10 +412,10 @@ def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
 def load_cases(source: CasesInput) -> list[TestCase]:
     """Test cases from anywhere a user may hold them: the library's one case loader.
 
-    ``source`` is a dataset name or a JSONL path (read by ``load``), or an
-    iterable of ``TestCase``s, ``(input, expected)`` pairs and mappings with
-    ``input`` and ``expected`` keys (checked like a JSONL line). Raises
-    ``DatasetError`` naming the first bad item, or when there is no case.
+    ``source`` is a dataset name or a JSONL or CSV path (read by ``load``), or
+    an iterable of ``TestCase``s, ``(input, expected)`` pairs and mappings with
+    ``input`` and (optionally) ``expected`` keys (checked like a JSONL line).
+    Raises ``DatasetError`` naming the first bad item, or when there is no case.
 
     >>> load_cases([("2 + 2", "4"), {"input": "3 + 3", "expected": "6"}])
     [TestCase(input='2 + 2', expected='4'), TestCase(input='3 + 3', expected='6')]
@@ -399,7 +432,7 @@ def load_cases(source: CasesInput) -> list[TestCase]:
         if not isinstance(item, Mapping):
             raise DatasetError(
                 f"case {index} must be a TestCase, an (input, expected) pair or a mapping "
-                f"with 'input' and 'expected', got {item!r}"
+                f"with 'input' (and 'expected'), got {item!r}"
             )
         case, problem = _case_from(item)
         if case is None:
@@ -420,18 +453,65 @@ def _resolve(name_or_path: str | os.PathLike[str]) -> Path:
     if not raw.strip():
         raise DatasetError("a dataset name or path is needed, got an empty string")
     is_name = isinstance(name_or_path, str) and "/" not in raw and os.sep not in raw
-    if is_name and not raw.endswith(_SUFFIX):
+    if is_name and not Path(raw).suffix:  # "capitals"; "cases.csv" is a file
         path = dataset_dir() / f"{raw}{_SUFFIX}"
         if not path.is_file():
             raise DatasetError(
                 f"unknown dataset {raw!r}; shipped datasets: {', '.join(names())} "
-                "(or pass a path to a .jsonl file)"
+                "(or pass a path to a .jsonl or .csv file)"
             )
         return path
     path = Path(raw)
     if not path.is_file():
         raise DatasetError(f"dataset file {raw!r} does not exist")
     return path
+
+
+_Parsed: TypeAlias = "Iterator[tuple[int, tuple[TestCase | None, str | None]]]"
+
+
+def _jsonl_rows(text: str) -> _Parsed:
+    """Each line's number and its case or what is wrong with it."""
+    # A final newline ends the last line; it does not start an empty one.
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        yield number, _parse_line(line)
+
+
+def _csv_rows(text: str, path: Path) -> _Parsed:
+    """Each row's line number and its case or what is wrong with it (the header is line 1).
+
+    A cell is always text: an empty ``id`` is no id, an empty ``expected`` none.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise DatasetError(f"dataset {str(path)!r}: line 1 is not CSV: {exc}") from None
+    columns = [name.strip() for name in header or ()]
+    if "input" not in columns:
+        raise DatasetError(
+            f"dataset {str(path)!r}: the CSV header must name an 'input' column (and "
+            f"'expected' where the evaluator reads it), got {columns!r}"
+        )
+    wanted = [name for name in ("input", "expected", "id") if name in columns]
+    try:
+        for row in reader:
+            number = reader.line_num
+            if not row or row == [""]:
+                yield number, (None, "blank line (every row must hold a case)")
+            elif len(row) != len(columns):
+                yield number, (None, f"{len(row)} cell(s), the header names {len(columns)}")
+            else:
+                cells = dict(zip(columns, row, strict=True))
+                item: dict[str, Any] = {name: cells[name] for name in wanted}
+                if not item.get("id", "").strip():
+                    item.pop("id", None)
+                yield number, _case_from(item)
+    except csv.Error as exc:  # an unclosed quote, a NUL byte
+        yield reader.line_num, (None, f"not CSV ({exc})")
 
 
 def _parse_line(line: str) -> tuple[TestCase | None, str | None]:
@@ -452,16 +532,20 @@ def _parse_line(line: str) -> tuple[TestCase | None, str | None]:
 
 def _case_from(item: Mapping[str, Any]) -> tuple[TestCase | None, str | None]:
     """The case a JSONL object or a mapping given in code holds, or what is wrong with it."""
-    # An agent's task may expect only tool calls: then "expected" may be left out.
-    required = _KEYS if "expected_tool_calls" not in item else ("input",)
-    missing = [key for key in required if key not in item]
-    if missing:
-        return None, f"missing key(s) {', '.join(map(repr, missing))}"
+    if "input" not in item:
+        return None, "missing key 'input'"
+    # No expected answer: fine where the evaluator does not read it (scoring_plan checks).
+    item = {"expected": "", **item}
     for key in _KEYS:
         if key in item and not isinstance(item[key], str):
             return None, f"{key!r} must be a string, got {type(item[key]).__name__}"
     if not item["input"].strip():
         return None, "'input' is empty"
+    for key in _KEYS:
+        if no_surrogates(item[key]) != item[key]:
+            # JSON's "\\ud800" decodes to a lone surrogate: no request or file can
+            # carry it as UTF-8, so it would fail only after the other calls were paid.
+            return None, f"{key!r} holds a lone surrogate (\\ud800-\\udfff), which is not text"
     case_id = item.get("id")
     if case_id is not None and (not isinstance(case_id, str) or not case_id.strip()):
         return None, f"'id' must be a non-blank string, got {case_id!r}"

@@ -125,6 +125,10 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError(f"TOML file {shown!r} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"TOML file {shown!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively: a file
+        # nested thousands deep exhausts the stack before it is found invalid.
+        raise ConfigError(f"TOML file {shown!r} is nested too deeply to read") from None
 
 
 def project_settings(start: str | os.PathLike[str] | None = None) -> ProjectSettings:

@@ -56,7 +56,8 @@ def test_tool_calls_and_state_are_loaded(tmp_path: Path) -> None:
             "arguments must be a mapping",
         ),
         ({"input": "q", "expected": "", "state": [1, 2]}, "'state' must be an object"),
-        ({"input": "q"}, "missing key(s) 'expected'"),
+        # Without "expected" a line loads (issue 34); without "input" it never does.
+        ({"expected": "a"}, "missing key 'input'"),
     ],
 )
 def test_a_malformed_agent_line_is_named(tmp_path: Path, line: object, problem: str) -> None:

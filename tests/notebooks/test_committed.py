@@ -55,6 +55,17 @@ def test_every_widget_has_saved_state_and_a_static_snapshot_after_it(path: Path)
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
+def test_test_markers_are_cell_tags_not_visible_comments(path: Path) -> None:
+    """nbval's markers live in each cell's metadata: a reader sees the code, not them."""
+    notebook = _load(path)
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    sources = ["".join(c["source"]) for c in code]
+    assert not [s.splitlines()[0] for s in sources if "NBVAL_" in s]
+    tagged = [c for c in code if "nbval-check-output" in c.get("metadata", {}).get("tags", [])]
+    assert tagged  # every notebook checks some outputs
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
 def test_widget_ids_are_already_normalized(path: Path) -> None:
     # execute.py renamed them; renaming again must change nothing, so that
     # re-executing an unchanged notebook leaves the file unchanged.
@@ -62,6 +73,18 @@ def test_widget_ids_are_already_normalized(path: Path) -> None:
     before = json.dumps(notebook, sort_keys=True)
     normalize_widget_ids(notebook, salt=path.stem)
     assert json.dumps(notebook, sort_keys=True) == before
+
+
+def test_notebook01s_optimizer_example_says_why_it_is_shown() -> None:
+    """Its pick does worse held out: the notebook says so and keeps the starting prompt."""
+    cells = _load(NOTEBOOKS / "01_quickstart.ipynb")["cells"]
+    index = next(i for i, c in enumerate(cells) if "optimizer.optimize(" in "".join(c["source"]))
+    output = "".join(text for o in cells[index]["outputs"] for text in o.get("text", []))
+    explained = "".join(cells[index - 1]["source"])
+    if "improved: True" not in output:
+        assert "improved: False" in output
+        assert "shown for what it does *not* find" in explained
+        assert "the prompt to keep is the one you started with" in explained
 
 
 def test_pytest_is_a_runtime_dependency() -> None:

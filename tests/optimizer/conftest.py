@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from tnsai_eval.llm import Completion, Message, MessagesInput, last_user_message
+from tests.llm.fake_server import FakeOpenAIServer
+from tnsai_eval.llm import Completion, Message, MessagesInput, OpenAIClient, last_user_message
 from tnsai_eval.scoring import TestCase
 from tnsai_eval.testing import ScriptedLLM
 
@@ -89,3 +90,17 @@ def answers() -> dict[str, str]:
 
 def scripted(fn: Callable[[list[Message], dict[str, Any]], str], **kwargs: Any) -> ScriptedLLM:
     return ScriptedLLM(fn=fn, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def fake_server() -> Iterator[FakeOpenAIServer]:
+    """One fault-injecting server per module (tests/llm/fake_server.py); reset it per test."""
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+def http_client(server: FakeOpenAIServer) -> OpenAIClient:
+    """An ``OpenAIClient`` for ``server`` that retries at once (no backoff to wait out)."""
+    return OpenAIClient(
+        "m", base_url=server.base_url, api_key="", backoff_base=0.0, backoff_max=0.0, timeout=5.0
+    )

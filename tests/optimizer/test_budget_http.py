@@ -10,22 +10,18 @@ from collections.abc import Iterator
 import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
+from tests.optimizer.conftest import http_client
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import CachedLLM, CallBudget, OpenAIClient, ResponseStore
+from tnsai_eval.llm import CachedLLM, CallBudget, ResponseStore
 from tnsai_eval.optimizer import PromptOptimizer, StopReason, VariantStatus
 from tnsai_eval.scoring import ContainsEvaluator, TestCase
 
 CASES = [TestCase(f"question {i}", "zebra") for i in range(6)]
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
 @pytest.fixture
-def server(_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+def server(fake_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    _server = fake_server
     _server.reset()
     # Every third request is answered 503; the retry that follows gets a reply.
     _server.script(*([Step.ok(), Step.ok(), Step.error(503)] * 40))
@@ -33,10 +29,7 @@ def server(_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
     _server.reset()
 
 
-def client(server: FakeOpenAIServer) -> OpenAIClient:
-    return OpenAIClient(
-        "m", base_url=server.base_url, api_key="", backoff_base=0.0, backoff_max=0.0, timeout=5.0
-    )
+client = http_client
 
 
 def optimizer(llm: object, **options: object) -> PromptOptimizer:
@@ -132,10 +125,10 @@ def test_racing_counts_every_request_when_it_drops_the_starting_prompt(
 
 
 @pytest.fixture
-def echo(_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
-    _server.reset()  # every request answered: the echo of its prompt
-    yield _server
-    _server.reset()
+def echo(fake_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    fake_server.reset()  # every request answered: the echo of its prompt
+    yield fake_server
+    fake_server.reset()
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])

@@ -58,7 +58,7 @@ def test_every_bad_line_is_reported_by_number(tmp_path: Path) -> None:
                 '{"input": "no closing brace"',
                 "",
                 '["a", "list"]',
-                '{"input": "only input"}',
+                '{"expected": "only expected"}',
                 '{"input": 3, "expected": "x"}',
                 '{"input": "  ", "expected": "x"}',
                 '{"input": "ok too", "expected": ""}',
@@ -80,7 +80,7 @@ def test_every_bad_line_is_reported_by_number(tmp_path: Path) -> None:
     assert "not valid JSON" in problems[0]
     assert "blank line" in problems[1]
     assert "JSON object, got list" in problems[2]
-    assert "missing key(s) 'expected'" in problems[3]
+    assert "missing key 'input'" in problems[3]
     assert "'input' must be a string, got int" in problems[4]
     assert "'input' is empty" in problems[5]
     assert "6 bad line(s)" in str(caught.value)
@@ -239,7 +239,7 @@ def test_load_cases_reads_names_and_paths_with_load(tmp_path: Path) -> None:
     [
         ([], "no test cases given"),
         (["2 + 2"], "case 0 must be a TestCase, an (input, expected) pair or a mapping"),
-        ([("a", "b"), {"input": "x"}], "case 1: missing key(s) 'expected'"),
+        ([("a", "b"), {"expected": "x"}], "case 1: missing key 'input'"),
         ([("2 + 2", 4)], "case 0: 'expected' must be a string, got int"),
         ([{"input": " ", "expected": "4"}], "case 0: 'input' is empty"),
     ],

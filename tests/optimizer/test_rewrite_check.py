@@ -115,3 +115,54 @@ def test_the_optimizer_rejects_the_junk_rewrite_and_never_scores_it() -> None:
     assert result.rejected_rewrites == ("talks about grading ('score'), not the task",)
     assert all(v.strategy != "rewrite" for v in result.variants)
     assert not any(JUNK in prompt for prompt in llm.prompts if "You improve" not in prompt)
+
+
+# The "rewrite" a small model proposed 23 times on a fresh three-label set:
+# its own earlier reply to a headline, copied back.
+COPIED = "Theft of the party\nOutput: technology"
+HEADLINES = [
+    TestCase("Theft of the party", "politics"),
+    TestCase("Chip maker opens a new factory", "technology"),
+]
+
+
+@pytest.mark.parametrize(
+    ("proposal", "replies", "reason"),
+    [
+        (COPIED, [COPIED], "repeats the model's reply to a case ('Theft of the party Output:"),
+        ("Theft of the party: politics", [], "repeats a case's input ('Theft of the party')"),
+        (
+            "Name the topic. Theft of the party Output: technology",
+            [COPIED],
+            "repeats the model's reply to a case",
+        ),
+        ("Name the topic: chip maker opens a new factory.", [], "a case's input"),
+    ],
+)
+def test_a_rewrite_that_repeats_a_case_or_a_reply_is_rejected(
+    proposal: str, replies: list[str], reason: str
+) -> None:
+    problem = check_rewrite(proposal, "What is the topic?", HEADLINES, replies=replies)
+    assert problem is not None
+    assert reason in problem
+
+
+def test_a_prompt_that_names_the_labels_the_model_answers_passes() -> None:
+    # Replies of one or two words (the labels) are what a good prompt names.
+    replies = ["technology", "politics", "sports", "It is politics"]
+    proposal = "Name the topic of the headline in one word: sports, politics or technology."
+    assert check_rewrite(proposal, "What is the topic?", HEADLINES, replies=replies) is None
+
+
+def test_the_optimizer_rejects_a_rewrite_that_copies_its_own_reply() -> None:
+    # The model answers every headline with COPIED, and proposes it as the
+    # better prompt: rejected, not scored.
+    llm = ScriptedLLM(rules=[(r"You improve prompts", COPIED)], default=COPIED)
+    optimizer = PromptOptimizer(
+        llm, candidate_strategies=[PromptStrategy.CONCISE], max_iterations=1, target_score=1.0
+    )
+    result = optimizer.optimize("What is the topic?", HEADLINES)
+    assert result.rejected_rewrites == (
+        "repeats the model's reply to a case ('Theft of the party Output: technology')",
+    )
+    assert all(v.strategy != "rewrite" for v in result.variants)

@@ -1,5 +1,6 @@
 """Writing a file so that a reader never sees half of it, and no temp file outlives a failure;
-reading one that may be anything but the file it should be."""
+reading one that may be anything but the file it should be; naming a file the same
+way on every machine."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["NotARegularFile", "atomic_write_text", "read_regular_file"]
+__all__ = ["NotARegularFile", "atomic_write_text", "read_regular_file", "shown_path"]
 
 # Opened without blocking: a FIFO put where a file should be would otherwise
 # hang the open (no writer) or the read (a writer that never writes).
@@ -100,3 +101,20 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "of an unknown kind"
+
+
+def shown_path(path: Path, rootdir: Path | None) -> str:
+    """``path`` as a report keeps it: relative to ``rootdir`` (POSIX separators).
+
+    >>> shown_path(Path("/repo/prompts/a.txt"), Path("/repo"))
+    'prompts/a.txt'
+    >>> shown_path(Path("/elsewhere/a.txt"), Path("/repo"))
+    '../elsewhere/a.txt'
+    """
+    if rootdir is None:
+        return path.as_posix()
+    absolute = Path(os.path.abspath(path))
+    try:
+        return Path(os.path.relpath(absolute, os.path.abspath(rootdir))).as_posix()
+    except ValueError:  # another drive on Windows: no relative form exists
+        return absolute.as_posix()

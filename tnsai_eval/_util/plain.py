@@ -1,11 +1,17 @@
-"""Plain data for ``json.dumps``: read-only mappings and tuples made dicts and lists."""
+"""Plain data for JSON: read-only mappings and tuples made dicts and lists, and
+the largest count a JSON document may hold."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["json_ready"]
+__all__ = ["MAX_JSON_COUNT", "json_ready"]
+
+#: The largest count (tokens, calls) read from JSON: past 2**53 an integer is
+#: no longer exact as a float, and 10**400 would overflow every cost and ratio
+#: computed from it. A server's usage or a report past it is not a real count.
+MAX_JSON_COUNT = 2**53
 
 
 def json_ready(value: Any) -> Any:

@@ -22,15 +22,17 @@ variable, an unreadable prompt file, an unwritable --out), before any call.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.files import atomic_write_text, shown_path
+from tnsai_eval._util.text import no_surrogates, one_line, shown_label
 from tnsai_eval.cli._common import check_output_dir, finite_float, positive_int
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, resolve_model
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, project_settings, resolve_model
 
 if TYPE_CHECKING:
     from tnsai_eval.llm import LLMClient, ModelTable, NamedModel
@@ -95,7 +97,24 @@ def _prompt(given: str) -> tuple[str, str | None]:
         raise ConfigError(f"--prompt {given!r}: cannot read {str(path)!r}: {exc}") from None
     if not text.strip():
         raise ConfigError(f"--prompt {given!r}: {str(path)!r} is empty")
-    return text, path.as_posix()
+    return text, shown_path(path, _root())
+
+
+def _root() -> Path:
+    """What the report's paths are relative to: the folder of the nearest
+    ``pyproject.toml`` (the project), else the working directory; a committed
+    report then names its files the same way on every machine, as the plugin's
+    do (relative to pytest's rootdir)."""
+    found = project_settings().file
+    return Path.cwd() if found is None else found.parent
+
+
+def _dataset_label(given: str) -> str:
+    """The dataset as the report's test ids and configuration name it: a shipped
+    name as it is, a file relative to ``_root()``."""
+    if "/" not in given and os.sep not in given and not given.endswith(".jsonl"):
+        return given
+    return shown_path(Path(given), _root())
 
 
 def _models(args: argparse.Namespace, table: ModelTable) -> dict[str, NamedModel | LLMClient]:
@@ -110,6 +129,7 @@ def _models(args: argparse.Namespace, table: ModelTable) -> dict[str, NamedModel
         return {str(getattr(client, "model", "") or "default"): client}
     chosen: dict[str, NamedModel | LLMClient] = {}
     for name in args.models:
+        _check_text(name, "--model")
         if name in chosen:
             raise ConfigError(f"--model {name!r} is given twice")
         if name in table.models:
@@ -126,6 +146,20 @@ def _models(args: argparse.Namespace, table: ModelTable) -> dict[str, NamedModel
     return chosen
 
 
+def _check_text(value: str, option: str) -> None:
+    """Refuse a name that no output could show as given, before any call is paid for.
+
+    A name is printed, written into CSV files and report ids after the calls:
+    bytes that are not UTF-8 on the command line (``\\udcff`` once decoded) or
+    a control character would fail or forge those outputs there.
+    """
+    if no_surrogates(one_line(value)) != value:
+        raise ConfigError(
+            f"{option} {value!r}: not printable text (a control character, or bytes that "
+            "are not UTF-8)"
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
     from tnsai_eval.datasets import scoring_plan
     from tnsai_eval.llm import ModelTable, NamedModel
@@ -135,6 +169,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
         raise ConfigError(f"--min-score must be in [0, 1], got {args.min_score:g}")
     text, file = _prompt(args.prompt)
+    _check_text(args.dataset, "dataset")
     plan = scoring_plan(args.dataset)
     table = ModelTable.load(args.models_file) if args.models_file else ModelTable.load()
     models = _models(args, table)
@@ -150,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"eval: {note}", file=sys.stderr)
     evaluation = evaluate_models(
         text, plan.cases, models, table=table, evaluator=plan.evaluator, params=params,
-        threshold=plan.threshold, dataset=args.dataset, notes=plan.notes,
+        threshold=plan.threshold, dataset=_dataset_label(args.dataset), notes=plan.notes,
         concurrency=args.concurrency,
     )  # fmt: skip
     report = _report(evaluation, text, file, params, args.min_score)
@@ -165,7 +200,8 @@ def _verdict(evaluation: ModelEvaluation, min_score: float | None) -> int:
         errors = result.evaluation.errors
         if errors:
             print(
-                f"{result.name}: {len(errors)} case(s) failed to run, e.g. {errors[0].error}",
+                f"{result.name}: {len(errors)} case(s) failed to run, e.g. "
+                f"{shown_label(str(errors[0].error))}",
                 file=sys.stderr,
             )
             failed += 1
@@ -177,7 +213,7 @@ def _verdict(evaluation: ModelEvaluation, min_score: float | None) -> int:
 
 def _leaderboard(evaluation: ModelEvaluation) -> str:
     """The models best first: score [95% CI], pass rate, tokens, cost, p50 latency."""
-    from tnsai_eval.reports import format_table
+    from tnsai_eval.reports import format_cost, format_table
 
     rows = []
     ranked = sorted(evaluation.results, key=lambda r: -r.score)
@@ -191,7 +227,7 @@ def _leaderboard(evaluation: ModelEvaluation) -> str:
                 f"{result.score:.3f} [{low:.3f}, {high:.3f}]",
                 f"{result.pass_rate:.0%}",
                 f"{result.tokens_in}/{result.tokens_out}",
-                "-" if result.cost is None else f"{result.cost:.6f}",
+                format_cost(result.cost),
                 "-" if p50 is None else f"{p50:.3f}",
             )
         )
@@ -268,8 +304,9 @@ def _write(out: Path, evaluation: ModelEvaluation, report: Report) -> None:
 
     cases, summary = evaluation.to_dataframe(), evaluation.summary()
     for column in ("input", "expected", "output", "error"):
-        # Known secrets never reach a file, whatever a prompt or a reply carried.
-        cases[column] = [None if v is None else mask(str(v)) for v in cases[column]]
+        # Known secrets never reach a file, whatever a prompt or a reply carried; a
+        # lone surrogate (JSON's "\\ud800" in a dataset line) cannot be written as UTF-8.
+        cases[column] = [None if v is None else no_surrogates(mask(str(v))) for v in cases[column]]
     atomic_write_text(out / "cases.csv", cases.to_csv(index=False))
     atomic_write_text(out / "leaderboard.csv", summary.to_csv(index=False))
     report.save(out / "report.json")

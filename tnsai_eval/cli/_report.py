@@ -219,9 +219,9 @@ def _report(args: argparse.Namespace) -> int:
             )
         )
         if baseline is not None:
-            for nodeid, old, new in model_changes(report, baseline):
-                shown = ", ".join(escape_markdown(t) for t in (nodeid, old, new))
-                print(f"- model changed (test, baseline, current): {shown}")
+            changed = format_model_changes(model_changes(report, baseline), markdown=True)
+            if changed:
+                print(changed)
         if models is not None:
             print()
             print(format_model_comparison(models, markdown=True))

@@ -26,6 +26,7 @@ from tnsai_eval.llm._front import (
     current_case,
     current_sample,
     metered_call,
+    observing,
     running_case,
     sampling,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "last_user_message",
     "metered_call",
     "normalize_messages",
+    "observing",
     "only_budgets",
     "running_case",
     "sampling",

@@ -50,10 +50,11 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from tnsai_eval._util.secrets import redact_url
@@ -98,6 +99,7 @@ __all__ = [
     "current_case",
     "current_sample",
     "metered_call",
+    "observing",
     "running_case",
     "sampling",
 ]
@@ -113,6 +115,9 @@ class CallEvent:
     usage, else an estimate; a stored reply counts what its recording paid).
     ``sample`` and ``case_id`` are the context the call ran in; ``error`` is
     the exception a failed call raised (it is raised to the caller as well).
+    ``system`` is the call's system message ('' without one) and ``params``
+    its call parameters (read-only): what an evaluation of an app's own code
+    path shows as the prompt that changed.
     """
 
     model: str
@@ -124,6 +129,8 @@ class CallEvent:
     sample: int = 0
     case_id: str | None = None
     error: Exception | None = None
+    system: str = ""
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -138,6 +145,8 @@ class CallEvent:
 CallListener: TypeAlias = Callable[[CallEvent], object]
 
 _SAMPLE: ContextVar[int] = ContextVar("tnsai_eval_sample", default=0)
+# Listeners of every FrontClient's calls made in a context (``observing``).
+_OBSERVERS: ContextVar[tuple[CallListener, ...]] = ContextVar("tnsai_eval_observers", default=())
 _CASE: ContextVar[str | None] = ContextVar("tnsai_eval_case", default=None)
 
 
@@ -179,6 +188,30 @@ def running_case(case_id: str) -> Iterator[str]:
         yield case_id
     finally:
         _CASE.reset(token)
+
+
+@contextmanager
+def observing(listener: CallListener) -> Iterator[CallListener]:
+    """Calls made inside the block, through any ``FrontClient``, are also reported to
+    ``listener`` (after the client's own listeners).
+
+    The scoring of a target uses it around each case: the calls an app makes
+    wherever in its own code are counted for the case running, whichever
+    client made them. Like the case, it travels into tasks and worker threads.
+
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> seen = []
+    >>> with observing(seen.append):
+    ...     FrontClient(ScriptedLLM(default="hi")).chat("hello").text
+    'hi'
+    >>> len(seen)
+    1
+    """
+    token = _OBSERVERS.set((*_OBSERVERS.get(), listener))
+    try:
+        yield listener
+    finally:
+        _OBSERVERS.reset(token)
 
 
 def current_case() -> str | None:
@@ -439,7 +472,7 @@ class FrontClient:
     def _call(
         self, messages: MessagesInput, params: dict[str, Any], sample: int | None, started: float
     ) -> Iterator[_Call]:
-        call = _Call(self, messages, _sample(sample), started)
+        call = _Call(self, messages, params, _sample(sample), started)
         try:
             with nullcontext() if self.budget is None else self.budget.active():
                 call.request = self._request(messages, params, call.sample)
@@ -504,6 +537,8 @@ class FrontClient:
     def _emit(self, event: CallEvent) -> None:
         for listener in self._listeners:
             listener(event)
+        for observer in _OBSERVERS.get():
+            observer(event)
 
     def _warn_old_key(self, request: StoredRequest, found: Recording) -> None:
         assert self.store is not None
@@ -548,6 +583,18 @@ class FrontClient:
 CachedLLM = FrontClient
 
 
+def _system(messages: MessagesInput) -> str:
+    """The system message of a call ('' without one), read without normalizing the rest."""
+    if isinstance(messages, str):
+        return ""
+    for message in messages:
+        role = message.get("role") if isinstance(message, Mapping) else getattr(message, "role", "")
+        if role == "system":
+            content = message.get("content") if isinstance(message, Mapping) else message.content
+            return content if isinstance(content, str) else ""
+    return ""
+
+
 def _sample(given: int | None) -> int:
     return current_sample() if given is None else given
 
@@ -555,11 +602,21 @@ def _sample(given: int | None) -> int:
 class _Call:
     """One call in progress: its request, its reply once known, and its event."""
 
-    __slots__ = ("cached", "front", "messages", "reply", "request", "sample", "started")
+    __slots__ = (
+        "cached", "front", "messages", "params", "reply", "request", "sample", "started",
+    )  # fmt: skip
 
-    def __init__(self, front: FrontClient, messages: MessagesInput, sample: int, started: float):
+    def __init__(
+        self,
+        front: FrontClient,
+        messages: MessagesInput,
+        params: Mapping[str, Any],
+        sample: int,
+        started: float,
+    ):
         self.front = front
         self.messages = messages
+        self.params = params
         self.sample = sample
         self.started = started
         self.request: StoredRequest | None = None
@@ -587,6 +644,8 @@ class _Call:
             sample=self.sample,
             case_id=current_case(),
             error=error,
+            system=_system(self.messages),
+            params=MappingProxyType(dict(self.params)),
         )
 
     def done(self) -> Completion:

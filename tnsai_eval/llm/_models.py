@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tnsai_eval._util.plain import MAX_JSON_COUNT
 from tnsai_eval._util.secrets import is_token, remember
 from tnsai_eval.errors import ConfigError
 
@@ -59,6 +60,10 @@ _KEYS = ("base_url", "model", "api_key_env", "price_in", "price_out")
 # What a model name may be: it becomes part of pytest test ids and file names.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The highest price per million tokens taken (in any currency): with at most
+# 2**53 tokens a cost stays a finite number, so a report can always be read
+# back (1e308 made its cost inf, which JSON readers refuse).
+MAX_PRICE = 1e9
 
 
 def _check_key_env(key_env: object, where: str) -> None:
@@ -127,6 +132,8 @@ class NamedModel:
         """The estimated cost of these token counts at the declared prices (None: no price)."""
         if not self.priced:
             return None
+        # Counts past any real one (a client's usage of 10**400) would overflow the float.
+        tokens_in, tokens_out = min(tokens_in, MAX_JSON_COUNT), min(tokens_out, MAX_JSON_COUNT)
         return (tokens_in * (self.price_in or 0.0) + tokens_out * (self.price_out or 0.0)) / 1e6
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
@@ -318,9 +325,9 @@ def _price(value: object, where: str) -> float | None:
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= MAX_PRICE
     ):
         raise ConfigError(
-            f"{where} must be a finite number >= 0 (per million tokens), got {value!r}"
+            f"{where} must be a number from 0 to {MAX_PRICE:g} (per million tokens), got {value!r}"
         )
     return float(value)

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tnsai_eval._util.plain import MAX_JSON_COUNT
 from tnsai_eval._util.secrets import mask_then_cut
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm._types import (
@@ -288,4 +289,7 @@ def _usage(value: object) -> Usage:
 
 
 def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    # A negative count or one past any real count (10**400 overflows a cost) is odd usage.
+    return value if 0 <= value <= MAX_JSON_COUNT else 0

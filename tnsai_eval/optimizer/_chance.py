@@ -44,6 +44,7 @@ __all__ = [
     "answer_counts",
     "confusion_frame",
     "constant_baseline",
+    "constant_flips",
 ]
 
 #: A prompt whose replies name one label this often (or more) is answering a constant.
@@ -122,6 +123,32 @@ def constant_baseline(
         majority_rate=share(majority, held_out),
         cases=len(held_out),
     )
+
+
+def constant_flips(
+    labels: Sequence[str], label: str, rows: Iterable[CaseRecord]
+) -> tuple[int, int]:
+    """(better, worse): the rows that scored above and below answering ``label`` to each case.
+
+    The constant answer scores a case as ``constant_baseline`` does (1.0 for
+    a case whose expected label it is); rows without a score are skipped.
+    This pairs a prompt with the constant answer for the sign test.
+
+    >>> from tnsai_eval.records import CaseRecord
+    >>> rows = [CaseRecord(id=str(i), input="", expected=e, output="", score=s)
+    ...         for i, (e, s) in enumerate([("yes", 1.0), ("no", 1.0), ("no", 0.0), ("yes", 0.0)])]
+    >>> constant_flips(["yes", "no"], "yes", rows)
+    (1, 1)
+    """
+    reader = LabelEvaluator(labels)
+    better = worse = 0
+    for row in rows:
+        if row.score is None:
+            continue
+        constant = reader.evaluate(label, row.expected)
+        better += row.score > constant
+        worse += row.score < constant
+    return better, worse
 
 
 def answer_counts(labels: Sequence[str], outputs: Iterable[str | None]) -> Counter[str]:

@@ -101,7 +101,9 @@ class PromptOptimizer:
     >>> optimizer = PromptOptimizer(llm, candidate_strategies=["answer_only"])
     >>> result = optimizer.optimize("Capital of France?", [TestCase("France", "Paris")])
     >>> result.training_improved, result.score, result.calls
-    (True, 1.0, 4)
+    (True, 1.0, 3)
+    >>> result.rejected_rewrites  # the model's rewrite was its own earlier reply
+    ("repeats the model's reply to a case ('I think it is Paris.')",)
     """
 
     def __init__(

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tnsai_eval._util.stats import sign_test
 from tnsai_eval.llm import Message
 from tnsai_eval.optimizer._chance import (
     DEGENERATE_SHARE,
@@ -14,6 +15,7 @@ from tnsai_eval.optimizer._chance import (
     ConstantBaseline,
     answer_counts,
     confusion_frame,
+    constant_flips,
 )
 from tnsai_eval.optimizer._records import (
     RoundRecord,
@@ -151,6 +153,17 @@ class OptimizationResult:
     #: ("racing saved 4 of 165 requests: every drop at the last look"); ``None``
     #: for exhaustive search or a run that raced no round.
     racing_report: str | None = None
+    #: The held-out cases both prompts were scored on: the cases of the held-out
+    #: means, flips and interval (fewer than ``validation_cases`` when a call
+    #: failed after its retries).
+    validation_scored: int = 0
+    #: Why the held-out check was not run, when it could not have finished
+    #: within what the budgets left ("max_tokens has 80 token(s) left; the
+    #: held-out check needs about 300 ..."); the headline starts with it.
+    validation_skipped: str | None = None
+    #: What the run did with the part of the held-out reserve it did not need
+    #: (the starting prompt stayed the best: that share went back to the search).
+    budget_notes: tuple[str, ...] = ()
 
     def best_messages(self, case_input: str) -> list[Message]:
         """The winning variant's messages for ``case_input``, ready to send as is.
@@ -194,9 +207,14 @@ class OptimizationResult:
         # "held-out accuracy 0.500 -> ..." when the scores are accuracies.
         named = "" if self.metric == "score" else f" {self.metric}"
         if self.validation_score is None or self.initial_validation_score is None:
+            if self.validation_skipped is not None:
+                return (
+                    f"held-out check not run: {self.validation_skipped}; training "
+                    f"{self.training_change} on {self.selection_cases} cases"
+                )
             if self.validation_cases:
                 return (
-                    f"held-out {self.metric} incomplete (budget); training "
+                    f"held-out {self.metric} incomplete (budget or failed calls); training "
                     f"{self.training_change} on {self.selection_cases} cases"
                 )
             return (
@@ -207,8 +225,12 @@ class OptimizationResult:
         gain = self.validation_score - self.initial_validation_score
         line = (
             f"held-out{named} {self.initial_validation_score:.3f} -> {self.validation_score:.3f} "
-            f"on {self.validation_cases} cases: gain {gain:+.3f}"
+            f"on {self.validation_scored} cases"
         )
+        left_out = self.validation_cases - self.validation_scored
+        if left_out:
+            line += f" ({left_out} of {self.validation_cases} left out: a call failed)"
+        line += f": gain {gain:+.3f}"
         if self.gain_interval is not None:
             low, high = self.gain_interval
             line += f", {100 * (1 - self.alpha):g}% CI [{low:+.3f}, {high:+.3f}]"
@@ -228,10 +250,13 @@ class OptimizationResult:
 
         On a label task with a held-out score: "answers 'sports' to 12 of 12:
         no better than a constant answer" when 90% or more of its held-out
-        replies name one label (``DEGENERATE_SHARE``), and "no better than a
+        replies name one label (``DEGENERATE_SHARE``); "no better than a
         constant answer ('sports' scores 0.333)" when its held-out score is no
-        higher than the constant-answer baseline's. A flagged prompt is never
-        ``was_improved``.
+        higher than the constant-answer baseline's; and "not shown better than
+        a constant answer ('sports' 0.360: +3/-0 cases, p=0.25)" when it is
+        higher but, case by case on the held-out cases, the paired sign test
+        against the constant answer's scores (``constant_comparison``) is not
+        significant at ``alpha``. A flagged prompt is never ``was_improved``.
         """
         baseline = self.constant_baseline
         if self.labels is None or baseline is None or self.validation_score is None:
@@ -247,7 +272,31 @@ class OptimizationResult:
             return (
                 f"no better than a constant answer ({baseline.label!r} scores {baseline.score:.3f})"
             )
+        better, worse, p = self.constant_comparison or (0, 0, 1.0)
+        if better <= worse or p > self.alpha:
+            return (
+                f"not shown better than a constant answer ({baseline.label!r} "
+                f"{baseline.score:.3f}: +{better}/-{worse} cases, p={p:.3g})"
+            )
         return None
+
+    @property
+    def constant_comparison(self) -> tuple[int, int, float] | None:
+        """The best prompt against the constant answer, case by case: (better, worse, p).
+
+        Over the held-out cases the best prompt was scored on (a label task
+        with a constant-answer baseline only): the cases where it scored
+        higher and lower than answering ``constant_baseline.label`` would,
+        and the exact two-sided sign test's p-value over them.
+        """
+        baseline = self.constant_baseline
+        if self.labels is None or baseline is None:
+            return None
+        rows = [r for r in self.best_validation_rows if r.score is not None]
+        if not rows:
+            return None
+        better, worse = constant_flips(self.labels, baseline.label, rows)
+        return better, worse, sign_test(better, worse)
 
     @property
     def best_validation_rows(self) -> tuple[CaseRecord, ...]:
@@ -263,9 +312,10 @@ class OptimizationResult:
         """One of ``VERDICTS``, the CI gate's words, for the held-out comparison.
 
         ``improved``: a held-out gain significant at ``alpha`` (the paired
-        sign test) by a prompt that also beats the constant answer (no
-        ``chance_flag``); ``dropped``: the held-out mean fell; ``unchanged``:
-        the best is the starting prompt, or no held-out case flipped;
+        sign test) by a prompt that also beats the constant answer, by the
+        same paired test at ``alpha`` (no ``chance_flag``); ``dropped``: the
+        held-out mean fell; ``unchanged``: the best is the starting prompt, or
+        no held-out case flipped;
         ``inconclusive``: anything else, including no held-out score at all
         (nothing held out, or the budget ran out first). The words are the CI
         gate's (``reports.ChangeKind``); the gate, which guards against drops,
@@ -389,7 +439,7 @@ class OptimizationResult:
         best, initial = self.validation_score, self.initial_validation_score
         if best is None or initial is None:
             return pd.DataFrame([], columns=columns)
-        n = self.validation_cases
+        n = self.validation_scored
         low, high = self.validation_interval or (None, None)
         gain_low, gain_high = self.gain_interval or (None, None)
         rows: list[tuple[object, ...]] = [
@@ -410,6 +460,8 @@ class OptimizationResult:
         baseline = self.constant_baseline
         return {
             "cases": self.validation_cases,
+            "scored": self.validation_scored,
+            "skipped": self.validation_skipped,
             "initial_score": self.initial_validation_score,
             "best_score": self.validation_score,
             "best_interval": list(self.validation_interval) if self.validation_interval else None,
@@ -421,6 +473,9 @@ class OptimizationResult:
             "verdict": self.verdict,
             "constant_baseline": None if baseline is None else baseline.to_dict(),
             "chance_flag": self.chance_flag,
+            "constant_comparison": (
+                None if self.constant_comparison is None else list(self.constant_comparison)
+            ),
         }
 
     def to_dataframe(self) -> pd.DataFrame:

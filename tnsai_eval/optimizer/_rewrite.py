@@ -180,6 +180,9 @@ _GRADING = re.compile(
 # paraphrase ("a tennis star has withdrawn from the Tour de France") counts.
 _QUOTE_SHARE = 0.5
 _QUOTE_WORDS = 4
+# A case's input or a model reply this long (in words) or longer, found word
+# for word inside a proposal, is a copy, not an instruction.
+_REPEAT_WORDS = 3
 
 
 def _stem(word: str) -> str:
@@ -224,7 +227,35 @@ def _quoted_case(proposal: str, task: str, cases: Sequence[TestCase]) -> TestCas
     return None
 
 
-def check_rewrite(proposal: str, task: str, cases: Iterable[TestCase] = ()) -> str | None:
+def _repeated(proposal: str, texts: Iterable[str], task: str) -> str | None:
+    """The first of ``texts`` that ``proposal`` is, or holds word for word, if any.
+
+    Compared after ``normalize_answer`` (case, punctuation and spacing aside).
+    Equal to the proposal counts whatever its length; held inside it only
+    from ``_REPEAT_WORDS`` words up and when the task's own prompt does not
+    hold it (a prompt may well name the labels the model answers).
+    """
+    said = f" {normalize_answer(proposal)} "
+    own = f" {normalize_answer(task)} "
+    for text in texts:
+        words = normalize_answer(text)
+        if not words:
+            continue
+        if said.strip() == words:
+            return text
+        if len(words.split()) >= _REPEAT_WORDS and f" {words} " in said and f" {words} " not in own:
+            return text
+    return None
+
+
+def _shown(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 60 else flat[:57] + "..."
+
+
+def check_rewrite(
+    proposal: str, task: str, cases: Iterable[TestCase] = (), replies: Iterable[str] = ()
+) -> str | None:
     """Why ``proposal`` is not a prompt for ``task``, or ``None`` when it may be one.
 
     Rejected: an empty proposal, a greeting or offer of help, a question back
@@ -235,8 +266,11 @@ def check_rewrite(proposal: str, task: str, cases: Iterable[TestCase] = ()) -> s
     request uses; allowed when the task's own prompt uses them) or that
     quotes or paraphrases a case's input (half or more of its content
     words, crudely stemmed, and at least four of them not in the task's
-    prompt). ``proposal`` should already be
-    cleaned (``clean_rewrite``).
+    prompt), or repeats a case's input or a reply the model gave to a case
+    (``replies``) word for word: the whole proposal, or, from three words
+    up, inside it (a small model asked for a prompt often answers with what
+    it answered before: "Theft of the party / Output: technology").
+    ``proposal`` should already be cleaned (``clean_rewrite``).
 
     >>> check_rewrite("I'm ready to help. What's your next prompt?", "Classify the sentiment.")
     'a greeting or offer of help, not a prompt'
@@ -252,6 +286,10 @@ def check_rewrite(proposal: str, task: str, cases: Iterable[TestCase] = ()) -> s
     ...               "Classify the sentiment.",
     ...               [TestCase("The plot was dull and far too long.", "negative")])
     "quotes a case's input ('The plot was dull and far too long.')"
+    >>> check_rewrite("Theft of the party Output: technology", "Topic?",
+    ...               [TestCase("Theft of the party", "technology")],
+    ...               replies=["Theft of the party Output: technology"])
+    "repeats the model's reply to a case ('Theft of the party Output: technology')"
     """
     cases = list(cases)
     text = proposal.strip()
@@ -269,8 +307,15 @@ def check_rewrite(proposal: str, task: str, cases: Iterable[TestCase] = ()) -> s
     grading = [m.group(0) for m in _GRADING.finditer(text) if m.group(0).lower() not in own]
     if grading:
         return f"talks about grading ({grading[0]!r}), not the task"
+    reply = _repeated(text, replies, task)
+    if reply is not None:
+        return f"repeats the model's reply to a case ({_shown(reply)!r})"
     quoted = _quoted_case(text, task, cases)
     if quoted is not None:
         shown = quoted.input if len(quoted.input) <= 60 else quoted.input[:57] + "..."
         return f"quotes a case's input ({shown!r})"
+    # A short input (too few words for the paraphrase test) copied word for word.
+    copied = _repeated(text, (case.input for case in cases), task)
+    if copied is not None:
+        return f"repeats a case's input ({_shown(copied)!r})"
     return None

@@ -30,6 +30,7 @@ from tnsai_eval.optimizer._records import (
     VariantRecord,
     VariantStatus,
 )
+from tnsai_eval.optimizer._reserve import CheckCost, Observed, estimate, shortfall
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
 from tnsai_eval.optimizer._search import SEARCHES
@@ -40,6 +41,8 @@ from tnsai_eval.scoring import TestCase, score_metric
 
 __all__ = ["HeldOut", "Run", "example_order", "held_out_stats"]
 
+# The limits whose share the search spends; the held-out check has the rest.
+_LIMITS = (StopReason.MAX_CALLS, StopReason.MAX_TOKENS, StopReason.MAX_SECONDS)
 # "The last three round-best scores are within 0.01": their spread is below this.
 _CONVERGENCE_ROUNDS = 3
 _CONVERGENCE_SPREAD = 0.01
@@ -101,12 +104,31 @@ class Run:
         self.race_totals = [0, 0, 0]
         # Whether the search mode raced (returned a summary) in some round.
         self.raced = False
+        # The limits as given: during the search, Budget's own are lowered by
+        # what the held-out check is estimated to need (_reserve).
+        self.max_tokens = options.max_tokens
+        self.max_seconds = options.max_seconds
+        # Per variant: tokens over the case calls that reached the model
+        # (train split), for the check's token estimate.
+        self.case_tokens: dict[int, list[int]] = {}
+        # Why the held-out check was not run (it could not finish), if so.
+        self.check_skipped: str | None = None
+        # What the run did with the reserve it did not need, for the result.
+        self.budget_notes: list[str] = []
+        # Set once the search is over: the best prompt is then known.
+        self.best_known = False
 
     @property
     def best_score(self) -> float:
         return (self.best.mean() or 0.0) if self.best is not None else 0.0
 
     def _on_case(self, row: CaseRecord) -> None:
+        if row.split == "train" and row.tokens > 0:
+            spent = self.case_tokens.setdefault(row.variant, [0, 0])
+            spent[0] += row.tokens
+            spent[1] += 1
+        if self.validation and row.split == "train":
+            self._reserve(self._check_cost(final=self.best_known))
         if self.options.progress is not None:
             best = self.best_score if self.best is not None else None
             self.options.progress(
@@ -131,8 +153,10 @@ class Run:
         """Hold back the held-out check's calls before the search may spend them.
 
         The check scores the initial and the best prompt on every held-out
-        case: at most two calls each. A budget without that much left refuses
-        the run now, rather than ending it with an incomplete held-out check.
+        case: two calls each before any retry is seen (``_reserve``; the
+        reserve grows with the retry rate the run observes). A budget without
+        that much left refuses the run now, rather than ending it with no
+        held-out check.
         """
         need = 2 * len(self.validation)
         if not need:
@@ -146,7 +170,73 @@ class Run:
                     f"at least {budget.limit - budget.left + need} plus what the search may "
                     "spend, or hold out fewer cases (split=)"
                 )
-        self.budget.hold(need)
+        self._reserve(self._check_cost(final=False))
+
+    def _tokens_per_call(self, variant: Variant) -> float | None:
+        spent = self.case_tokens.get(variant.id)
+        return spent[0] / spent[1] if spent and spent[1] else None
+
+    def _check_cost(self, *, final: bool) -> CheckCost:
+        """The held-out check's estimated cost; ``final``: the best prompt is now known."""
+        initial = self.variants[0] if self.variants else None
+        if final:
+            best_tokens = None if self.best is None else self._tokens_per_call(self.best)
+        else:
+            # Any scored variant may still become the best: the dearest one's figure.
+            figures = [self._tokens_per_call(v) for v in self.variants]
+            best_tokens = max((f for f in figures if f is not None), default=None)
+        seen = Observed(
+            attempts=self.budget.calls,
+            retries=self.budget.retries,
+            elapsed_s=self.budget.elapsed(),
+            initial_tokens=None if initial is None else self._tokens_per_call(initial),
+            best_tokens=best_tokens,
+        )
+        return estimate(
+            len(self.validation),
+            best_is_initial=final and self.best is not None and self.best is initial,
+            seen=seen,
+        )
+
+    def _reserve(self, need: CheckCost) -> None:
+        """Keep ``need`` out of the search's reach: held attempts, lowered token and time limits.
+
+        Each call budget holds the estimated attempts (``hold`` again with
+        the new figure after ``release``, so that it is the reserve, not a sum
+        of reserves); ``Budget``'s token and time limits, which it checks
+        before each call, are the given ones less the estimate.
+        """
+        for budget in self.budget.call_budgets:
+            budget.release()
+            budget.hold(min(need.calls, budget.left))
+        if self.max_tokens is not None:
+            self.budget.max_tokens = max(0, self.max_tokens - need.tokens)
+        if self.max_seconds is not None:
+            self.budget.max_seconds = max(0.0, self.max_seconds - need.seconds)
+
+    def _unreserve(self) -> None:
+        """The whole budget again, for the held-out check (or what the search may resume)."""
+        self.budget.release()
+        self.budget.max_tokens = self.max_tokens
+        self.budget.max_seconds = self.max_seconds
+        if self.budget.stop_reason in _LIMITS:
+            # The search stopped at its share of a limit; the check has the rest.
+            self.budget.stop_reason = None
+
+    def _check_problem(self, need: CheckCost) -> str | None:
+        """Why the held-out check cannot finish now, or ``None``."""
+        if self.budget.stopped():
+            return "the run was stopped (stop_event) before the held-out check"
+        lefts = [b.left for b in self.budget.call_budgets]
+        return shortfall(
+            need,
+            calls_left=min(lefts) if lefts else None,
+            tokens_left=None if self.max_tokens is None else self.max_tokens - self.budget.tokens,
+            seconds_left=(
+                None if self.max_seconds is None else self.max_seconds - self.budget.elapsed()
+            ),
+            held_out=len(self.validation),
+        )
 
     async def execute(self) -> OptimizationResult:
         n = len(self.cases)
@@ -224,10 +314,82 @@ class Run:
         if initial.status is VariantStatus.SCORED:
             # Scored on the first rung only, when the run stopped before round 1's race.
             self._finish_statuses([initial])
-        # The search is over: what it left, and what was set aside, is the check's.
-        self.budget.release()
-        held_out = await self._validate(initial)
+        if self.validation and self.best is initial and stop in _LIMITS:
+            await self._resume(initial)
+        held_out = HeldOut()
+        if self.validation:
+            # The search is over: what it left, and what was set aside, is the check's,
+            # if the check can finish on it.
+            self._unreserve()
+            self.check_skipped = self._check_problem(self._check_cost(final=True))
+            if self.check_skipped is None:
+                held_out = await self._validate(initial)
         return self._result(stop, round_no, held_out)
+
+    async def _resume(self, initial: Variant) -> None:
+        """Spend the reserve the held-out check no longer needs on the round the budget cut.
+
+        With the starting prompt still the best, the check scores it alone:
+        the share set aside for a better prompt's check is returned to the
+        search, which scores the cut round's incomplete variants further, in
+        order. A variant this completes with a higher score becomes the best
+        only while both prompts' check still fits what is left; otherwise the
+        starting prompt stays the best, and ``budget_notes`` says so.
+        """
+        self.best_known = True
+        self._unreserve()
+        self._reserve(self._check_cost(final=True))
+        before = (self.budget.calls, self.budget.tokens, self.budget.failed_calls)
+        cut = [
+            v for v in self.variants if v.status is VariantStatus.INCOMPLETE and v is not initial
+        ]
+        for variant in cut:
+            if self.budget.stopped():
+                break
+            missing = [i for i in self.order if i not in variant.scores]
+            await self.engine.score(variant, missing, self.cases)
+            if variant.attempted < len(self.cases):
+                continue
+            variant.status = VariantStatus.SCORED
+            score = variant.mean() or 0.0
+            if score <= self.best_score:
+                continue
+            self.best = variant
+            problem = self._check_problem_after_unreserve(self._check_cost(final=True))
+            if problem is None:
+                variant.became_best = True
+                self.budget_notes.append(
+                    f"variant {variant.id} was completed on the reserve the held-out check "
+                    f"no longer needed, and scored {score:.3f}: the new best"
+                )
+                break
+            self.best = initial
+            self.budget_notes.append(
+                f"variant {variant.id} was completed on the reserve the held-out check no "
+                f"longer needed and scored {score:.3f}, above the starting prompt, but its "
+                f"held-out check no longer fits ({problem}): the starting prompt stays the best"
+            )
+            break
+        self._finish_statuses(cut)
+        if self.history and self.best is not None:
+            # The resumed scoring belongs to the round the budget cut.
+            last = self.history[-1]
+            self.history[-1] = dataclasses.replace(
+                last,
+                best_score=self.best_score,
+                best_variant=self.best.id,
+                improved=last.improved or self.best is not initial,
+                calls=last.calls + self.budget.calls - before[0],
+                tokens=last.tokens + self.budget.tokens - before[1],
+                failed_calls=last.failed_calls + self.budget.failed_calls - before[2],
+                elapsed_s=self.budget.elapsed(),
+            )
+
+    def _check_problem_after_unreserve(self, need: CheckCost) -> str | None:
+        self._unreserve()
+        problem = self._check_problem(need)
+        self._reserve(need)
+        return problem
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
         if self.budget.stopped():  # a stop_event set between two rounds
@@ -297,7 +459,15 @@ class Run:
             return ""
         # The one validation of model-written prompts: a rejected proposal is
         # recorded with why, and not scored.
-        problem = check_rewrite(rewritten, self.prompt.instruction, self.cases)
+        replies = {
+            output.strip()
+            for variant in self.variants
+            for output in variant.outputs.values()
+            if output is not None and output.strip()
+        }
+        problem = check_rewrite(
+            rewritten, self.prompt.instruction, self.cases, replies=sorted(replies)
+        )
         if problem is not None:
             self.rejected_rewrites.append(problem)
             return ""
@@ -437,6 +607,9 @@ class Run:
             validation_better=held.better,
             validation_worse=held.worse,
             gain_interval=held.gain_interval,
+            validation_scored=held.cases,
+            validation_skipped=self.check_skipped,
+            budget_notes=tuple(self.budget_notes),
             alpha=self.options.alpha,
             labels=None if self.options.labels is None else tuple(self.options.labels),
             constant_baseline=(
@@ -457,7 +630,12 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class HeldOut:
-    """The held-out comparison of the best prompt with the initial one."""
+    """The held-out comparison of the best prompt with the initial one.
+
+    ``cases`` counts the held-out cases both prompts were scored on: the
+    means, the flips and the gain's interval are all over those (a case
+    whose call failed for either prompt is left out of every figure).
+    """
 
     score: float | None = None
     initial_score: float | None = None
@@ -466,6 +644,7 @@ class HeldOut:
     better: int = 0
     worse: int = 0
     gain_interval: tuple[float, float] | None = None
+    cases: int = 0
 
 
 def held_out_stats(
@@ -478,56 +657,47 @@ def held_out_stats(
 ) -> HeldOut:
     """Means, the best's 95% interval, the gain's interval and the paired sign test.
 
-    A mean is ``None`` unless every held-out case was attempted (the budget
-    may end first); failed cases are left out of means, as in selection. The
-    sign test counts the cases where the best prompt scored higher (``better``)
-    or lower (``worse``) than the initial one, over cases both scored.
-    ``gain_interval`` is the ``1 - alpha`` interval of the gain (best minus
-    initial) over those paired cases: Newcombe's interval for paired
+    The figures are ``None`` unless every held-out case was attempted with
+    both prompts (the budget may end first). They are over the cases both
+    prompts scored (``HeldOut.cases``): a case whose call failed for either
+    is left out of both means, so that the means, the gain and the flips
+    describe the same cases. The sign test counts the cases where the best
+    prompt scored higher (``better``) or lower (``worse``) than the initial
+    one. ``gain_interval`` is the ``1 - alpha`` interval of the gain (best
+    minus initial) over those paired cases: Newcombe's interval for paired
     proportions when every score is 0 or 1, else a paired bootstrap seeded
     by ``seed`` (``_util.stats``).
 
     >>> h = held_out_stats({0: 0.0, 1: 0.0, 2: 1.0, 3: 0.0}, {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}, 4)
-    >>> h.initial_score, h.score, h.better, h.worse, h.p_value
-    (0.25, 1.0, 3, 0, 0.25)
+    >>> h.initial_score, h.score, h.better, h.worse, h.p_value, h.cases
+    (0.25, 1.0, 3, 0, 0.25, 4)
     >>> [round(x, 3) for x in h.gain_interval]
     [0.085, 0.954]
+    >>> h = held_out_stats({0: 0.0, 1: 1.0, 2: None}, {0: 1.0, 1: 1.0, 2: 1.0}, 3)
+    >>> h.initial_score, h.score, h.cases  # case 2 failed for the initial prompt
+    (0.5, 1.0, 2)
     """
-
-    def mean(scores: dict[int, float | None]) -> float | None:
-        if len(scores) < total:
-            return None
-        values = [v for v in scores.values() if v is not None]
-        return math.fsum(values) / len(values) if values else 0.0
-
-    better = worse = 0
-    for case, before in initial.items():
-        after = best.get(case)
-        if before is not None and after is not None:
-            better += after > before
-            worse += after < before
-    best_values = [v for v in best.values() if v is not None]
-    interval = None
-    if best_values and len(best) == total:
-        _, low, high = mean_interval(best_values)
-        interval = (max(0.0, low), min(1.0, high))
-    score = mean(best)
     pairs = [
         (after, before)
-        for case, before in initial.items()
+        for case, before in sorted(initial.items())
         if before is not None and (after := best.get(case)) is not None
     ]
-    gain = None
-    if score is not None and mean(initial) is not None and pairs:
-        gain = gain_interval(pairs, alpha=alpha, seed=seed)
+    if len(initial) < total or len(best) < total or not pairs:
+        # Incomplete (the budget), or nothing both prompts scored.
+        return HeldOut(cases=len(pairs))
+    better = sum(1 for after, before in pairs if after > before)
+    worse = sum(1 for after, before in pairs if after < before)
+    best_values = [after for after, _ in pairs]
+    _, low, high = mean_interval(best_values)
     return HeldOut(
-        score=score,
-        initial_score=mean(initial),
-        p_value=sign_test(better, worse) if score is not None else None,
-        interval=interval,
+        score=math.fsum(best_values) / len(pairs),
+        initial_score=math.fsum(before for _, before in pairs) / len(pairs),
+        p_value=sign_test(better, worse),
+        interval=(max(0.0, low), min(1.0, high)),
         better=better,
         worse=worse,
-        gain_interval=gain,
+        gain_interval=gain_interval(pairs, alpha=alpha, seed=seed),
+        cases=len(pairs),
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +28,7 @@ from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.reports import (
+    COST_METRICS,
     CaseChange,
     Comparison,
     ModelComparison,
@@ -34,6 +36,8 @@ from tnsai_eval.reports import (
     Report,
     TrackedTest,
     compare,
+    cost_line,
+    format_cost,
     masked,
     read_report,
     shown_text,
@@ -109,14 +113,16 @@ def _table(frame: pd.DataFrame, *, row_class: str | None = None) -> str:
     rows = []
     for _, row in frame.iterrows():
         css = f' class="{_esc(str(row[row_class]))}"' if row_class else ""
-        cells = "".join(f"<td>{_cell(row[c])}</td>" for c in shown)
+        cells = "".join(f"<td>{_cell(row[c], str(c))}</td>" for c in shown)
         rows.append(f"<tr{css}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _cell(value: object) -> str:
+def _cell(value: object, column: str = "") -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return ""
+    if isinstance(value, float) and column.startswith("cost"):  # "cost", "cost <model>"
+        return format_cost(value)  # 0.0000456, where three decimals showed 0.000
     if isinstance(value, float):
         return f"{value:.3f}"
     return _esc(str(value))
@@ -158,6 +164,21 @@ def _evidence(comparison: Comparison) -> list[str]:
             f'<ul class="power">{items}</ul>'
         )
     return parts
+
+
+def _cost_lines(comparison: Comparison) -> list[str]:
+    """Each judged cost or latency change as the terminal says it: ratio and limit."""
+    changes = [
+        c
+        for c in (*comparison.regressions, *comparison.dropped, *comparison.improved)
+        if c.metric in COST_METRICS
+    ]
+    if not changes:
+        return []
+    items = "".join(
+        f"<li><code>{_esc(c.nodeid)}</code>: {_esc(cost_line(c))}</li>" for c in changes
+    )
+    return [f'<ul class="costs">{items}</ul>']
 
 
 def _prompt_diffs(changes: tuple[PromptChange, ...]) -> list[str]:
@@ -235,19 +256,26 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
         "</table>",
     ]
-    flipped = sorted((c for c in flips.values()), key=lambda c: (c.flip != "broken", c.delta))
-    for change in flipped:
+    parts += _flip_blocks(flips.values(), "baseline", "this run")
+    return "\n".join(parts)
+
+
+def _flip_blocks(changes: Iterable[CaseChange], before_name: str, after_name: str) -> list[str]:
+    """Each flipped case, broken ones first (worst drop first): its input, expected
+    answer and scores, and both outputs side by side."""
+    blocks = []
+    for change in sorted(changes, key=lambda c: (c.flip != "broken", c.delta)):
         before = _esc(masked(change.baseline_output) or "")
         after = _esc(masked(change.current_output) or "")
-        parts.append(
+        blocks.append(
             f"<p><b>{change.flip}</b> <code>{_esc(change.id)}</code>: "
             f"{_esc(shown_text(change.input, 200))} "
             f"(expected {_esc(shown_text(change.expected, 80))}; "
             f"{change.baseline_score:.2f} -> {change.current_score:.2f})</p>"
-            f'<div class="side"><div>baseline<pre>{before}</pre></div>'
-            f"<div>this run<pre>{after}</pre></div></div>"
+            f'<div class="side"><div>{_esc(before_name)}<pre>{before}</pre></div>'
+            f"<div>{_esc(after_name)}<pre>{after}</pre></div></div>"
         )
-    return "\n".join(parts)
+    return blocks
 
 
 def _model_section(result: ModelComparison) -> list[str]:
@@ -278,11 +306,28 @@ def _model_section(result: ModelComparison) -> list[str]:
         else f'<span class="verdict-fail">{len(result.comparison.regressions)} regression(s)</span>'
     )
     frame = pd.DataFrame(rows)
-    return [
-        f"<h2>Model {html.escape(result.candidate)} against {html.escape(result.baseline)}: "
-        f"{verdict}</h2>",
+    parts = [
+        f"<h2>Model {_esc(result.candidate)} against {_esc(result.baseline)}: {verdict}</h2>",
         _table(frame, row_class="verdict"),
     ]
+    # The cases that flipped between the two models, as a baseline comparison lists them.
+    flipped = [cmp for cmp in result.comparison.cases if cmp.flipped]
+    total = sum(len(cmp.flipped) for cmp in flipped)
+    broken = sum(len(cmp.broken) for cmp in flipped)
+    parts.append(
+        f"<h3>Flipped cases, {_esc(result.baseline)} (A) to {_esc(result.candidate)} (B): "
+        f"{total} ({broken} broken, {total - broken} fixed)</h3>"
+    )
+    for cmp in flipped:
+        low, high = cmp.delta_interval
+        parts.append(
+            f"<h4><code>{_esc(cmp.nodeid)}</code> ({_esc(cmp.metric)}): {len(cmp.broken)} "
+            f"broken, {len(cmp.fixed)} fixed of {len(cmp.changes)} common case(s); mean "
+            f"{cmp.baseline_mean:.3f} -> {cmp.current_mean:.3f} (95% CI of the delta "
+            f"[{low:+.3f}, {high:+.3f}]); sign test p={cmp.p_worse:.3g}</h4>"
+        )
+        parts += _flip_blocks(cmp.flipped, f"A: {result.baseline}", f"B: {result.candidate}")
+    return parts
 
 
 @frozen_secrets()  # one page, one reading of the secrets (every text on it is masked)
@@ -322,7 +367,7 @@ def render_html(
         f"<p>created {_esc(run.created or '-')} · schema {run.schema_version} · {_esc(config)}</p>",
         f"<p>{totals['tests']} test(s), {totals['failed']} failed · {totals['calls']} call(s), "
         f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)"
-        + ("" if run.cost is None else f" · estimated cost {run.cost:.6f}")
+        + ("" if run.cost is None else f" · estimated cost {format_cost(run.cost)}")
         + "</p>",
     ]
     if comparison is None and baseline is not None:
@@ -337,6 +382,7 @@ def render_html(
             *_evidence(comparison),
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),
+            *_cost_lines(comparison),
             # Replayed replies have no latency: a note says why a gate left a test out.
             *(f'<p class="note">{html.escape(note)}</p>' for note in comparison.notes),
             *_prompt_diffs(comparison.prompt_changes),

@@ -8,7 +8,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.plots._base import BASE_COLOR, CURRENT_COLOR, score_axis
+from tnsai_eval.plots._base import BASE_COLOR, CURRENT_COLOR, plain, score_axis
 
 __all__ = ["cost_frontier", "score_vs_cost"]
 
@@ -70,11 +70,12 @@ def score_vs_cost(source: Any, *, title: str | None = None) -> Figure:
         drawstyle="steps-post", label="cost/score frontier",
     )  # fmt: skip
     for name, x, y in zip(names, xs, scores, strict=True):
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(6, 6), fontsize=9)
+        # plain(): a name with two "$" (or a lone surrogate) is text, never mathtext.
+        ax.annotate(plain(name), (x, y), textcoords="offset points", xytext=(6, 6), fontsize=9)
     score_axis(ax)
     ax.set_xlabel(label)
     ax.set_ylabel("score (95% interval)")
-    ax.set_title(title or "score against cost")
+    ax.set_title(plain(title) if title else "score against cost")
     ax.legend(loc="lower right", fontsize=8)
     span = max(xs) - min(xs)
     pad = span * 0.15 if span else max(abs(xs[0]) * 0.15, 1e-9)

@@ -19,6 +19,22 @@ from tnsai_eval.plots._base import (
 )
 from tnsai_eval.reports import Comparison
 
+# The widest axis drawn: matplotlib's tick locator multiplies the span by up
+# to 10, so a limit near the largest float (a hostile 1.5e308 s) overflows it.
+_WIDEST = 1e300
+
+
+def _value(number: float, *, sign: bool = False) -> str:
+    """A bar's value label: two decimals, or three significant digits when that
+    would be long (a latency or a token count far past a score's range).
+
+    >>> _value(0.6666), _value(-0.1, sign=True), _value(1.5e308)
+    ('0.67', '-0.10', '1.5e+308')
+    """
+    plus = "+" if sign else ""
+    return f"{number:{plus}.2f}" if abs(number) < 1e6 else f"{number:{plus}.3g}"
+
+
 __all__ = [
     "plot_case_deltas",
     "plot_report_comparison",
@@ -134,13 +150,15 @@ def plot_report_comparison(
             tick.set_fontstyle("italic")
     ax.invert_yaxis()  # first row (worst regression) on top
     ax.set_xlabel("mean")
-    top = float(np.nanmax(np.concatenate([baseline, high, [1.0]])))
+    # Cost and latency rows share the axis with scores; a hostile report's
+    # 1.5e308 s would overflow the margin below to inf, which matplotlib refuses.
+    top = min(float(np.nanmax(np.concatenate([baseline, high, [1.0]]))), _WIDEST)
     # Room on the right for the value labels: a score that fell to 0 has no bar to see.
     ax.set_xlim(0, top * 1.25)
     for y, now, delta, kind in zip(ys, current, data["delta"], data["kind"], strict=True):
         if np.isnan(now):
             continue
-        label = f"{now:.2f}" if pd.isna(delta) else f"{now:.2f} ({delta:+.2f})"
+        label = _value(now) if pd.isna(delta) else f"{_value(now)} ({_value(delta, sign=True)})"
         color = REGRESSION_COLOR if kind == "regressed" else "black"
         ax.text(top * 1.01, y + height / 2, label, va="center", fontsize=8, color=color)
     regressed = int((data["kind"] == "regressed").sum())

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tnsai_eval._util.files import shown_path
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import PromptRecord, format_table, prompt_hash
@@ -127,23 +128,6 @@ def load_prompt(
             raise ConfigError(f"prompt file {str(path)!r} is empty")
         return text, shown_path(path, rootdir)
     return prompt, None
-
-
-def shown_path(path: Path, rootdir: Path | None) -> str:
-    """``path`` as a report keeps it: relative to ``rootdir`` (POSIX separators).
-
-    >>> shown_path(Path("/repo/prompts/a.txt"), Path("/repo"))
-    'prompts/a.txt'
-    >>> shown_path(Path("/elsewhere/a.txt"), Path("/repo"))
-    '../elsewhere/a.txt'
-    """
-    if rootdir is None:
-        return path.as_posix()
-    absolute = Path(os.path.abspath(path))
-    try:
-        return Path(os.path.relpath(absolute, os.path.abspath(rootdir))).as_posix()
-    except ValueError:  # another drive on Windows: no relative form exists
-        return absolute.as_posix()
 
 
 def check_min_score(value: object) -> None:

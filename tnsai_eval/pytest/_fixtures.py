@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tnsai_eval.llm import FrontClient, LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
     from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
+    from tnsai_eval.records import CaseRecord
     from tnsai_eval.refinement import RefinementResult
     from tnsai_eval.scoring import PromptEvaluator
 
@@ -343,6 +344,7 @@ def evaluate_prompt(
             record,
             verdict,
         )
+        from tnsai_eval.pytest._progress import case_progress
 
         check_min_score(min_score)  # before any call: NaN would pass every score
         session.touch()  # a row even if the cases cannot be loaded
@@ -354,9 +356,20 @@ def evaluate_prompt(
         text, file = load_prompt(prompt, session.options.rootdir)
         if plan.params is not None:
             options["params"] = plan.params
+        given_on_case = options.pop("on_case", None)
         options["concurrency"] = session.concurrency_for(options.get("concurrency"))
+        label = f"{request.node.name}: {name or 'score'}"
         try:
-            result = score_prompt(client, text, plan.cases, evaluator=plan.evaluator, **options)
+            with case_progress(request.config, len(plan.cases), label) as step:
+
+                def on_case(case: CaseRecord) -> None:
+                    step()
+                    if given_on_case is not None:
+                        given_on_case(case)
+
+                result = score_prompt(
+                    client, text, plan.cases, evaluator=plan.evaluator, on_case=on_case, **options
+                )
         except Exception as exc:
             add_hint(exc, session.options)
             raise

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tnsai_eval._util.files import shown_path
+
 if TYPE_CHECKING:
     from tnsai_eval.llm import ModelTable, NamedModel
 
@@ -132,7 +134,22 @@ def model_options(config: pytest.Config, record_mode: str) -> ModelOptions:
             )
         if compare[0] == compare[1]:
             raise pytest.UsageError(f"{compare_origin}: both names are {compare[0]!r}")
-    return ModelOptions(models, compare, gate_costs, table.source)
+    return ModelOptions(models, compare, gate_costs, _shown_source(table.source, config.rootpath))
+
+
+def _shown_source(source: str, rootdir: Path) -> str:
+    """The table's source as the report keeps it: its file relative to the rootdir
+    (a committed report names no machine path), the table's name kept.
+
+    >>> _shown_source("/repo/pyproject.toml [tool.tnsai-eval.models]", Path("/repo"))
+    'pyproject.toml [tool.tnsai-eval.models]'
+    >>> _shown_source("<built in>", Path("/repo"))
+    '<built in>'
+    """
+    file, space, table = source.partition(" [")
+    if not Path(file).is_absolute():
+        return source
+    return shown_path(Path(file), rootdir) + space + table
 
 
 def _given(config: pytest.Config) -> tuple[list[str], str]:
@@ -159,9 +176,16 @@ def _compare(config: pytest.Config) -> tuple[tuple[str, str] | None, str]:
 
 def _gate_costs(config: pytest.Config) -> float | None:
     value, origin = config.getoption("tnsai_gate_costs"), "--tnsai-gate-costs"
+    if value is not None and not str(value).strip():
+        # `--tnsai-gate-costs=` (an unset CI variable) must not quietly turn the gate off.
+        raise pytest.UsageError(
+            f"{origin}: expected a fraction such as 0.2, got an empty value (leave the "
+            "option out to show costs without gating them)"
+        )
     if value is None:
+        # An empty ini value is unset, as for every tnsai ini key.
         value, origin = config.getini("tnsai_gate_costs"), "ini tnsai_gate_costs"
-    if value in (None, ""):
+    if value is None or not str(value).strip():
         return None
     try:
         number = float(str(value))
@@ -173,10 +197,13 @@ def _gate_costs(config: pytest.Config) -> float | None:
 
 
 def _table(config: pytest.Config) -> ModelTable:
+    from tnsai_eval.errors import ConfigError
     from tnsai_eval.llm import ModelTable
 
     cli = config.getoption("tnsai_models_file")
-    if cli:
+    if cli is not None:
+        if not str(cli).strip():  # `--tnsai-models-file=` must not fall back to another table
+            raise ConfigError("--tnsai-models-file: expected a path, got an empty value")
         return ModelTable.load(config.invocation_params.dir / str(cli))
     ini = config.getini("tnsai_models_file")
     if ini:

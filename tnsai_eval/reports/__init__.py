@@ -32,6 +32,7 @@ from tnsai_eval.reports._compare import (
     compare,
     load_report,
 )
+from tnsai_eval.reports._costs import COST_METRICS, cost_line, format_cost
 from tnsai_eval.reports._decode import decode_report, decode_test, read_report
 from tnsai_eval.reports._gate import GATE_DEFAULTS, describe_settings, gate_settings
 from tnsai_eval.reports._junit import render_junit, write_junit
@@ -77,6 +78,7 @@ from tnsai_eval.reports._text import (
 
 __all__ = [
     "COMPARISON_COLUMNS",
+    "COST_METRICS",
     "GATE_DEFAULTS",
     "MERGE",
     "SCHEMA_VERSION",
@@ -103,11 +105,13 @@ __all__ = [
     "case_ids",
     "compare",
     "compare_report_models",
+    "cost_line",
     "decode_report",
     "decode_test",
     "describe_settings",
     "detectability",
     "format_comparison",
+    "format_cost",
     "format_model_changes",
     "format_model_comparison",
     "format_summary",

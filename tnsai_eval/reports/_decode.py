@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NoReturn
 
+from tnsai_eval._util.plain import MAX_JSON_COUNT
 from tnsai_eval.errors import ConfigError, ReportError
 from tnsai_eval.records import CheckKind, CheckOutcome, IterationRecord
 from tnsai_eval.reports._model import (
@@ -394,7 +395,9 @@ def _integer(value: object, path: str, *, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         _fail(path, f"expected an integer, got {_kind(value)} {_shown(value)}")
     if value < minimum:
-        _fail(path, f"expected an integer >= {minimum}, got {value}")
+        _fail(path, f"expected an integer >= {minimum}, got {_shown(value)}")
+    if value > MAX_JSON_COUNT:  # 10**400 tokens would overflow the cost gate's ratios
+        _fail(path, f"expected an integer <= {MAX_JSON_COUNT} (2**53), got {_shown(value)}")
     return value
 
 

@@ -30,7 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tnsai_eval._util.text import shown_label
 from tnsai_eval.reports._compare import Comparison, MetricChange, compare
+from tnsai_eval.reports._costs import format_cost
 from tnsai_eval.reports._model import ReportSource, TrackedTest
 
 __all__ = [
@@ -151,14 +153,10 @@ def _row(
     )
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6f}"
-
-
 def _side(test: TrackedTest | None) -> tuple[str, str, str]:
     if test is None:
         return "-", "-", "-"
-    return str(test.calls), f"{test.tokens_in}/{test.tokens_out}", _money(test.cost)
+    return str(test.calls), f"{test.tokens_in}/{test.tokens_out}", format_cost(test.cost)
 
 
 _HEADERS = (
@@ -176,7 +174,7 @@ _HEADERS = (
 
 def format_model_comparison(result: ModelComparison, *, markdown: bool = False) -> str:
     """The verdict table (A = baseline model, B = candidate), then the flipped cases."""
-    from tnsai_eval.reports._text import format_comparison, format_table, markdown_table
+    from tnsai_eval.reports._text import _name, format_comparison, format_table, markdown_table
 
     rows = []
     for row in result.rows:
@@ -191,7 +189,8 @@ def format_model_comparison(result: ModelComparison, *, markdown: bool = False) 
         a, b = _side(row.baseline), _side(row.candidate)
         rows.append(
             (
-                row.nodeid,
+                # Masked and on one line; markdown_table escapes every cell on top.
+                shown_label(row.nodeid),
                 row.verdict,
                 score,
                 delta,
@@ -202,7 +201,10 @@ def format_model_comparison(result: ModelComparison, *, markdown: bool = False) 
                 f"{a[2]}/{b[2]}",
             )
         )
-    title = f"model {result.candidate} (B) against {result.baseline} (A)"
+    title = (
+        f"model {_name(result.candidate, markdown)} (B) against "
+        f"{_name(result.baseline, markdown)} (A)"
+    )
     lines = [f"**{title}**" if markdown else title]
     lines.append(
         markdown_table(_HEADERS, rows) if markdown else format_table(_HEADERS, rows, indent=2)
@@ -234,6 +236,14 @@ def model_changes(current: ReportSource, baseline: ReportSource) -> list[tuple[s
     ]
 
 
-def format_model_changes(changes: Sequence[tuple[str, str, str]]) -> str:
-    """One line per test whose model changed (empty when none did)."""
-    return "\n".join(f"model changed: {nodeid} ({old} -> {new})" for nodeid, old, new in changes)
+def format_model_changes(changes: Sequence[tuple[str, str, str]], *, markdown: bool = False) -> str:
+    """One line per test whose model changed (empty when none did); ids and names
+    masked, on one line, escaped in Markdown (a list item each)."""
+    from tnsai_eval.reports._text import _name
+
+    bullet = "- " if markdown else ""
+    return "\n".join(
+        f"{bullet}model changed: {_name(nodeid, markdown)} "
+        f"({_name(old, markdown)} -> {_name(new, markdown)})"
+        for nodeid, old, new in changes
+    )

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tnsai_eval._util.text import escape_markdown, shown_label, shown_line
+from tnsai_eval.reports._costs import COST_METRICS, cost_line, format_cost
 from tnsai_eval.reports._model import Report, TrackedTest, score_interval, shown_text
 
 if TYPE_CHECKING:
@@ -84,6 +85,25 @@ def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
 
 
 _METRIC_HEADERS = ("test", "metric", "baseline", "current", "delta", "sign test p")
+
+
+def _metric_block(changes: Sequence[MetricChange], markdown: bool) -> list[str]:
+    """Scores as a table; each cost or latency change as a line naming its ratio and limit."""
+    scores = [c for c in changes if c.metric not in COST_METRICS]
+    costs = [c for c in changes if c.metric in COST_METRICS]
+    block = [_table(_METRIC_HEADERS, _metric_rows(scores), markdown)] if scores else []
+    if costs:
+        bullet = "- " if markdown else "  "
+        block.append(
+            "\n".join(
+                f"{bullet}{_name(c.nodeid, markdown)}: "
+                + (escape_markdown(cost_line(c), inline=True) if markdown else cost_line(c))
+                for c in costs
+            )
+        )
+    return block
+
+
 _CASE_HEADERS = ("flip", "case", "input", "expected", "before", "after", "delta")
 
 
@@ -232,22 +252,22 @@ def format_comparison(comparison: Comparison, *, markdown: bool = False) -> str:
     verdict = shown_label(verdict)
     lines.append(f"**{escape_markdown(verdict)}**" if markdown else verdict)
     if comparison.regressions:
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.regressions), markdown))
+        lines.extend(_metric_block(comparison.regressions, markdown))
     if comparison.inconclusive:
         lines.append(
             f"{len(comparison.inconclusive)} inconclusive score(s): fewer than "
             f"{comparison.min_common:.0%} of the baseline's cases in common; never a pass:"
         )
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.inconclusive), markdown))
+        lines.extend(_metric_block(comparison.inconclusive, markdown))
     if comparison.dropped:
         lines.append(
             f"{len(comparison.dropped)} dropped score(s): the mean fell beyond the tolerance, "
             f"but the sign test is not significant at {comparison.alpha:g} (not failing):"
         )
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.dropped), markdown))
+        lines.extend(_metric_block(comparison.dropped, markdown))
     if comparison.improved:
         lines.append(f"{len(comparison.improved)} improvement(s):")
-        lines.append(_table(_METRIC_HEADERS, _metric_rows(comparison.improved), markdown))
+        lines.extend(_metric_block(comparison.improved, markdown))
     power = _power_lines([*comparison.dropped, *comparison.unchanged], markdown)
     if power:
         lines.append(f"what the suite can see (one-sided sign test, alpha {comparison.alpha:g}):")
@@ -397,4 +417,4 @@ def _latency_cells(test: TrackedTest) -> tuple[str, str]:
 
 
 def _cost_cells(tokens_in: int, tokens_out: int, cost: float | None) -> tuple[str, str]:
-    return f"{tokens_in}/{tokens_out}", "-" if cost is None else f"{cost:.6f}"
+    return f"{tokens_in}/{tokens_out}", format_cost(cost)

@@ -10,7 +10,8 @@ a model through an ``LLMClient``); it imports neither the optimizer nor any view
 * Evaluators (``PromptEvaluator``: ``evaluate(actual, expected) -> float`` in
   [0, 1]): ``ExactMatchEvaluator``, ``ContainsEvaluator``, ``LabelEvaluator``,
   ``TokenF1Evaluator``, ``DefaultPromptEvaluator`` and ``LLMJudgeEvaluator``;
-  ``score_metric`` names what their mean is (an accuracy or a score).
+  ``score_metric`` names what their mean is (an accuracy or a score),
+  ``uses_expected`` whether they read the expected answer.
 * Trajectory evaluators (``TrajectoryEvaluator``: ``evaluate_trajectory(trajectory,
   case) -> MetricScore``): ``ToolCallMatch`` and ``ToolCallF1`` (the tool calls
   against ``TestCase.expected_tool_calls``), ``FinalAnswer`` (any evaluator on
@@ -30,7 +31,7 @@ from tnsai_eval.scoring._calibration import JudgeCalibration, fit_threshold
 from tnsai_eval.scoring._cases import TestCase, check_cases, split_cases
 from tnsai_eval.scoring._contains import ContainsEvaluator
 from tnsai_eval.scoring._default import DefaultPromptEvaluator
-from tnsai_eval.scoring._evaluator import PromptEvaluator
+from tnsai_eval.scoring._evaluator import PromptEvaluator, uses_expected
 from tnsai_eval.scoring._exact import ExactMatchEvaluator
 from tnsai_eval.scoring._f1 import TokenF1Evaluator
 from tnsai_eval.scoring._judge import Judge, JudgeMethod, JudgeResult
@@ -95,4 +96,5 @@ __all__ = [
     "render_trajectory",
     "score_metric",
     "split_cases",
+    "uses_expected",
 ]

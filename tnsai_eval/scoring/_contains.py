@@ -17,6 +17,9 @@ class ContainsEvaluator:
     1.0
     """
 
+    #: It compares each reply with the expected answer (see ``uses_expected``).
+    uses_expected = True
+
     def __repr__(self) -> str:
         return "ContainsEvaluator()"
 

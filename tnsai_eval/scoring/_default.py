@@ -101,6 +101,9 @@ class DefaultPromptEvaluator:
     0.84
     """
 
+    #: It compares each reply with the expected answer (see ``uses_expected``).
+    uses_expected = True
+
     def __repr__(self) -> str:
         return "DefaultPromptEvaluator()"
 

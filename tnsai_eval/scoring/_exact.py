@@ -17,6 +17,9 @@ class ExactMatchEvaluator:
     1.0
     """
 
+    #: It compares each reply with the expected answer (see ``uses_expected``).
+    uses_expected = True
+
     def __init__(self, *, normalize: bool = True) -> None:
         self.normalize = normalize
 

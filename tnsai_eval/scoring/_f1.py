@@ -19,6 +19,9 @@ class TokenF1Evaluator:
     0.667
     """
 
+    #: It compares each reply with the expected answer (see ``uses_expected``).
+    uses_expected = True
+
     def __repr__(self) -> str:
         return "TokenF1Evaluator()"
 

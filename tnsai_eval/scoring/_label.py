@@ -32,6 +32,9 @@ class LabelEvaluator:
     'negative'
     """
 
+    #: It compares each reply with the expected answer (see ``uses_expected``).
+    uses_expected = True
+
     def __init__(self, labels: Iterable[str]) -> None:
         self.labels = tuple(labels)
         if len(self.labels) < 2:

@@ -107,6 +107,12 @@ class LLMJudgeEvaluator:
     def __repr__(self) -> str:
         return f"LLMJudgeEvaluator(llm={self.llm!r}, threshold={self.threshold!r})"
 
+    @property
+    def uses_expected(self) -> bool:
+        """Whether grading reads the expected answer: always, unless a ``template``
+        of one's own leaves ``{expected}`` out (a rubric such as "is it polite?")."""
+        return self.template is None or "{expected}" in self.template
+
     def evaluate(self, actual: str, expected: str) -> float:
         if normalize_answer(actual) == normalize_answer(expected):
             return 1.0

@@ -11,12 +11,14 @@ import difflib
 import html
 import math
 import struct
+from functools import partial
 from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from tnsai_eval.plots import to_png
+from tnsai_eval.reports import format_cost
 
 __all__ = [
     "DisplayMixin",
@@ -44,27 +46,35 @@ def table_html(
 
     A text cell longer than ``max_chars`` is shortened with an ellipsis; its
     full text is the cell's tooltip (``title``), so that one long test name or
-    prompt does not squeeze every other column.
+    prompt does not squeeze every other column. A number shows three decimals
+    (a delta of ``-0.15000000000000002`` reads ``-0.150``), a cost three
+    significant digits (``reports.format_cost``), as on the HTML report page.
 
     >>> page = table_html(pd.DataFrame({"name": ["a" * 10]}), max_chars=5)
     >>> '<span title="aaaaaaaaaa">aaaa…</span>' in page
+    True
+    >>> "<td>-0.150</td>" in table_html(pd.DataFrame({"delta": [0.7 - 0.85]}))
     True
     """
     if frame.empty:
         return f"<i>{html.escape(empty)}</i>"
 
-    def cell(value: object) -> str:
+    def cell(value: object, column: str) -> str:
         if isinstance(value, str) and len(value) > max_chars:
             shown = value[: max_chars - 1].rstrip() + "…"
             return f'<span title="{html.escape(value)}">{html.escape(shown)}</span>'
-        return html.escape("" if _missing(value) else str(value))
+        if _missing(value):
+            return ""
+        if isinstance(value, float):
+            return format_cost(value) if column.startswith("cost") else f"{value:.3f}"
+        return html.escape(str(value))
 
     return frame.to_html(
         index=False,
         escape=False,
         max_rows=max_rows,
         border=0,
-        formatters=dict.fromkeys(frame.columns, cell),
+        formatters={c: partial(cell, column=str(c)) for c in frame.columns},
     )
 
 

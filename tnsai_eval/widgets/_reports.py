@@ -101,11 +101,18 @@ class ReportBrowser(DisplayMixin):
             )
 
     def load(self, paths: Iterable[str | os.PathLike[str]], *, baseline: str | None = None) -> None:
-        """Load reports (run names are the file stems); the last one is the current run."""
+        """Load reports (run names are the file stems); the last one is the current run.
+
+        Without ``baseline``, the baseline already chosen stays chosen while it
+        is still among the earlier runs.
+        """
         files = [Path(p) for p in paths]
         names = _unique_names(files)
         if baseline is not None and baseline not in names[:-1]:
             raise ConfigError(f"baseline {baseline!r} is not one of the earlier runs {names[:-1]}")
+        if baseline is None and self.baseline.value in names[:-1]:
+            # Loading more runs keeps the baseline chosen (an earlier run still loaded).
+            baseline = str(self.baseline.value)
         # Read everything before changing anything: a bad file or baseline
         # leaves the reports already shown in place.
         reports = frames.load_reports(dict(zip(names, files, strict=True)))
