@@ -51,6 +51,7 @@ from typing import Any
 import httpx
 from _replay import FLUSH_EVERY, NoModel  # bench/_replay.py, beside this script
 
+from tnsai_eval.evaluation import score_prompt
 from tnsai_eval.llm import (
     DEFAULT_CASSETTE,
     CachedLLM,
@@ -62,7 +63,6 @@ from tnsai_eval.llm import (
     Usage,
     serve_local_model,
 )
-from tnsai_eval.optimizer import score_prompt
 from tnsai_eval.optimizer._run import held_out_stats
 from tnsai_eval.scoring import PromptEvaluator, TestCase, split_cases
 

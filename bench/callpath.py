@@ -55,7 +55,7 @@ def test_cases(evaluate_prompt):
 _PLAIN = """
 import sys
 from tnsai_eval.llm import OpenAIClient
-from tnsai_eval.optimizer import score_prompt
+from tnsai_eval.evaluation import score_prompt
 from tnsai_eval.scoring import ContainsEvaluator, TestCase
 
 n, url, model = int(sys.argv[1]), sys.argv[2], sys.argv[3]

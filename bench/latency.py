@@ -23,8 +23,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tnsai_eval.evaluation import evaluate_models
 from tnsai_eval.llm import OpenAIClient
-from tnsai_eval.optimizer import evaluate_models
 from tnsai_eval.scoring import TestCase
 
 

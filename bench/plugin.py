@@ -252,7 +252,7 @@ def replay_cost(count: int, rounds: int, env: dict[str, str]) -> None:
 
 CASES_TEST = """
 from tnsai_eval.datasets import load_cases
-from tnsai_eval.optimizer import score_prompt
+from tnsai_eval.evaluation import score_prompt
 
 CASES = [(f"Question {{i}}?", f"Answer {{i}}") for i in range({count})]
 

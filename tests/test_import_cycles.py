@@ -26,6 +26,7 @@ seen here; each is listed in its module.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -197,7 +198,7 @@ def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_every_kind_of_import() -> None:
     graph = import_graph()
-    assert "tnsai_eval.optimizer._engine" in graph["tnsai_eval.optimizer._scoring"]
+    assert "tnsai_eval.evaluation._engine" in graph["tnsai_eval.evaluation._scoring"]
     # `from tnsai_eval import frames` is an edge to the frames package.
     assert "tnsai_eval.frames" in graph["tnsai_eval.plots._optimizer"]
     # A lazy import inside a function counts.
@@ -299,6 +300,10 @@ def test_layers_named_in_the_design_hold() -> None:
     views = {"tnsai_eval.frames", "tnsai_eval.plots", "tnsai_eval.widgets"}
     assert not graph["tnsai_eval.reports"] & views, "reports imports no view package"
     assert "tnsai_eval.optimizer" not in graph["tnsai_eval.datasets"]
+    # Scoring a prompt is below the search: the plugin, eval and frames need no optimizer.
+    assert "tnsai_eval.optimizer" not in graph["tnsai_eval.evaluation"]
+    for scorer in ("tnsai_eval.frames", "tnsai_eval.pytest", "tnsai_eval.cli"):
+        assert "tnsai_eval.evaluation" in graph[scorer]
     assert "tnsai_eval.scoring" not in graph["tnsai_eval.llm"], "llm keeps only IO"
     above = {
         "tnsai_eval.optimizer", "tnsai_eval.refinement", "tnsai_eval.pytest",
@@ -318,6 +323,7 @@ ROWS = (
     ("frames",),
     ("agents",),
     ("feedback", "refinement", "optimizer", "datasets", "testing"),
+    ("evaluation",),
     ("scoring",),
     ("norms",),
     ("reports",),
@@ -346,3 +352,120 @@ def test_every_package_imports_only_rows_below_its_own() -> None:
         if _row(there) <= _row(here)
     )
     assert not upward, "imports that go up or sideways: " + "; ".join(upward)
+
+
+# What a client wrapper does: forward a call to another client, from its own chat.
+_FORWARDS = {"chat", "achat", "metered_call", "ametered_call", "acall"}
+
+
+def client_wrappers(root: Path | None = None) -> list[str]:
+    """Classes outside ``llm/`` that wrap a client: their ``chat(messages, ...)`` or
+    ``achat`` forwards to another client, or they keep one as ``inner``.
+
+    ``testing.py``'s fakes are models, not wrappers. Anything that needs to
+    know about calls subscribes to the ``llm.FrontClient`` instead.
+    """
+    found = []
+    for name, path in _modules(root).items():
+        if name.startswith("tnsai_eval.llm") or name == "tnsai_eval.testing":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for node in ast.walk(cls):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in ("inner", "_inner")
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                ):
+                    found.append(f"{name}.{cls.name}: keeps a client as self.{node.attr}")
+                    break
+            for method in cls.body:
+                if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                args = [a.arg for a in method.args.args]
+                if method.name not in ("chat", "achat") or args[1:2] != ["messages"]:
+                    continue
+                calls = {
+                    c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "")
+                    for c in ast.walk(method)
+                    if isinstance(c, ast.Call)
+                }
+                if calls & _FORWARDS:
+                    found.append(f"{name}.{cls.name}.{method.name} forwards to another client")
+    return sorted(set(found))
+
+
+def test_client_wrappers_are_found(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "tnsai_eval/__init__.py": "",
+            "tnsai_eval/plugin.py": (
+                "class Tap:\n"
+                "    def __init__(self, inner):\n        self.inner = inner\n"
+                "class Counted:\n"
+                "    async def achat(self, messages, **params):\n"
+                "        return await acall(self.client, messages)\n"
+                "class Agent:\n    def chat(self, message):\n"
+                "        return self.llm.chat(message)\n"
+            ),
+            "tnsai_eval/llm/_front.py": (
+                "class Front:\n    def chat(self, messages):\n"
+                "        return self.inner.chat(messages)\n"
+            ),
+        },
+    )
+    assert client_wrappers(root) == [
+        "tnsai_eval.plugin.Counted.achat forwards to another client",
+        "tnsai_eval.plugin.Tap: keeps a client as self.inner",
+    ]
+
+
+def test_no_client_wrappers_outside_llm() -> None:
+    found = client_wrappers()
+    assert found == [], "subscribe to llm.FrontClient instead of wrapping a client:\n" + "\n".join(
+        found
+    )
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _map_blocks() -> dict[str, str]:
+    """The module map of docs/architecture.md: each package's entry, by its folder name."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    start = text.index("```\ntnsai_eval/\n")
+    body = text[start : text.index("```", start + 4)]
+    blocks: dict[str, str] = {}
+    current = None
+    for line in body.splitlines():
+        head = line[2:].split(" ", 1)[0] if line.startswith("  ") and line[2] != " " else ""
+        if head.endswith("/"):
+            current = head.rstrip("/")
+            blocks[current] = line
+        elif current is not None and line.startswith("   "):
+            blocks[current] += " " + line.strip()
+        else:
+            current = None
+    return blocks
+
+
+def test_the_architecture_page_maps_every_module_and_subcommand() -> None:
+    from tnsai_eval.cli import SUBCOMMANDS
+
+    blocks = _map_blocks()
+    package_root = ROOT / "tnsai_eval"
+    missing = []
+    for folder in sorted(p for p in package_root.iterdir() if (p / "__init__.py").exists()):
+        block = blocks.get(folder.name)
+        if block is None:
+            missing.append(f"{folder.name}/ (the whole package)")
+            continue
+        for module in sorted(folder.glob("*.py")):
+            name = module.stem
+            if name == "__init__" or re.search(rf"(?<!\w){re.escape(name)}(?!\w)", block):
+                continue
+            missing.append(f"{folder.name}/{module.name}")
+    missing += [f"cli: subcommand {name}" for name in SUBCOMMANDS if name not in blocks["cli"]]
+    assert missing == [], "docs/architecture.md's module map misses: " + ", ".join(missing)

@@ -98,6 +98,23 @@ def test_moved_names_are_the_same_objects_at_their_old_homes(home: str) -> None:
         assert getattr(old, name) is getattr(scoring, name), f"{home}.{name}"
 
 
+MOVED_TO_EVALUATION = (
+    "MODEL_CASE_COLUMNS", "MODEL_SUMMARY_COLUMNS", "ModelEvaluation", "ModelResult",
+    "ModelsInput", "PromptEvaluation", "ascore_prompt", "evaluate_models", "score_prompt",
+)  # fmt: skip
+
+
+def test_scoring_still_imports_from_the_optimizer_with_a_deprecation_warning() -> None:
+    from tnsai_eval import evaluation, optimizer
+
+    for name in MOVED_TO_EVALUATION:
+        with pytest.warns(DeprecationWarning, match=f"tnsai_eval.evaluation.{name}"):
+            assert getattr(optimizer, name) is getattr(evaluation, name)
+        assert name not in optimizer.__all__
+    with pytest.raises(AttributeError, match="no attribute 'Nonesuch'"):
+        optimizer.Nonesuch  # noqa: B018 - the look-up is the test
+
+
 def test_the_judge_still_imports_from_llm_with_a_deprecation_warning() -> None:
     from tnsai_eval import llm
 

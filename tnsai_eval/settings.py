@@ -71,6 +71,17 @@ class RecordMode(StrEnum):
         """A mode from itself or its name in any case; anything else is a ConfigError."""
         return parse_member(cls, value, what="record mode")
 
+    @classmethod
+    def default(cls) -> tuple[RecordMode, str]:
+        """The mode when none is given, and why: ``replay`` under ``CI=true``, else ``record``.
+
+        CI replays what developers recorded: a run there must neither call a
+        model nor silently grow the store (the plugin and ``tnsai-eval eval``).
+        """
+        if os.environ.get("CI", "").strip().lower() == "true":
+            return cls.REPLAY, "CI=true"
+        return cls.RECORD, "default"
+
 
 @dataclass(frozen=True, slots=True)
 class ModelSettings:

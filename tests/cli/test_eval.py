@@ -79,6 +79,8 @@ def test_two_models_leaderboard_files_and_a_report_the_gate_reads(
     board = [line.split() for line in run.stdout.splitlines() if line[:2] in ("1 ", "2 ")]
     assert [(row[1], row[2]) for row in board] == [("big", "1.000"), ("small", "0.500")]
     assert "p50 s" in run.stdout
+    # Two models: the paired verdict of each against the first, as pytest gives it.
+    assert "big against small, case by case:" in run.stdout
     big, small = servers
     assert (len(big.requests), len(small.requests)) == (4, 4)
     assert big.requests[0].headers["authorization"] == f"Bearer {KEY}"

@@ -17,8 +17,8 @@ from tests.capital_servers import DELAY_S, RIGHT, capital_servers
 from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval import compare_models, frames, plots
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.evaluation import MODEL_CASE_COLUMNS, MODEL_SUMMARY_COLUMNS
 from tnsai_eval.llm import ModelTable
-from tnsai_eval.optimizer import MODEL_CASE_COLUMNS, MODEL_SUMMARY_COLUMNS
 from tnsai_eval.scoring import ExactMatchEvaluator
 
 CASES = [(f"What is the capital of {c}?", a) for c, a in RIGHT.items()]
@@ -67,6 +67,10 @@ def test_one_row_per_model_and_case_and_a_summary_per_model(
     small = frame[frame["model"] == "small"]
     assert small["output"].tolist() == ["Paris", "Rome", "Lisbon", "Kyoto"]
     assert small["passed"].tolist() == [True, True, False, False]
+    # The paired verdict, as pytest's --tnsai-compare-models gives it: small broke 2 cases.
+    verdict = frames.model_verdict(frame)
+    assert verdict.startswith("small against big, case by case:")
+    assert "2/0" in verdict
 
     summary = frames.model_summary(frame)
     assert list(summary.columns) == list(MODEL_SUMMARY_COLUMNS)

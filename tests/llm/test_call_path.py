@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
+from tnsai_eval.evaluation import evaluate_models, score_prompt
 from tnsai_eval.llm import CallBudget, FrontClient, ModelTable, OpenAIClient
-from tnsai_eval.optimizer import evaluate_models, score_prompt
 from tnsai_eval.scoring import ContainsEvaluator, LLMJudgeEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 

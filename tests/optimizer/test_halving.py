@@ -14,11 +14,10 @@ import pytest
 
 from tests.optimizer.test_racing import race_three
 from tnsai_eval.cli import main as cli_main
+from tnsai_eval.evaluation import PromptVariant, Variant
 from tnsai_eval.optimizer import PromptStrategy, VariantStatus
-from tnsai_eval.optimizer._engine import Variant
 from tnsai_eval.optimizer._racing import _halve, rung_sizes
 from tnsai_eval.optimizer._run import example_order
-from tnsai_eval.optimizer._variant import PromptVariant
 from tnsai_eval.testing import ScriptedLLM
 
 S = PromptStrategy

@@ -7,13 +7,8 @@ import asyncio
 import pytest
 
 from tnsai_eval.errors import ConfigError, LLMConnectionError
-from tnsai_eval.optimizer import (
-    CaseRecord,
-    PromptOptimizer,
-    PromptStrategy,
-    StopReason,
-    score_prompt,
-)
+from tnsai_eval.evaluation import score_prompt
+from tnsai_eval.optimizer import CaseRecord, PromptOptimizer, PromptStrategy, StopReason
 from tnsai_eval.scoring import ExactMatchEvaluator, TestCase
 from tnsai_eval.testing import ScriptedLLM
 

@@ -12,6 +12,7 @@ import pytest
 from tnsai_eval.cli import main as cli_main
 from tnsai_eval.cli._main import build_parser
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.evaluation import Engine, Variant
 from tnsai_eval.optimizer import (
     SEARCHES,
     OptimizerConfig,
@@ -20,7 +21,6 @@ from tnsai_eval.optimizer import (
     SearchRegistry,
     TestCase,
 )
-from tnsai_eval.optimizer._engine import Engine, Variant
 from tnsai_eval.optimizer._racing import RaceSummary, RacingBound
 from tnsai_eval.testing import ScriptedLLM
 from tnsai_eval.widgets import OptimizerDashboard

@@ -18,10 +18,11 @@ import pytest
 
 import tnsai_eval
 from tests.plugin.conftest import read_json
-from tnsai_eval import frames, optimizer, records, refinement, reports
+from tnsai_eval import evaluation, frames, optimizer, records, refinement, reports
 from tnsai_eval.errors import ConfigError, LLMConnectionError
+from tnsai_eval.evaluation import score_prompt
 from tnsai_eval.llm import Completion
-from tnsai_eval.optimizer import PromptOptimizer, TestCase, score_prompt
+from tnsai_eval.optimizer import PromptOptimizer, TestCase
 from tnsai_eval.records import CaseRecord, CaseState, CheckKind, CheckOutcome, IterationRecord
 from tnsai_eval.reports import Report, TestStatus, TrackedTest, decode_test
 
@@ -46,7 +47,15 @@ def _defined(names: set[str]) -> dict[str, list[str]]:
 
 def test_one_case_record_one_case_state_one_iteration_record_are_defined() -> None:
     found = _defined(
-        {"CaseRecord", "CaseState", "IterationRecord", "CaseResult", "CaseScore", "CheckOutcome"}
+        {"CaseRecord", "CaseState", "IterationRecord", "CaseResult", "CaseScore", "CheckOutcome",
+         "PromptEvaluation", "Engine", "CallEvent"}
+    )  # fmt: skip
+    # Scoring has one home below the search, and a call one event record.
+    assert found.pop("PromptEvaluation") == ["evaluation/_scoring.py"]
+    assert found.pop("Engine") == ["evaluation/_engine.py"]
+    assert found.pop("CallEvent") == ["llm/_front.py"]
+    assert evaluation.PromptEvaluation.__dataclass_fields__["cases"].type == (
+        "tuple[CaseRecord, ...]"
     )
     assert found == {
         "CaseRecord": ["records/_case.py"],

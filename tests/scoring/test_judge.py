@@ -240,7 +240,8 @@ def test_judge_evaluator_calibrated_scores_are_accuracy() -> None:
 
 
 def test_the_judges_reason_reaches_the_check_and_every_case_record() -> None:
-    from tnsai_eval.optimizer import PromptOptimizer, score_prompt
+    from tnsai_eval.evaluation import score_prompt
+    from tnsai_eval.optimizer import PromptOptimizer
     from tnsai_eval.scoring import TestCase
 
     judge_llm = ScriptedLLM(default="Warm and thankful.\nSCORE: 90")

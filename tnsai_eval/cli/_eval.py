@@ -8,8 +8,18 @@ with each ``--model``. A name is looked up in the models table
 model on the configured server (``--base-url`` or $TNSAI_LLM_BASE_URL), as
 ``chat --model`` reads it. Without ``--model``, the default model.
 
+Each case's message is ``--template`` filled with the prompt and the case's
+input, as ``evaluate_prompt(template=...)`` and ``compare_models`` lay it out;
+with ``--store DIR`` replies come from (and are recorded in) the response
+store in the ``--record`` mode, so a store recorded by pytest or by another
+``eval`` replays here with no model call (``--cassette`` names a test's
+cassette, ``default`` otherwise): the same prompt, template, cases and model
+score the same in all three.
+
 Prints a leaderboard (score with its 95% interval, pass rate, tokens in/out,
-estimated cost, p50 latency of live calls) and writes to ``--out``:
+estimated cost, p50 latency of live calls), and with two or more models the
+paired verdict of each model against the first (flipped cases, sign test),
+the one ``--tnsai-compare-models`` prints. Writes to ``--out``:
 ``cases.csv`` (one row per model and case), ``leaderboard.csv``,
 ``report.json`` (a run report: ``tnsai-eval report`` reads and gates it) and
 ``score_vs_cost.png``.
@@ -24,7 +34,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +41,17 @@ from tnsai_eval._util.files import atomic_write_text, shown_path
 from tnsai_eval._util.text import no_surrogates, one_line, shown_label
 from tnsai_eval.cli._common import check_output_dir, finite_float, positive_int
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, project_settings, resolve_model
+from tnsai_eval.settings import (
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    RecordMode,
+    project_settings,
+    resolve_model,
+)
 
 if TYPE_CHECKING:
+    from tnsai_eval.evaluation import ModelEvaluation
     from tnsai_eval.llm import LLMClient, ModelTable, NamedModel
-    from tnsai_eval.optimizer import ModelEvaluation
     from tnsai_eval.reports import Report
 
 __all__ = ["add_parser"]
@@ -81,22 +96,42 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--concurrency", type=positive_int, default=4, help="calls at a time (default: 4)"
     )
+    parser.add_argument(
+        "--template",
+        help="each case's message, with {prompt} and {input}, or @FILE (default: the prompt, "
+        "a blank line, the input)",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        help="response store: replies are replayed from and recorded in it",
+    )
+    parser.add_argument(
+        "--record",
+        choices=[m.value for m in RecordMode],
+        help="how --store is used (default: record, or replay when CI=true)",
+    )
+    parser.add_argument(
+        "--cassette", default="default",
+        help="the store's cassette to record in and read first (a pytest test's node id "
+        "replays what that test recorded; default: default)",
+    )  # fmt: skip
     parser.set_defaults(func=_run)
 
 
-def _prompt(given: str) -> tuple[str, str | None]:
-    """``(text, file)`` of ``--prompt``: ``@FILE`` reads the file."""
+def _prompt(given: str, option: str = "--prompt") -> tuple[str, str | None]:
+    """``(text, file)`` of ``--prompt`` (or ``--template``): ``@FILE`` reads the file."""
     if not given.startswith("@"):
         if not given.strip():
-            raise ConfigError("--prompt is empty")
+            raise ConfigError(f"{option} is empty")
         return given, None
     path = Path(given[1:])
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--prompt {given!r}: cannot read {str(path)!r}: {exc}") from None
+        raise ConfigError(f"{option} {given!r}: cannot read {str(path)!r}: {exc}") from None
     if not text.strip():
-        raise ConfigError(f"--prompt {given!r}: {str(path)!r} is empty")
+        raise ConfigError(f"{option} {given!r}: {str(path)!r} is empty")
     return text, shown_path(path, _root())
 
 
@@ -162,19 +197,24 @@ def _check_text(value: str, option: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from tnsai_eval.datasets import scoring_plan
+    from tnsai_eval.evaluation import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE, evaluate_models
     from tnsai_eval.llm import ModelTable, NamedModel
-    from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, evaluate_models
 
     # Everything is checked before the first call: a bad argument costs nothing.
     if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
         raise ConfigError(f"--min-score must be in [0, 1], got {args.min_score:g}")
     text, file = _prompt(args.prompt)
+    template = (
+        DEFAULT_TEMPLATE if args.template is None else _prompt(args.template, "--template")[0]
+    )
+    mode = RecordMode.parse(args.record) if args.record else RecordMode.default()[0]
+    replaying = args.store is not None and mode is RecordMode.REPLAY
     _check_text(args.dataset, "dataset")
     plan = scoring_plan(args.dataset)
     table = ModelTable.load(args.models_file) if args.models_file else ModelTable.load()
     models = _models(args, table)
     for model in models.values():
-        if isinstance(model, NamedModel):
+        if isinstance(model, NamedModel) and not replaying:
             model.api_key()  # an unset key variable is an error now, not after some calls
     out = Path(args.out)
     check_output_dir(out, "--out")
@@ -184,12 +224,16 @@ def _run(args: argparse.Namespace) -> int:
     for note in plan.notes:
         print(f"eval: {note}", file=sys.stderr)
     evaluation = evaluate_models(
-        text, plan.cases, models, table=table, evaluator=plan.evaluator, params=params,
-        threshold=plan.threshold, dataset=_dataset_label(args.dataset), notes=plan.notes,
-        concurrency=args.concurrency,
+        text, plan.cases, models, table=table, evaluator=plan.evaluator, template=template,
+        params=params, threshold=plan.threshold, dataset=_dataset_label(args.dataset),
+        notes=plan.notes, concurrency=args.concurrency, store=args.store, record_mode=mode,
+        cassette=args.cassette,
     )  # fmt: skip
-    report = _report(evaluation, text, file, params, args.min_score)
+    report = evaluation.to_report(prompt_file=file, min_score=args.min_score)
     print(_leaderboard(evaluation))
+    verdicts = evaluation.format_verdicts()
+    if verdicts:
+        print("\n" + verdicts)
     _write(out, evaluation, report)
     return _verdict(evaluation, args.min_score)
 
@@ -235,67 +279,6 @@ def _leaderboard(evaluation: ModelEvaluation) -> str:
     cases = len(evaluation.results[0].evaluation.cases) if evaluation.results else 0
     title = f"{evaluation.dataset}: {cases} case(s), {len(ranked)} model(s)"
     return title + "\n" + format_table(headers, rows)
-
-
-def _report(
-    evaluation: ModelEvaluation,
-    text: str,
-    file: str | None,
-    params: dict[str, Any],
-    min_score: float | None,
-) -> Report:
-    """The run as a report the gate reads: one test per model, its cases, cost and latency."""
-    from tnsai_eval.optimizer import DEFAULT_TEMPLATE
-    from tnsai_eval.reports import (
-        MetricStats,
-        PromptRecord,
-        Report,
-        TestStatus,
-        TrackedTest,
-        latency_figures,
-        prompt_hash,
-    )
-
-    prompt = PromptRecord("score", text, prompt_hash(text.rstrip(), DEFAULT_TEMPLATE, params), file)
-    tests = []
-    for result in evaluation.results:
-        scored = result.evaluation
-        # The engine's records, as the plugin keeps them: pass or fail at the threshold.
-        cases = tuple(replace(c, passed=c.verdict(result.threshold)) for c in scored.cases)
-        low_score = min_score is not None and result.score < min_score
-        passed = not scored.errors and not low_score
-        live, p50, p95 = latency_figures(result.latencies)
-        tests.append(
-            TrackedTest(
-                nodeid=f"eval::{evaluation.dataset}[{result.name}]",
-                status=TestStatus.PASSED if passed else TestStatus.FAILED,
-                metrics={"score": MetricStats("score", (result.score,))},
-                passed_samples=int(passed),
-                calls=scored.calls,
-                tokens=result.tokens_in + result.tokens_out,
-                cache_hits=sum(c.cached for c in scored.cases),
-                cases=cases,
-                prompts=(prompt,),
-                model=result.name,
-                tokens_in=result.tokens_in,
-                tokens_out=result.tokens_out,
-                cost=result.cost,
-                live_calls=live,
-                latency_p50_s=p50,
-                latency_p95_s=p95,
-            )
-        )
-    config: dict[str, Any] = {
-        "command": "eval",
-        "dataset": evaluation.dataset,
-        "models": list(evaluation.names),
-        "model_table": {
-            r.name: r.named.describe() for r in evaluation.results if r.named is not None
-        },
-        "min_score": min_score,
-        "params": {k: v for k, v in params.items() if k != "response_format"},
-    }
-    return Report(tests=tuple(tests), config=config)
 
 
 def _write(out: Path, evaluation: ModelEvaluation, report: Report) -> None:

@@ -24,6 +24,7 @@ report_cases           (report, test, case, sample): ``REPORT_CASE_COLUMNS``
 case_deltas            case in both runs of a comparison: ``CASE_DELTA_COLUMNS``
 compare_models         (model, case) of one prompt scored with several models
 model_summary          model of a ``compare_models`` frame: score, cost, latency
+model_verdict          each model against the first, case by case (flips, sign test)
 =====================  ==========================================================
 
 >>> import pandas as pd
@@ -45,7 +46,7 @@ from tnsai_eval.frames._feedback import (
     learning_frame,
     norm_checks,
 )
-from tnsai_eval.frames._models import compare_models, model_summary
+from tnsai_eval.frames._models import compare_models, model_summary, model_verdict
 from tnsai_eval.frames._optimizer import (
     LEADERBOARD_COLUMNS,
     OPTIMIZER_CASE_COLUMNS,
@@ -100,6 +101,7 @@ __all__ = [
     "load_report",
     "load_reports",
     "model_summary",
+    "model_verdict",
     "norm_checks",
     "optimizer_cases",
     "optimizer_rounds",

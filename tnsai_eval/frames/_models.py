@@ -11,12 +11,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tnsai_eval.datasets import CasesInput
-    from tnsai_eval.optimizer import ModelEvaluation, ModelsInput
+    from tnsai_eval.evaluation import ModelEvaluation, ModelsInput
 
-__all__ = ["compare_models", "model_summary"]
+__all__ = ["compare_models", "model_summary", "model_verdict"]
 
-# Where the tidy frame keeps its summary view (pandas carries ``attrs`` along).
+# Where the tidy frame keeps its summary view and its paired verdict (pandas
+# carries ``attrs`` along).
 _SUMMARY = "tnsai_model_summary"
+_VERDICT = "tnsai_model_verdict"
 
 
 def compare_models(
@@ -27,7 +29,7 @@ def compare_models(
 ) -> pd.DataFrame:
     """Score ``prompt`` on ``dataset`` with each model: one row per model and case.
 
-    The columns are ``tnsai_eval.optimizer.MODEL_CASE_COLUMNS`` (model, case,
+    The columns are ``tnsai_eval.evaluation.MODEL_CASE_COLUMNS`` (model, case,
     input, expected, output, score, passed, state, tokens, cached, latency_s,
     error). ``model_summary(frame)`` is its summary view, one row per model:
     score with its 95% interval, pass rate, tokens in and out, estimated cost
@@ -35,7 +37,7 @@ def compare_models(
     The dataset (a shipped name, a JSONL path or cases) is resolved as
     ``evaluate_prompt`` resolves it: its ``NAME.meta.json`` chooses the
     evaluator, the case threshold and ``constrain`` unless given. The other
-    ``options`` are ``tnsai_eval.optimizer.evaluate_models``'s (``table``,
+    ``options`` are ``tnsai_eval.evaluation.evaluate_models``'s (``table``,
     ``model_params``, ``store``, ``record_mode``, ``progress``...), which
     does the scoring.
 
@@ -50,7 +52,7 @@ def compare_models(
     0     a    1.0        1.0
     """
     from tnsai_eval.datasets import scoring_plan
-    from tnsai_eval.optimizer import evaluate_models
+    from tnsai_eval.evaluation import evaluate_models
 
     plan = scoring_plan(
         dataset,
@@ -66,7 +68,25 @@ def compare_models(
     )  # fmt: skip
     frame = evaluation.to_dataframe()
     frame.attrs[_SUMMARY] = evaluation.summary()
+    frame.attrs[_VERDICT] = evaluation.format_verdicts()
     return frame
+
+
+def model_verdict(source: pd.DataFrame | ModelEvaluation) -> str:
+    """The paired verdict of each model against the first of a ``compare_models`` frame (or
+    an ``evaluate_models`` result): flipped cases and the sign test, as ``tnsai-eval eval``
+    and pytest's ``--tnsai-compare-models`` print it ('' with one model)."""
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        verdict = source.attrs.get(_VERDICT)
+        if not isinstance(verdict, str):
+            raise ConfigError(
+                "this DataFrame carries no model verdict: pass the frame compare_models "
+                "returned (or its ModelEvaluation)"
+            )
+        return verdict
+    return source.format_verdicts()
 
 
 def model_summary(source: pd.DataFrame | ModelEvaluation) -> pd.DataFrame:

@@ -166,6 +166,7 @@ class NamedModel:
         store: ResponseStore | str | os.PathLike[str] | None = None,
         mode: RecordMode | str = "record",
         *,
+        cassette: str = "default",
         environ: Mapping[str, str] | None = None,
     ) -> FrontClient:
         """This model's ``FrontClient``: its client made on the first call that reaches it
@@ -184,6 +185,7 @@ class NamedModel:
             mode=mode,
             model=model,
             server=server,
+            cassette=cassette,
             offers_logprobs=True,
         )
 

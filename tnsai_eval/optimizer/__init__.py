@@ -1,7 +1,10 @@
 """The prompt optimizer: strategies, the search and its results.
 
-Test cases and evaluators live in ``tnsai_eval.scoring``; they are also importable
-from here, where they were first published.
+The optimizer is search only: it scores every variant through
+``tnsai_eval.evaluation`` (the engine, ``score_prompt``, model comparison),
+whose names it first published and still resolves here, with a
+``DeprecationWarning``, for one release. Test cases and evaluators live in
+``tnsai_eval.scoring``; they are also importable from here.
 
 >>> from tnsai_eval.optimizer import PromptOptimizer, PromptStrategy, TestCase
 >>> from tnsai_eval.testing import ScriptedLLM
@@ -12,17 +15,9 @@ from here, where they were first published.
 True
 """
 
+from tnsai_eval.evaluation import DEFAULT_TEMPLATE, Demo, PromptVariant, demos_text
 from tnsai_eval.optimizer._chance import ConstantBaseline
 from tnsai_eval.optimizer._config import DEFAULT_CONFIG, OptimizerConfig, SearchMode
-from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
-from tnsai_eval.optimizer._models import (
-    MODEL_CASE_COLUMNS,
-    MODEL_SUMMARY_COLUMNS,
-    ModelEvaluation,
-    ModelResult,
-    ModelsInput,
-    evaluate_models,
-)
 from tnsai_eval.optimizer._optimizer import PromptOptimizer
 from tnsai_eval.optimizer._racing import RacingBound
 from tnsai_eval.optimizer._records import (
@@ -35,7 +30,6 @@ from tnsai_eval.optimizer._records import (
 )
 from tnsai_eval.optimizer._result import CASE_COLUMNS, OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite
-from tnsai_eval.optimizer._scoring import PromptEvaluation, ascore_prompt, score_prompt
 from tnsai_eval.optimizer._search import SEARCHES, Search, SearchRegistry
 from tnsai_eval.optimizer._strategies import (
     DEFAULT_STRATEGIES,
@@ -43,7 +37,6 @@ from tnsai_eval.optimizer._strategies import (
     PromptStrategy,
     suggest_strategies,
 )
-from tnsai_eval.optimizer._variant import Demo, PromptVariant, demos_text
 from tnsai_eval.records import CaseRecord, CaseState
 from tnsai_eval.scoring import (
     DEFAULT_CALL_PARAMS,
@@ -68,8 +61,6 @@ __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_STRATEGIES",
     "DEFAULT_TEMPLATE",
-    "MODEL_CASE_COLUMNS",
-    "MODEL_SUMMARY_COLUMNS",
     "SEARCHES",
     "SMALL_MODEL_STRATEGIES",
     "CaseRecord",
@@ -82,13 +73,9 @@ __all__ = [
     "ExactMatchEvaluator",
     "LLMJudgeEvaluator",
     "LabelEvaluator",
-    "ModelEvaluation",
-    "ModelResult",
-    "ModelsInput",
     "OptimizationResult",
     "OptimizerConfig",
     "ProgressEvent",
-    "PromptEvaluation",
     "PromptEvaluator",
     "PromptOptimizer",
     "PromptStrategy",
@@ -103,15 +90,43 @@ __all__ = [
     "TokenF1Evaluator",
     "VariantRecord",
     "VariantStatus",
-    "ascore_prompt",
     "check_rewrite",
     "demos_text",
-    "evaluate_models",
     "labels_response_format",
     "normalize_answer",
     "parse_judge_score",
     "score_metric",
-    "score_prompt",
     "split_cases",
     "suggest_strategies",
 ]
+
+# Scoring moved to ``tnsai_eval.evaluation``; its names resolve here with a
+# DeprecationWarning for one release. Looked up by name at run time (not
+# imported), like ``tnsai_eval.llm``'s judge names.
+_MOVED_TO_EVALUATION = frozenset(
+    {
+        "MODEL_CASE_COLUMNS",
+        "MODEL_SUMMARY_COLUMNS",
+        "ModelEvaluation",
+        "ModelResult",
+        "ModelsInput",
+        "PromptEvaluation",
+        "ascore_prompt",
+        "evaluate_models",
+        "score_prompt",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _MOVED_TO_EVALUATION:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    warnings.warn(
+        f"tnsai_eval.optimizer.{name} moved to tnsai_eval.evaluation.{name}; import it from there",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module("tnsai_eval.evaluation"), name)

@@ -32,13 +32,13 @@ from typing import Any, cast
 
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import CallBudget, LLMClient
-from tnsai_eval.optimizer._engine import (
+from tnsai_eval.evaluation import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
     Clock,
     check_template,
 )
+from tnsai_eval.llm import CallBudget, LLMClient
 from tnsai_eval.optimizer._racing import RACING_BOUNDS, RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._search import SEARCHES

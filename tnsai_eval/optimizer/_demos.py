@@ -18,7 +18,7 @@ import dataclasses
 import random
 from collections.abc import Sequence
 
-from tnsai_eval.optimizer._variant import Demo, DemoStyle, PromptVariant
+from tnsai_eval.evaluation import Demo, DemoStyle, PromptVariant
 from tnsai_eval.scoring import TestCase
 
 __all__ = ["BOOTSTRAP_SCORE", "bootstrap_pool", "demo_candidates"]

@@ -8,12 +8,12 @@ from typing import Any
 
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.evaluation import PromptVariant
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._run import Run, example_order
 from tnsai_eval.optimizer._strategies import suggest_strategies
-from tnsai_eval.optimizer._variant import PromptVariant
 from tnsai_eval.scoring import TestCase, check_cases, split_cases
 
 __all__ = ["PromptOptimizer"]

@@ -118,7 +118,7 @@ from tnsai_eval._util.stats import (
     sign_test,
     t_critical,
 )
-from tnsai_eval.optimizer._engine import Engine, Variant
+from tnsai_eval.evaluation import Engine, Variant
 from tnsai_eval.optimizer._records import VariantStatus
 from tnsai_eval.scoring import TestCase
 
@@ -205,7 +205,7 @@ def final_bounds(variant: Variant, n: int) -> tuple[float, float]:
     1.0 on each. Failed cases are left out, as of every mean. For a variant
     scored on every case both are its mean.
 
-    >>> from tnsai_eval.optimizer._variant import PromptVariant
+    >>> from tnsai_eval.evaluation import PromptVariant
     >>> v = Variant(1, 1, "concise", PromptVariant("P"), 0, scores={0: 1.0, 1: 0.0, 2: None})
     >>> final_bounds(v, 5)  # 1.0 from 2 scored cases; 2 cases to come
     (0.25, 0.75)

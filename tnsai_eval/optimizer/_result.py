@@ -7,7 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tnsai_eval._util.plain import json_ready
 from tnsai_eval._util.stats import sign_test
+from tnsai_eval.evaluation import DEFAULT_TEMPLATE, PromptVariant, demos_text
 from tnsai_eval.llm import Message
 from tnsai_eval.optimizer._chance import (
     DEGENERATE_SHARE,
@@ -22,12 +24,6 @@ from tnsai_eval.optimizer._records import (
     StopReason,
     VariantRecord,
     VariantStatus,
-)
-from tnsai_eval.optimizer._variant import (
-    DEFAULT_TEMPLATE,
-    PromptVariant,
-    demos_text,
-    json_ready,
 )
 from tnsai_eval.records import CaseRecord
 

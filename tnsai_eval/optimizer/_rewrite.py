@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from tnsai_eval.optimizer._engine import Variant
+from tnsai_eval.evaluation import Variant
 from tnsai_eval.scoring import TestCase, normalize_answer
 
 __all__ = ["REWRITE_CASES", "check_rewrite", "clean_rewrite", "rewrite_request", "task_words"]

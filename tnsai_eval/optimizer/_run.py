@@ -16,11 +16,11 @@ from tnsai_eval._util.stats import (
     sign_test,
 )
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.evaluation import Budget, Demo, Engine, PromptVariant, Variant
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._chance import constant_baseline
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
-from tnsai_eval.optimizer._engine import Budget, Engine, Variant
 from tnsai_eval.optimizer._racing import savings_report
 from tnsai_eval.optimizer._records import (
     EventKind,
@@ -35,7 +35,6 @@ from tnsai_eval.optimizer._result import OptimizationResult
 from tnsai_eval.optimizer._rewrite import check_rewrite, clean_rewrite, rewrite_request
 from tnsai_eval.optimizer._search import SEARCHES
 from tnsai_eval.optimizer._strategies import PromptStrategy
-from tnsai_eval.optimizer._variant import Demo, PromptVariant
 from tnsai_eval.records import CaseRecord
 from tnsai_eval.scoring import TestCase, score_metric
 

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.optimizer._engine import Engine, Variant
+from tnsai_eval.evaluation import Engine, Variant
 from tnsai_eval.optimizer._racing import RaceSummary, RacingBound, halve, race, rung_sizes
 from tnsai_eval.scoring import TestCase
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from tnsai_eval._util.enums import parse_member
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.optimizer._variant import Demo, examples_block
+from tnsai_eval.evaluation import Demo, examples_block
 from tnsai_eval.scoring import TestCase
 
 __all__ = [

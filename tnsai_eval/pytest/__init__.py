@@ -42,7 +42,8 @@ from tnsai_eval.pytest._markers import MARKER_LINES, norm_check, refine_until
 from tnsai_eval.pytest._session import SESSION_KEY, PluginSession
 
 if TYPE_CHECKING:
-    from tnsai_eval.optimizer import CaseRecord, PromptEvaluation
+    from tnsai_eval.evaluation import PromptEvaluation
+    from tnsai_eval.records import CaseRecord
 
 __all__ = [
     "CaseRecord",
@@ -56,11 +57,15 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # Loaded on first use: a suite that never evaluates a prompt should not pay
-    # for importing the optimizer package at start-up.
-    if name in ("CaseRecord", "PromptEvaluation"):
-        from tnsai_eval import optimizer
+    # for importing the scoring engine at start-up.
+    if name == "CaseRecord":
+        from tnsai_eval.records import CaseRecord
 
-        return getattr(optimizer, name)
+        return CaseRecord
+    if name == "PromptEvaluation":
+        from tnsai_eval.evaluation import PromptEvaluation
+
+        return PromptEvaluation
     raise AttributeError(f"module 'tnsai_eval.pytest' has no attribute {name!r}")
 
 

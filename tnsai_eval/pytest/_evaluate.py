@@ -1,7 +1,7 @@
 """How an ``evaluate_prompt`` failure reads; the scoring itself is the core's.
 
 ``evaluate_prompt`` loads cases with ``tnsai_eval.datasets.load_cases`` and
-scores them with ``tnsai_eval.optimizer.score_prompt`` (the optimizer's engine),
+scores them with ``tnsai_eval.evaluation.score_prompt`` (the one scoring engine),
 so a score here means what it means there. What the plugin adds is the test
 verdict, these messages, and the case records of the report: stable case ids,
 ``passed`` against the case threshold, the prompt's hash and file. A case whose
@@ -24,7 +24,7 @@ from tnsai_eval.reports import PromptRecord, format_table, prompt_hash
 
 if TYPE_CHECKING:
     from tnsai_eval.datasets import ScoringPlan
-    from tnsai_eval.optimizer import PromptEvaluation
+    from tnsai_eval.evaluation import PromptEvaluation
     from tnsai_eval.pytest._session import PluginSession
     from tnsai_eval.records import CaseRecord
 
@@ -177,7 +177,7 @@ def verdict(
 
 def prompt_record(text: str, file: str | None, options: Mapping[str, Any]) -> PromptRecord:
     """The evaluated prompt, with the hash of everything sent except the case input."""
-    from tnsai_eval.optimizer import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
+    from tnsai_eval.evaluation import DEFAULT_CALL_PARAMS, DEFAULT_TEMPLATE
 
     template = options.get("template") or DEFAULT_TEMPLATE
     params = options.get("params")

@@ -30,10 +30,11 @@ from tnsai_eval.pytest._session import PluginSession, get_session
 if TYPE_CHECKING:
     from tnsai_eval.agents import Agent
     from tnsai_eval.datasets import CasesInput
+    from tnsai_eval.evaluation import PromptEvaluation
     from tnsai_eval.feedback import FeedbackStore
     from tnsai_eval.llm import FrontClient, LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
-    from tnsai_eval.optimizer import PromptEvaluation, PromptOptimizer
+    from tnsai_eval.optimizer import PromptOptimizer
     from tnsai_eval.records import CaseRecord
     from tnsai_eval.refinement import RefinementResult
     from tnsai_eval.scoring import PromptEvaluator
@@ -335,7 +336,7 @@ def evaluate_prompt(
         **options: Any,
     ) -> PromptEvaluation:
         from tnsai_eval.datasets import scoring_plan
-        from tnsai_eval.optimizer import score_prompt
+        from tnsai_eval.evaluation import score_prompt
         from tnsai_eval.pytest._client import add_hint
         from tnsai_eval.pytest._evaluate import (
             check_min_score,

@@ -338,11 +338,8 @@ def _flag(given: tuple[str, str] | None) -> bool:
 
 def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:
     if given is None:
-        # CI replays what developers recorded: a run there must neither call a
-        # model nor silently grow the store.
-        if os.environ.get("CI", "").strip().lower() == "true":
-            return "replay", "CI=true"
-        return "record", "default"
+        default, source = RecordMode.default()
+        return default.value, source
     value, origin = given
     mode = value.strip().lower()
     if mode not in tuple(RecordMode):

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.llm import CallBudget, LLMClient
-from tnsai_eval.optimizer._engine import (
+from tnsai_eval.evaluation._engine import (
     DEFAULT_CALL_PARAMS,
     DEFAULT_TEMPLATE,
     Budget,
@@ -39,8 +38,9 @@ from tnsai_eval.optimizer._engine import (
     check_concurrency,
     check_template,
 )
-from tnsai_eval.optimizer._records import StopReason
-from tnsai_eval.optimizer._variant import PromptVariant
+from tnsai_eval.evaluation._stop import StopReason
+from tnsai_eval.evaluation._variant import PromptVariant
+from tnsai_eval.llm import CallBudget, LLMClient
 from tnsai_eval.records import CaseRecord, CaseState
 from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator, TestCase, check_cases
 

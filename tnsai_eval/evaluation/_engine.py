@@ -22,6 +22,8 @@ from typing import Any, TypeAlias
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
+from tnsai_eval.evaluation._stop import StopReason, VariantStatus
+from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE, PromptVariant
 from tnsai_eval.llm import (
     CallBudget,
     Completion,
@@ -32,8 +34,6 @@ from tnsai_eval.llm import (
     only_budgets,
     running_case,
 )
-from tnsai_eval.optimizer._records import StopReason, VariantStatus
-from tnsai_eval.optimizer._variant import DEFAULT_TEMPLATE, PromptVariant
 from tnsai_eval.records import CaseRecord, CaseState, case_ids
 from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase
 

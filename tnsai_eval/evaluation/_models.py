@@ -29,12 +29,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.stats import mean_interval, percentile
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.evaluation._scoring import PromptEvaluation, score_prompt
+from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE
 from tnsai_eval.llm import (
+    DEFAULT_CASSETTE,
     CallEvent,
     FrontClient,
     LLMClient,
@@ -43,13 +46,13 @@ from tnsai_eval.llm import (
     RecordMode,
     ResponseStore,
 )
-from tnsai_eval.optimizer._engine import DEFAULT_TEMPLATE
-from tnsai_eval.optimizer._scoring import PromptEvaluation, score_prompt
 from tnsai_eval.records import CaseRecord
 from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase, check_cases
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from tnsai_eval.reports import ModelComparison, Report
 
 __all__ = [
     "MODEL_CASE_COLUMNS",
@@ -157,10 +160,94 @@ class ModelEvaluation:
     dataset: str
     results: tuple[ModelResult, ...]
     notes: tuple[str, ...] = ()
+    #: The layout and call parameters every model was sent (the prompt's hash covers them).
+    template: str = DEFAULT_TEMPLATE
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.results)
+
+    def to_report(
+        self, *, prompt_file: str | None = None, min_score: float | None = None
+    ) -> Report:
+        """The run as a report the gate reads: one test per model (``eval::DATASET[MODEL]``),
+        with its cases (pass or fail at the threshold), tokens, cost and latency."""
+        from tnsai_eval.reports import (
+            MetricStats,
+            PromptRecord,
+            Report,
+            TestStatus,
+            TrackedTest,
+            latency_figures,
+            prompt_hash,
+        )
+
+        params = dict(self.params)
+        digest = prompt_hash(self.prompt.rstrip(), self.template, params)
+        prompt = PromptRecord("score", self.prompt, digest, prompt_file)
+        tests = []
+        for result in self.results:
+            scored = result.evaluation
+            cases = tuple(replace(c, passed=c.verdict(result.threshold)) for c in scored.cases)
+            passed = not scored.errors and not (min_score is not None and result.score < min_score)
+            live, p50, p95 = latency_figures(result.latencies)
+            tests.append(
+                TrackedTest(
+                    nodeid=f"eval::{self.dataset}[{result.name}]",
+                    status=TestStatus.PASSED if passed else TestStatus.FAILED,
+                    metrics={"score": MetricStats("score", (result.score,))},
+                    passed_samples=int(passed),
+                    calls=scored.calls,
+                    tokens=result.tokens_in + result.tokens_out,
+                    cache_hits=sum(c.cached for c in scored.cases),
+                    cases=cases,
+                    prompts=(prompt,),
+                    model=result.name,
+                    tokens_in=result.tokens_in,
+                    tokens_out=result.tokens_out,
+                    cost=result.cost,
+                    live_calls=live,
+                    latency_p50_s=p50,
+                    latency_p95_s=p95,
+                )
+            )
+        config: dict[str, Any] = {
+            "command": "eval",
+            "dataset": self.dataset,
+            "models": list(self.names),
+            "model_table": {r.name: r.named.describe() for r in self.results if r.named},
+            "min_score": min_score,
+            "params": {k: v for k, v in params.items() if k != "response_format"},
+        }
+        return Report(tests=tuple(tests), config=config)
+
+    def compare(self, **gate: Any) -> tuple[ModelComparison, ...]:
+        """Each model after the first against the first, case by case: the paired verdict
+        (flipped cases, sign test) that pytest's ``--tnsai-compare-models`` gives.
+
+        ``gate`` goes to ``reports.compare`` (``gate="paired"`` unless given,
+        ``alpha``, ``tolerance``...). One model: nothing to compare.
+        """
+        from tnsai_eval.reports import compare_report_models
+
+        report = self.to_report()
+        gate.setdefault("gate", "paired")
+        first = self.names[0]
+        return tuple(
+            compare_report_models(report, first, other, **gate) for other in self.names[1:]
+        )
+
+    def format_verdicts(self, *, markdown: bool = False) -> str:
+        """``compare()`` as text: per model after the first, its verdict table and flipped
+        cases ('' with one model)."""
+        from tnsai_eval.reports import format_model_comparison
+
+        return "\n\n".join(
+            f"{verdict.candidate} against {verdict.baseline}, case by case:\n"
+            + format_model_comparison(verdict, markdown=markdown)
+            for verdict in self.compare()
+        )
 
     def get(self, name: str) -> ModelResult:
         """The result of the model labelled ``name`` (a ``ConfigError`` naming the known)."""
@@ -273,6 +360,7 @@ def evaluate_models(
     max_calls: int | None = None,
     store: ResponseStore | str | os.PathLike[str] | None = None,
     record_mode: RecordMode | str = RecordMode.RECORD,
+    cassette: str = DEFAULT_CASSETTE,
     progress: bool = True,
     on_case: Callable[[str, CaseRecord], None] | None = None,
 ) -> ModelEvaluation:
@@ -288,8 +376,9 @@ def evaluate_models(
     them); ``threshold`` is the score a case must reach to pass. Each model
     is called through its one ``FrontClient`` (a client given as one is used
     as it is), behind ``store`` in ``record_mode`` when given (``replay``
-    never calls); its tokens and latencies are what its client's events
-    say. ``dataset`` and ``notes`` only label the result.
+    never calls; ``cassette`` is the one recorded in and read first, a
+    pytest test's node id to replay what that test recorded); its tokens and
+    latencies are what its client's events say. ``dataset`` and ``notes`` only label the result.
     ``tnsai_eval.frames.compare_models`` takes a dataset name instead of
     cases and resolves it first.
 
@@ -326,11 +415,11 @@ def evaluate_models(
             assert named is not None
             if named.api_key_env is not None and not (cached_store and mode is RecordMode.REPLAY):
                 named.api_key()  # an unset key variable fails here, before any call
-            clients.append(named.front(cached_store, mode))
+            clients.append(named.front(cached_store, mode, cassette=cassette))
         elif isinstance(client, FrontClient):
             clients.append(client)  # already the model's one client: its own store
         else:
-            clients.append(FrontClient(client, cached_store, mode))
+            clients.append(FrontClient(client, cached_store, mode, cassette=cassette))
     base = dict(DEFAULT_CALL_PARAMS if params is None else params)
     results: list[ModelResult] = []
     for (label, named, _), client in zip(resolved, clients, strict=True):
@@ -370,7 +459,7 @@ def evaluate_models(
                 tuple(tally.latencies),
             )
         )
-    return ModelEvaluation(text, dataset, tuple(results), tuple(notes))
+    return ModelEvaluation(text, dataset, tuple(results), tuple(notes), template, base)
 
 
 def _bar(label: str, total: int) -> Any:

@@ -28,7 +28,6 @@ __all__ = [
     "PromptVariant",
     "demos_text",
     "examples_block",
-    "json_ready",
 ]
 
 #: How a case call's user message is made from the prompt and the case's input.
