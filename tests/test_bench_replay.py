@@ -117,6 +117,21 @@ _OPTIMIZER_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
             "Classify the sentiment.",
         ),
     ),
+    "sentiment_large, 100 held out": (
+        "from the CLI's default prompt:\n\n| method",
+        (
+            "--datasets",
+            "sentiment_large",
+            "--held-out",
+            "sentiment_heldout",
+            "--demo-sets",
+            "4",
+        ),
+    ),
+    "arithmetic_large, 100 held out": (
+        '(`arithmetic_heldout`), from "Solve the arithmetic problem.":',
+        ("--datasets", "arithmetic_large", "--limit", "100", "--held-out", "arithmetic_heldout"),
+    ),
 }
 
 
