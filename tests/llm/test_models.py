@@ -114,3 +114,56 @@ def test_client_sends_the_key_from_its_variable(monkeypatch: pytest.MonkeyPatch)
         assert server.requests[0].json["model"] == "served"
         assert server.requests[0].headers["authorization"] == "Bearer sk-served-model-key-42"
         assert "sk-served" not in repr(named.describe())
+
+
+AZURE = """
+[models.azure]
+base_url = "{url}"
+model = "deployment-1"
+headers = {{api-version = "2024-06-01", api-key = "$AZURE_TEST_KEY"}}
+params = {{max_completion_tokens = 64, temperature = 1}}
+"""
+
+
+def test_headers_may_name_variables_and_params_go_with_every_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeOpenAIServer(default=Step.ok("hi")) as server:
+        path = tmp_path / "models.toml"
+        path.write_text(AZURE.format(url=server.base_url), encoding="utf-8")
+        azure = ModelTable.load(path).get("azure")
+        monkeypatch.delenv("AZURE_TEST_KEY", raising=False)
+        client = azure.front()
+        with pytest.raises(ConfigError, match=r"header 'api-key' names \$AZURE_TEST_KEY"):
+            client.chat("hello")
+        monkeypatch.setenv("AZURE_TEST_KEY", "azure-secret-value-123456")
+        client = azure.front()
+        client.chat("hello", temperature=0.0, max_tokens=8)
+        (sent,) = server.requests
+        assert sent.headers["api-key"] == "azure-secret-value-123456"
+        assert sent.headers["api-version"] == "2024-06-01"
+        # The model's params go over the call's own.
+        assert (sent.json["temperature"], sent.json["max_completion_tokens"]) == (1, 64)
+        assert sent.json["max_tokens"] == 8
+        shown = repr(azure.describe()) + repr(azure) + repr(client)
+        assert "azure-secret" not in shown
+        assert azure.describe()["headers"] == ["api-key", "api-version"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ("{api-key = 5}", "headers must be a table of header names to strings"),
+        ('{api-key = "$not a name"}', "must be \\$ and the NAME of an environment variable"),
+    ],
+)
+def test_bad_headers_are_named_without_their_value(
+    tmp_path: Path, headers: str, message: str
+) -> None:
+    path = tmp_path / "models.toml"
+    path.write_text(
+        f'[models.m]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\nheaders = {headers}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=message):
+        ModelTable.load(path)

@@ -1,4 +1,5 @@
-"""Scoring a prompt on cases: the engine, ``score_prompt`` and model comparison.
+"""Scoring a prompt or a target on cases: the engine, ``score_prompt``, ``score_target``
+and model comparison.
 
 The library's one path for "how well does this prompt do on these cases":
 the pytest plugin's ``evaluate_prompt``, ``tnsai-eval eval``,
@@ -33,6 +34,13 @@ from tnsai_eval.evaluation._models import (
 )
 from tnsai_eval.evaluation._scoring import PromptEvaluation, ascore_prompt, score_prompt
 from tnsai_eval.evaluation._stop import StopReason, VariantStatus
+from tnsai_eval.evaluation._target import (
+    CaseRun,
+    TargetEvaluation,
+    ascore_target,
+    score_target,
+    target_name,
+)
 from tnsai_eval.evaluation._variant import (
     DEFAULT_TEMPLATE,
     Demo,
@@ -48,6 +56,7 @@ __all__ = [
     "MODEL_CASE_COLUMNS",
     "MODEL_SUMMARY_COLUMNS",
     "Budget",
+    "CaseRun",
     "Clock",
     "Demo",
     "DemoStyle",
@@ -58,13 +67,17 @@ __all__ = [
     "PromptEvaluation",
     "PromptVariant",
     "StopReason",
+    "TargetEvaluation",
     "Variant",
     "VariantStatus",
     "ascore_prompt",
+    "ascore_target",
     "check_concurrency",
     "check_template",
     "demos_text",
     "evaluate_models",
     "examples_block",
     "score_prompt",
+    "score_target",
+    "target_name",
 ]

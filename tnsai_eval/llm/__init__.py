@@ -6,6 +6,7 @@ model is a ``FrontClient`` (store, record mode, the model client, budgets and
 listeners); whoever needs to know about calls subscribes to its ``CallEvent``s.
 """
 
+from tnsai_eval._util.moved import moved_names
 from tnsai_eval.llm._budget import CallBudget, only_budgets
 from tnsai_eval.llm._default import default_llm
 from tnsai_eval.llm._diagnose import Diagnosis, DiagnosisItem, diagnose
@@ -106,24 +107,10 @@ __all__ = [
     "unenforced_keywords",
 ]
 
-# The judge grades replies; it is not IO, so it moved to ``tnsai_eval.scoring``.
-# Its names still resolve here, with a DeprecationWarning, so that code written
-# against the old home keeps working. They are looked up by name at run time
-# (not imported), so this package never depends on the one above it.
-_MOVED_TO_SCORING = frozenset(
-    {"Judge", "JudgeCalibration", "JudgeMethod", "JudgeResult", "fit_threshold"}
+# The judge grades replies; it is not IO, so it moved to ``tnsai_eval.scoring``;
+# its names still resolve here, with a DeprecationWarning.
+__getattr__ = moved_names(
+    __name__,
+    "tnsai_eval.scoring",
+    ("Judge", "JudgeCalibration", "JudgeMethod", "JudgeResult", "fit_threshold"),
 )
-
-
-def __getattr__(name: str) -> object:
-    if name not in _MOVED_TO_SCORING:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    import warnings
-
-    warnings.warn(
-        f"tnsai_eval.llm.{name} moved to tnsai_eval.scoring.{name}; import it from there",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("tnsai_eval.scoring"), name)

@@ -271,7 +271,9 @@ class FrontClient:
     ``factory`` makes the model client on the first call that reaches it;
     ``model`` (the name recordings are keyed by) must then be given.
     ``budget`` is an ``llm.CallBudget`` every call of this client draws on,
-    besides the budgets active around the call. ``offers_logprobs`` says
+    besides the budgets active around the call. ``params`` are this model's
+    own call parameters (a named model's ``params``): each call sends them
+    over its own, and the store key holds them. ``offers_logprobs`` says
     whether the model can return log-probabilities (a judge reads them);
     by default it is known from the client (``LocalLLM``, ``OpenAIClient``).
 
@@ -307,6 +309,7 @@ class FrontClient:
         server: str | None = None,
         cassette: str = DEFAULT_CASSETTE,
         budget: CallBudget | None = None,
+        params: Mapping[str, Any] | None = None,
         offers_logprobs: bool | None = None,
     ) -> None:
         if (client is None) == (factory is None):
@@ -338,6 +341,8 @@ class FrontClient:
             server = base_url if isinstance(base_url, str) and base_url else None
         self.server = redact_url(server) if server else None
         self.budget = budget
+        #: Call parameters of this model, sent with (and over) every call's own.
+        self.params = dict(params or {})
         self._offers_logprobs = offers_logprobs
         self.hits = 0
         self.misses = 0
@@ -440,7 +445,9 @@ class FrontClient:
         """
         if self.store is None or self.mode in (RecordMode.OFF, RecordMode.REFRESH):
             return False
-        request = StoredRequest.build(self.model, messages, params, sample=_sample(sample))
+        request = StoredRequest.build(
+            self.model, messages, {**params, **self.params}, sample=_sample(sample)
+        )
         return self._find(request) is not None
 
     # -- calls ----------------------------------------------------------------------
@@ -453,6 +460,7 @@ class FrontClient:
         recorded replies to the same request; it is not sent to the model.
         """
         started = time.perf_counter()
+        params = {**params, **self.params} if self.params else params
         with self._call(messages, params, sample, started) as call:
             if call.reply is None:
                 call.reply = metered_call(self.client, messages, **params)
@@ -463,6 +471,7 @@ class FrontClient:
     ) -> Completion:
         """Like ``chat``, using the model client's ``achat`` when it has one."""
         started = time.perf_counter()
+        params = {**params, **self.params} if self.params else params
         with self._call(messages, params, sample, started) as call:
             if call.reply is None:
                 call.reply = await ametered_call(self.client, messages, **params)

@@ -13,6 +13,8 @@ them once::
     api_key_env = "EXAMPLE_API_KEY"   # the variable's NAME: a key is never in the file
     price_in = 0.15                   # dollars per million input tokens
     price_out = 0.60                  # dollars per million output tokens
+    headers = {api-version = "2024-06-01", api-key = "$AZURE_KEY"}  # "$NAME": from the environment
+    params = {max_completion_tokens = 256}  # sent with every call to this model
 
 The same table can live in a TOML file of its own (``[models.NAME]`` tables,
 or the ``[tool.tnsai-eval.models]`` layout), named by the plugin's
@@ -55,7 +57,7 @@ __all__ = ["EMBEDDED_MODEL", "ModelTable", "NamedModel", "embedded_model_name"]
 #: The built-in name of the embedded local model.
 EMBEDDED_MODEL = "embedded"
 
-_KEYS = ("base_url", "model", "api_key_env", "price_in", "price_out")
+_KEYS = ("base_url", "model", "api_key_env", "price_in", "price_out", "headers", "params")
 # What a model name may be: it becomes part of pytest test ids and file names.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -72,6 +74,11 @@ class NamedModel:
     ``base_url`` and ``model`` are ``None`` only for the built-in ``embedded``
     model. Prices are in dollars (or any currency, consistently) per million
     tokens; ``None`` means not declared, and then ``cost`` is ``None`` too.
+    ``headers`` are sent with every request (a value ``"$NAME"`` is read from
+    that environment variable when the client is made, and is never stored or
+    shown); ``params`` are call parameters sent with every call to this model,
+    over the caller's (a model that needs ``max_completion_tokens``, or a
+    fixed ``temperature``).
     """
 
     name: str
@@ -80,6 +87,8 @@ class NamedModel:
     api_key_env: str | None = None
     price_in: float | None = None
     price_out: float | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def embedded(self) -> bool:
@@ -124,7 +133,32 @@ class NamedModel:
         from tnsai_eval.llm._openai import OpenAIClient
 
         base_url, model = self.base_url, self.model or ""
-        return OpenAIClient(model, base_url=base_url or "", api_key=self.api_key(environ))
+        return OpenAIClient(
+            model,
+            base_url=base_url or "",
+            api_key=self.api_key(environ),
+            headers=self.resolved_headers(environ),
+        )
+
+    def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``headers`` with each ``"$NAME"`` value read from the environment (an unset or
+        empty variable is a ``ConfigError`` naming it, never showing a value)."""
+        from tnsai_eval._util.secrets import remember
+
+        env = os.environ if environ is None else environ
+        resolved = {}
+        for header, value in self.headers.items():
+            if value.startswith("$"):
+                found = env.get(value[1:]) or None
+                if found is None:
+                    raise ConfigError(
+                        f"model {self.name!r}: header {header!r} names ${value[1:]}, which is "
+                        "not set"
+                    )
+                remember(found)  # masked wherever it might surface
+                value = found
+            resolved[header] = value
+        return resolved
 
     def front(
         self,
@@ -151,6 +185,7 @@ class NamedModel:
             model=model,
             server=server,
             cassette=cassette,
+            params=self.params,
             offers_logprobs=True,
         )
 
@@ -165,6 +200,9 @@ class NamedModel:
             "api_key_env": self.api_key_env,
             "price_in": self.price_in,
             "price_out": self.price_out,
+            # Header names only: a value may be a key (given inline, or read from a variable).
+            "headers": sorted(self.headers),
+            "params": dict(self.params),
         }
 
 
@@ -287,7 +325,30 @@ def _entry(name: object, entry: object, source: str) -> NamedModel:
         key_env,
         _price(entry.get("price_in"), f"{where}: price_in"),
         _price(entry.get("price_out"), f"{where}: price_out"),
+        _headers(entry.get("headers", {}), f"{where}: headers"),
+        _params(entry.get("params", {}), f"{where}: params"),
     )
+
+
+def _headers(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in value.items()
+    ):
+        # The values are not shown: one may be a key pasted here by mistake.
+        raise ConfigError(f"{where} must be a table of header names to strings")
+    for header, text in value.items():
+        if text.startswith("$") and not _ENV_NAME.fullmatch(text[1:]):
+            raise ConfigError(
+                f"{where}: header {header!r}: a value starting with $ must be $ and the NAME "
+                "of an environment variable"
+            )
+    return dict(value)
+
+
+def _params(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{where} must be a table of call parameters, got {value!r:.80}")
+    return dict(value)
 
 
 def _price(value: object, where: str) -> float | None:

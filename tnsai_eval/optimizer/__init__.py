@@ -15,6 +15,7 @@ whose names it first published and still resolves here, with a
 True
 """
 
+from tnsai_eval._util.moved import moved_names
 from tnsai_eval.evaluation import DEFAULT_TEMPLATE, Demo, PromptVariant, demos_text
 from tnsai_eval.optimizer._chance import ConstantBaseline
 from tnsai_eval.optimizer._config import DEFAULT_CONFIG, OptimizerConfig, SearchMode
@@ -100,11 +101,12 @@ __all__ = [
     "suggest_strategies",
 ]
 
-# Scoring moved to ``tnsai_eval.evaluation``; its names resolve here with a
-# DeprecationWarning for one release. Looked up by name at run time (not
-# imported), like ``tnsai_eval.llm``'s judge names.
-_MOVED_TO_EVALUATION = frozenset(
-    {
+# Scoring moved to ``tnsai_eval.evaluation``; its names still resolve here, with
+# a DeprecationWarning, for one release.
+__getattr__ = moved_names(
+    __name__,
+    "tnsai_eval.evaluation",
+    (
         "MODEL_CASE_COLUMNS",
         "MODEL_SUMMARY_COLUMNS",
         "ModelEvaluation",
@@ -114,19 +116,5 @@ _MOVED_TO_EVALUATION = frozenset(
         "ascore_prompt",
         "evaluate_models",
         "score_prompt",
-    }
+    ),
 )
-
-
-def __getattr__(name: str) -> object:
-    if name not in _MOVED_TO_EVALUATION:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    import warnings
-
-    warnings.warn(
-        f"tnsai_eval.optimizer.{name} moved to tnsai_eval.evaluation.{name}; import it from there",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("tnsai_eval.evaluation"), name)

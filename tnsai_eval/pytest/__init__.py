@@ -1,8 +1,8 @@
 """The tnsai-eval pytest plugin (registered through the ``pytest11`` entry point).
 
-Fixtures: ``llm``, ``evaluate_prompt``, ``refine``, ``agent``, ``norm_actions``,
-``norm_engine``, ``feedback_store``, ``prompt_optimizer``, ``tnsai_record``,
-``tnsai_model``.
+Fixtures: ``llm``, ``evaluate_prompt``, ``evaluate_target``, ``refine``, ``agent``,
+``norm_actions``, ``norm_engine``, ``feedback_store``, ``prompt_optimizer``,
+``tnsai_record``, ``tnsai_model``.
 Markers: ``norm_check`` and ``refine_until``, also importable from here as
 decorators::
 
@@ -29,6 +29,7 @@ from tnsai_eval.pytest._fixtures import (  # noqa: F401
     NormActions,
     agent,
     evaluate_prompt,
+    evaluate_target,
     feedback_store,
     llm,
     norm_actions,

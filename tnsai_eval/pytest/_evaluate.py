@@ -24,7 +24,7 @@ from tnsai_eval.reports import PromptRecord, format_table, prompt_hash
 
 if TYPE_CHECKING:
     from tnsai_eval.datasets import ScoringPlan
-    from tnsai_eval.evaluation import PromptEvaluation
+    from tnsai_eval.evaluation import PromptEvaluation, TargetEvaluation
     from tnsai_eval.pytest._session import PluginSession
     from tnsai_eval.records import CaseRecord
 
@@ -187,3 +187,13 @@ def prompt_record(text: str, file: str | None, options: Mapping[str, Any]) -> Pr
         text.rstrip(), template, dict(DEFAULT_CALL_PARAMS if params is None else params)
     )
     return PromptRecord("score", text, digest, file)
+
+
+def target_record(result: TargetEvaluation) -> PromptRecord:
+    """What a target sent, as the test's prompt: its distinct system prompts and call
+    parameters, hashed, so that a baseline comparison shows when they changed."""
+    systems, params = result.systems, result.call_params
+    text = "\n\n".join(systems) if systems else "(no system prompt)"
+    if params:
+        text += "\n\n" + "\n".join(f"params: {line}" for line in params)
+    return PromptRecord("score", text, prompt_hash(list(systems), list(params)))

@@ -30,7 +30,7 @@ from tnsai_eval.pytest._session import PluginSession, get_session
 if TYPE_CHECKING:
     from tnsai_eval.agents import Agent
     from tnsai_eval.datasets import CasesInput
-    from tnsai_eval.evaluation import PromptEvaluation
+    from tnsai_eval.evaluation import PromptEvaluation, TargetEvaluation
     from tnsai_eval.feedback import FeedbackStore
     from tnsai_eval.llm import FrontClient, LLMClient, NamedModel
     from tnsai_eval.norms import NormEngine
@@ -376,6 +376,102 @@ def evaluate_prompt(
             raise
         metric = name or _free_name(session, "score")
         record(session, metric, result, plan, prompt_record(text, file, options))
+        problem = verdict(result, min_score, request.node.nodeid, session)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+        return result
+
+    return run
+
+
+class EvaluateTarget(Protocol):
+    def __call__(
+        self,
+        target: Callable[..., Any],
+        cases: CasesInput,
+        *,
+        evaluator: Any = ...,
+        min_score: float | None = ...,
+        name: str | None = ...,
+        case_threshold: float | None = ...,
+        **kwargs: Any,
+    ) -> TargetEvaluation: ...
+
+
+@pytest.fixture
+def evaluate_target(request: pytest.FixtureRequest) -> EvaluateTarget:
+    """``evaluate_target(target, cases, *, evaluator=None, min_score=None, name=None,
+    case_threshold=None, **options)`` -> ``TargetEvaluation``.
+
+    Scores what the app actually runs, with the core's ``score_target``:
+    ``target`` is ``fn(input) -> str | Trajectory`` (sync or async) or an
+    agent factory, calling the model through the ``llm`` fixture, so its
+    replies are in this test's cassette (replayed by ``--llm-record replay``)
+    and its calls are counted for the test and bounded by ``--llm-max-calls``.
+    ``evaluator`` is one evaluator or a list (named metrics; a case passes
+    when every one passes at its threshold); a dataset's ``NAME.meta.json``
+    applies as for ``evaluate_prompt``. Records the mean (metric ``score``, or
+    ``name``), every case, each metric's cases when there are several
+    (``<name>.<metric>``) and, as the test's prompt, the distinct system
+    prompts and call parameters the target's calls sent, so a comparison with
+    a baseline says whether what the app sends changed. Fails as
+    ``evaluate_prompt`` does: below ``min_score``, on errored cases, on
+    unrecorded ones.
+    """
+    session = _session(request)
+
+    def run(
+        target: Callable[..., Any],
+        cases: CasesInput,
+        *,
+        evaluator: Any = None,
+        min_score: float | None = None,
+        name: str | None = None,
+        case_threshold: float | None = None,
+        **options: Any,
+    ) -> TargetEvaluation:
+        from tnsai_eval.datasets import DatasetMeta, ScoringPlan, load_cases, scoring_plan
+        from tnsai_eval.evaluation import score_target
+        from tnsai_eval.pytest._client import add_hint
+        from tnsai_eval.pytest._evaluate import check_min_score, record, target_record, verdict
+        from tnsai_eval.scoring import check_threshold
+
+        check_min_score(min_score)  # before any call: NaN would pass every score
+        session.touch()  # a row even if the cases cannot be loaded
+        several = isinstance(evaluator, list | tuple)
+        if several:
+            # Several metrics, each with its threshold: no dataset evaluator applies,
+            # and a trajectory metric may not read an expected answer at all.
+            threshold = 0.5 if case_threshold is None else check_threshold(case_threshold)
+            plan = ScoringPlan(tuple(load_cases(cases)), None, threshold, None, DatasetMeta(), ())
+        else:
+            plan = scoring_plan(cases, evaluator=evaluator, threshold=case_threshold)
+        for note in plan.notes:
+            print(f"evaluate_target: {note}")
+        options["concurrency"] = session.concurrency_for(options.get("concurrency"))
+        try:
+            result = score_target(
+                target,
+                plan.cases,
+                evaluator=evaluator if several else plan.evaluator,
+                case_threshold=plan.threshold,
+                **options,
+            )
+        except Exception as exc:
+            add_hint(exc, session.options)
+            raise
+        metric = name or _free_name(session, "score")
+        prompt = target_record(result)
+        record(session, metric, result, plan, prompt)
+        if len(result.metric_cases) > 1:
+            for part, records in result.metric_cases.items():
+                own = result.metric_thresholds.get(part)
+                session.record_cases(
+                    f"{metric}.{part}",
+                    records,
+                    prompt,
+                    threshold=plan.threshold if own is None else own,
+                )
         problem = verdict(result, min_score, request.node.nodeid, session)
         if problem is not None:
             pytest.fail(problem, pytrace=False)

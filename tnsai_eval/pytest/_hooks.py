@@ -40,6 +40,7 @@ TRACKING_FIXTURES = frozenset(
         "llm",
         "tnsai_record",
         "evaluate_prompt",
+        "evaluate_target",
         "refine",
         "prompt_optimizer",
         "agent",
