@@ -37,6 +37,7 @@ __all__ = [
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_MODEL",
+    "MAX_CONCURRENCY",
     "PYTEST_CONFIG_FILES",
     "ModelSettings",
     "ProjectSettings",
@@ -53,6 +54,11 @@ ENV_BASE_URL = "TNSAI_LLM_BASE_URL"
 ENV_MODEL = "TNSAI_LLM_MODEL"
 #: The API key; only ever read from the environment by the library itself.
 ENV_API_KEY = "TNSAI_LLM_API_KEY"
+#: The most model calls one client keeps in flight (``OpenAIClient(max_concurrency=)``,
+#: ``--llm-concurrency``, ``evaluate_prompt(concurrency=)``). Each 4 slots are one
+#: pooled httpx client with its own connections; far past what a server serves at
+#: once, a larger bound only builds clients and threads (a million built 250,000).
+MAX_CONCURRENCY = 1024
 
 # The baseline gate's settings when nothing sets them: the one place their
 # defaults live (``reports.GateSettings``, the plugin's options, the CLI).

@@ -160,10 +160,15 @@ def test_recordings_are_kept_per_model(
     both = ["--tnsai-model", "old", "--tnsai-model", "new", "--llm-store", "store"]
     suite.runpytest_inprocess(*both, "--llm-record", "record").assert_outcomes(passed=3)
     # One cassette per test and model, named by its node id; nothing in `default`.
-    cassettes = sorted(p.name for p in (suite.path / "store").glob("*.json"))
+    files = sorted((suite.path / "store").glob("*.json"))
+    cassettes = sorted(p.name for p in files)
     assert [name.split("~")[0] for name in cassettes if "capitals" in name] == [
-        "test_suite.py-test_capitals-new",
-        "test_suite.py-test_capitals-old",
+        "test_suite.py-test_capitals",  # the parameters are never in a file name
+        "test_suite.py-test_capitals",
+    ]
+    assert sorted(read_json(f)["cassette"] for f in files if "capitals" in f.name) == [
+        "test_suite.py::test_capitals[new]",
+        "test_suite.py::test_capitals[old]",
     ]
     assert "default.json" not in cassettes
     for server in servers:

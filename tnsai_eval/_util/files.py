@@ -1,13 +1,23 @@
 """Writing a file so that a reader never sees half of it, and no temp file outlives a failure;
-naming a file the same way on every machine."""
+reading one that may be anything but the file it should be; naming a file the same
+way on every machine."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "shown_path"]
+__all__ = ["NotARegularFile", "atomic_write_text", "read_regular_file", "shown_path"]
+
+# Opened without blocking: a FIFO put where a file should be would otherwise
+# hang the open (no writer) or the read (a writer that never writes).
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class NotARegularFile(OSError):
+    """What should be a file is a FIFO, a device, a socket or a directory, or is too large."""
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> Path:
@@ -38,6 +48,59 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
+
+
+def read_regular_file(path: str | os.PathLike[str], *, limit: int) -> bytes | None:
+    """The bytes of ``path``, or ``None`` when it does not exist.
+
+    Only a regular file of at most ``limit`` bytes is read (a symbolic link is
+    followed to what it names): a directory, a FIFO, a device such as
+    ``/dev/zero`` or a socket raises ``NotARegularFile`` without a byte read,
+    and so does a file larger than ``limit`` (checked before reading, and
+    again while reading in case it grows), so a hostile path can neither hang
+    the reader nor fill its memory. Other failures (no permission...) raise
+    their ``OSError``.
+
+    >>> read_regular_file("/dev/zero", limit=10)
+    Traceback (most recent call last):
+    ...
+    tnsai_eval._util.files.NotARegularFile: '/dev/zero' is a character device, not a regular file
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return None
+    shown = os.fspath(path)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(f"{shown!r} is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise NotARegularFile(
+                f"{shown!r} holds {info.st_size} bytes, more than the {limit} allowed"
+            )
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise NotARegularFile(f"{shown!r} holds more than the {limit} bytes allowed")
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "of an unknown kind"
 
 
 def shown_path(path: Path, rootdir: Path | None) -> str:

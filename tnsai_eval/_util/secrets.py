@@ -22,6 +22,10 @@ the CLI and the plugin:
 * ``redact_url(url)`` hides ``user:password@`` and the values of query
   parameters named like credentials (``?api_key=...``, ``?token=...``) in a
   URL that is about to be stored or printed.
+* ``is_token(value)`` and ``mask_tokens(text)`` recognise a value shaped like
+  a provider's API token (``sk-...``, ``ghp_...``, ``hf_...``, ``gsk_...``)
+  whether or not this process knows it: for a token pasted where a name was
+  expected, and for names that end up in committed files.
 
 >>> import os
 >>> os.environ["DEMO_SERVICE_TOKEN"] = "tok-1234567890"
@@ -52,11 +56,13 @@ __all__ = [
     "frozen_secrets",
     "is_credential_name",
     "is_secret_env_name",
+    "is_token",
     "known_secrets",
     "mask",
     "mask_deep",
     "mask_then_cut",
     "mask_then_keep_end",
+    "mask_tokens",
     "redact_url",
     "remember",
 ]
@@ -107,6 +113,23 @@ _SECRET_QUERY_PARTS = ("key", "token", "secret", "password", "passwd", "auth", "
 
 # scheme://user:password@ (the userinfo part of a URL written in free text).
 _USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
+
+# The shapes of the API tokens most often pasted by mistake: a provider's prefix,
+# then a long run of token characters (no word character just before it, so
+# "risk-..." or "task_..." never match).
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"  # OpenAI, Anthropic (sk-ant-...), Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"  # GitHub
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|hf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|gsk_[A-Za-z0-9]{20,}"  # Groq
+    r"|xox[abeprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google
+    r")"
+)
 
 _remembered: set[str] = set()
 _lock = threading.Lock()
@@ -194,6 +217,24 @@ def mask(text: str, extra: Iterable[str | None] = ()) -> str:
             text = text.replace(secret, REDACTED)
     # user:password@ in any URL inside the text.
     return _USERINFO.sub(r"\1" + REDACTED + "@", text) if "@" in text else text
+
+
+def is_token(value: object) -> bool:
+    """Whether ``value`` is shaped like an API token (see the module docstring).
+
+    >>> is_token("ghp_" + "a1B2" * 9), is_token("hf_" + "x9" * 17), is_token("OPENAI_API_KEY")
+    (True, True, False)
+    """
+    return isinstance(value, str) and _TOKEN.fullmatch(value.strip()) is not None
+
+
+def mask_tokens(text: str) -> str:
+    """``text`` with every token-shaped run (``is_token``) replaced by ``***``.
+
+    >>> mask_tokens("test_call[gsk_" + "Q7" * 26 + "]")
+    'test_call[***]'
+    """
+    return _TOKEN.sub(REDACTED, text)
 
 
 def mask_deep(value: Any) -> Any:

@@ -1,8 +1,9 @@
 """``tnsai-eval doctor [--fresh]``: does the model tnsai-eval would use work on this machine?
 
 Prints what ``diagnose()`` found, one line per item, problems marked; exit 0
-when what ``default_llm()`` would use works, 1 when it does not, 2 on bad
-arguments (argparse). Nothing is imported until the command runs.
+when what ``default_llm()`` would use works and every named model's server
+answers, 1 when one of them does not, 2 on bad arguments (argparse). Nothing
+is imported until the command runs.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ def add_parser(subparsers: Any) -> None:
         description="Check that the model default_llm() would use works on this machine: "
         "versions, the CPU features llama.cpp was built with and those the machine has, "
         "the verdict of llama.cpp's crash probe, the model file, which client is picked "
-        "and why, and whether a configured server answers. Exit 0 when it works, 1 when "
-        "it does not.",
+        "and why, and whether a configured server and each named model's server "
+        "([tool.tnsai-eval.models]) answer. Exit 0 when all of it works, 1 when "
+        "something does not.",
     )
     parser.add_argument(
         "--fresh",
@@ -45,5 +47,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"\nready: {diagnosis.client} works here")
         return 0
     names = ", ".join(item.name for item in diagnosis.problems)
-    print(f"\nnot ready: {diagnosis.client} does not work here ({names})")
+    named = ("model ", "named models")
+    if all(item.name.startswith(named) for item in diagnosis.problems):
+        print(f"\n{diagnosis.client} works here, but not every named model does ({names})")
+    else:
+        print(f"\nnot ready: {diagnosis.client} does not work here ({names})")
     return 1

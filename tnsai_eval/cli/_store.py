@@ -9,7 +9,10 @@ mode then copies each reply into the cassette of the test or notebook that
 uses it.
 
 Exit codes: 0 done (or nothing to migrate), 2 a missing directory or a file
-that cannot be read (nothing is removed then).
+that cannot be read or moved (nothing is written or removed then): a
+two-letter folder that is a symbolic link (its files are outside the store),
+a file not in its key's folder, a reply that differs from the one the
+cassette already holds under that key. Only the files moved are deleted.
 """
 
 from __future__ import annotations

@@ -20,15 +20,20 @@ When an attempt is taken
     pytest session) takes its attempt from both, or from neither.
 
 Holding back a reserve
-    ``hold(n)`` keeps ``n`` attempts out of reach of ordinary reservations
-    until ``release()``: the optimizer sets its held-out check's calls aside
-    this way before the search starts, so the search spends the rest and the
-    held-out check still runs.
+    ``hold(n)`` keeps ``n`` more attempts out of reach of ordinary
+    reservations until they are released (``release(n)``, or ``release()``
+    for every held attempt): the optimizer sets its held-out check's calls
+    aside this way before the search starts, so the search spends the rest
+    and the held-out check still runs. Holds add up, so two phases that each
+    hold their share both keep it.
 
 Across processes
     With ``shared=PATH`` the count lives in a small file that every process
     updates under an exclusive ``flock`` (POSIX), so two pytest-xdist workers
-    never both take the last attempt. A hold is per process.
+    never both take the last attempt. A hold is per process. The budget fails
+    closed: a count file that cannot be opened, is not a regular file or does
+    not hold a count (a hand edit, a truncation) refuses every reservation,
+    and the refusal names the file and what is wrong with it.
 
 >>> budget = CallBudget(3)
 >>> with budget.active():
@@ -44,6 +49,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -81,6 +88,8 @@ class CallBudget:
         self.shared = None if shared is None else Path(shared)
         self._spent = 0
         self._held = 0
+        # What is wrong with the shared count file, when it could not be used.
+        self._problem: str | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -104,16 +113,17 @@ class CallBudget:
         return max(0, self.limit - self.spent)
 
     def hold(self, count: int) -> None:
-        """Keep ``count`` attempts out of reach of ``try_reserve`` until ``release``."""
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ConfigError(f"hold() takes an int >= 0, got {count!r}")
+        """Keep ``count`` more attempts out of reach of ``try_reserve`` until released."""
+        _check_count("hold", count)
         with self._lock:
-            self._held = count
+            self._held += count
 
-    def release(self) -> None:
-        """Make the held-back attempts available again."""
+    def release(self, count: int | None = None) -> None:
+        """Make ``count`` held-back attempts available again (``None``: all of them)."""
+        if count is not None:
+            _check_count("release", count)
         with self._lock:
-            self._held = 0
+            self._held = 0 if count is None else max(0, self._held - count)
 
     def try_reserve(self) -> bool:
         """Take one attempt; ``False`` (nothing taken) when none is left outside the hold."""
@@ -122,13 +132,15 @@ class CallBudget:
 
     def add(self, attempts: int) -> None:
         """Count ``attempts`` already made without a reservation (a client's own retries)."""
-        if attempts > 0:
+        _check_count("add", attempts)
+        if attempts:
             with self._lock:
                 self._update(attempts, check=False)
 
     def refund(self, attempts: int = 1) -> None:
         """Give back reserved attempts that were not sent (a store answered instead)."""
-        if attempts > 0:
+        _check_count("refund", attempts)
+        if attempts:
             with self._lock:
                 self._update(-attempts, check=False)
 
@@ -150,6 +162,13 @@ class CallBudget:
     def exceeded(self, what: str = "the call") -> CallBudgetExceeded:
         """The error saying that this budget refused ``what``."""
         spent = self.spent
+        if self._problem is not None:
+            return CallBudgetExceeded(
+                f"call budget of {self.limit} attempt(s): {self._problem}, so no attempt is "
+                f"taken (the budget fails closed): {what} was not sent",
+                limit=self.limit,
+                spent=spent,
+            )
         held = f" ({self._held} held back for a later phase)" if self._held else ""
         return CallBudgetExceeded(
             f"call budget of {self.limit} attempt(s) spent ({spent} made){held}: "
@@ -165,11 +184,23 @@ class CallBudget:
                 return False, self._spent
             self._spent = max(0, self._spent + amount)
             return True, self._spent
-        fd = os.open(self.shared, os.O_RDWR | os.O_CREAT, 0o600)
+        where = str(self.shared)
         try:
+            # Not blocking: a FIFO in its place must not hang the open or the read.
+            fd = os.open(self.shared, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            return self._closed(f"the shared count file {where!r} cannot be opened: {exc}")
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return self._closed(f"the shared count file {where!r} is not a regular file")
             fcntl.flock(fd, fcntl.LOCK_EX)
-            raw = os.read(fd, 64).decode("ascii", "replace").strip()
-            spent = int(raw) if raw.isdigit() else 0
+            raw = os.read(fd, _COUNT_BYTES + 1)
+            text = raw.decode("ascii", "replace").strip()
+            if len(raw) > _COUNT_BYTES or (text and not _COUNT.fullmatch(text)):
+                return self._closed(
+                    f"the shared count file {where!r} holds {text[:20]!r}, not a count of attempts"
+                )
+            spent = int(text) if text else 0
             if check and spent + amount + self._held > self.limit:
                 return False, spent
             if amount:
@@ -177,9 +208,27 @@ class CallBudget:
                 os.lseek(fd, 0, os.SEEK_SET)
                 os.ftruncate(fd, 0)
                 os.write(fd, str(spent).encode("ascii"))
+            self._problem = None
             return True, spent
+        except OSError as exc:
+            return self._closed(f"the shared count file {where!r} cannot be used: {exc}")
         finally:
             os.close(fd)  # closing releases the lock
+
+    def _closed(self, problem: str) -> tuple[bool, int]:
+        """Fail closed: nothing taken, and the budget reads as spent (``problem`` says why)."""
+        self._problem = problem
+        return False, self.limit
+
+
+# A count the file can hold: digits only (what ``_update`` writes), at most this long.
+_COUNT = re.compile(r"[0-9]+")
+_COUNT_BYTES = 32
+
+
+def _check_count(method: str, count: object) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ConfigError(f"CallBudget.{method}() takes an int >= 0, got {count!r}")
 
 
 _ACTIVE: ContextVar[tuple[CallBudget, ...]] = ContextVar("tnsai_eval_call_budget", default=())

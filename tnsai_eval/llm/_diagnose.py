@@ -3,24 +3,35 @@
 The core of ``tnsai-eval doctor`` (the command only prints it). It never loads
 a model in this process: llama.cpp's facts come from subprocesses (its build
 features, the probe of ``_probe``), so a build that crashes on this machine is
-reported, not suffered. A configured server is asked ``GET {base_url}/models``.
+reported, not suffered. A configured server, and the server of every named
+model (``[tool.tnsai-eval.models.NAME]``), is asked ``GET {base_url}/models``,
+bounded: ``server_timeout`` seconds for the whole answer (each wait for a byte
+at most ``_SERVER_WAIT_S``, so a server that sends nothing, or one byte at a
+time, costs that much and no more) and ``_MAX_SERVER_BYTES`` of body (an
+endless or huge body is cut there). The model ids it lists are shown masked,
+on one line and cut, at most ``_SHOWN_IDS`` of them: they come from the server.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
 
-from tnsai_eval._util.secrets import mask_then_cut, redact_url
-from tnsai_eval.errors import LocalModelUnavailable
+from tnsai_eval._util.checks import seconds
+from tnsai_eval._util.secrets import mask_then_cut, redact_url, remember
+from tnsai_eval._util.text import shown_label
+from tnsai_eval.errors import ConfigError, LocalModelUnavailable
 from tnsai_eval.llm._llama import build_features, library_files
 from tnsai_eval.llm._model_path import INSTALL_HINT, smollm2_gguf_path
+from tnsai_eval.llm._models import ModelTable, NamedModel
 from tnsai_eval.llm._probe import (
     ProbeVerdict,
     cached_verdict,
@@ -39,7 +50,15 @@ _RELEVANT_FLAGS = (
     "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16",
     "asimd", "sve", "i8mm",
 )  # fmt: skip
+#: The whole check of one server: connecting, the answer's head and its body.
 _SERVER_TIMEOUT_S = 10.0
+# The longest wait for any one step (connect, a read): what a silent server costs past it.
+_SERVER_WAIT_S = 5.0
+# A model list is a few kB; a body past this is not read further.
+_MAX_SERVER_BYTES = 1024 * 1024
+# Model ids shown from a server's list, and characters of each.
+_SHOWN_IDS = 10
+_SHOWN_ID_CHARS = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,27 +96,68 @@ class Diagnosis:
         raise KeyError(name)
 
 
-def diagnose(*, fresh: bool = False, environ: Mapping[str, str] | None = None) -> Diagnosis:
-    """Check what ``default_llm()`` would use, with ``environ`` (default ``os.environ``).
+def diagnose(
+    *,
+    fresh: bool = False,
+    environ: Mapping[str, str] | None = None,
+    models: ModelTable | None = None,
+    server_timeout: float = _SERVER_TIMEOUT_S,
+) -> Diagnosis:
+    """Check what ``default_llm()`` would use, with ``environ`` (default ``os.environ``),
+    and the server of every named model.
 
     ``fresh=True`` runs llama.cpp's probe now instead of reading its cached
-    verdict (and caches the new one).
+    verdict (and caches the new one). ``models`` is the named-model table
+    (default: ``ModelTable.load()``, from the nearest ``pyproject.toml``; a
+    table that cannot be read is one failed item). ``server_timeout`` bounds
+    each server's check (see the module docstring).
     """
+    server_timeout = seconds("server_timeout", server_timeout)
     env = os.environ if environ is None else environ
     items = [
         DiagnosisItem("python", f"{platform.python_version()} ({sys.executable})"),
         DiagnosisItem("tnsai-eval", _version("tnsai-eval") or "(not installed as a package)"),
     ]
     settings = resolve_model(environ=env)
+    remember(settings.api_key)  # masked in every item, whichever environment it came from
     embedded = settings.embedded
     client, why, client_ok = _client(settings.base_url, settings.model)
     items.extend(_local_items(embedded, fresh, env))
     items.append(DiagnosisItem("default client", f"{client}: {why}", client_ok))
-    if settings.base_url is not None and settings.model is not None:
-        items.append(_server_item(settings.base_url, settings.api_key))
+    if settings.base_url is not None:
+        # Asked even when the model name is missing: its list says which to set.
+        items.append(
+            _server_item("server", settings.base_url, settings.api_key, settings.model,
+                         server_timeout)
+        )  # fmt: skip
     else:
         items.append(DiagnosisItem("server", f"none configured ({ENV_BASE_URL} is not set)"))
+    items.extend(_named_items(models, env, server_timeout))
     return Diagnosis(tuple(items), client)
+
+
+def _named_items(
+    models: ModelTable | None, env: Mapping[str, str], timeout: float
+) -> list[DiagnosisItem]:
+    """One item per named model with a server, checked as the default one is."""
+    if models is None:
+        try:
+            models = ModelTable.load()
+        except ConfigError as exc:
+            return [DiagnosisItem("named models", mask_then_cut(str(exc), 300), False)]
+    items = []
+    for name in models.names:
+        model: NamedModel = models.get(name)
+        if model.base_url is None:  # the embedded model: checked above
+            continue
+        label = f"model {name}"
+        try:
+            key = model.api_key(env)
+        except ConfigError as exc:
+            items.append(DiagnosisItem(label, mask_then_cut(str(exc), 300), False))
+            continue
+        items.append(_server_item(label, model.base_url, key, model.model, timeout))
+    return items
 
 
 def _client(url: str | None, model: str | None) -> tuple[str, str, bool | None]:
@@ -207,27 +267,68 @@ def _probe_item(verdict: ProbeVerdict, needed: bool | None) -> DiagnosisItem:
     return DiagnosisItem("probe", f"{text} [{when}]", ok)
 
 
-def _server_item(base_url: str, api_key: str | None) -> DiagnosisItem:
+def _server_item(
+    label: str, base_url: str, api_key: str | None, model: str | None, timeout: float
+) -> DiagnosisItem:
+    """``GET {base_url}/models``, bounded in time and size, as one item named ``label``."""
     url = f"{base_url.rstrip('/')}/models"
     shown = redact_url(url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    answer = _bounded_get(url, headers, timeout)
+    if isinstance(answer, str):
+        return DiagnosisItem(label, f"GET {shown} {answer}", False)
+    status, body = answer
+    if status != 200:
+        key_hint = ""
+        if status in (401, 403):
+            key = ENV_API_KEY if label == "server" else "its key variable"
+            key_hint = f" (is {key} right?)"
+        return DiagnosisItem(label, f"GET {shown} answered HTTP {status}{key_hint}", False)
+    return DiagnosisItem(label, f"GET {shown} answers (HTTP 200{_model_names(body, model)})", True)
+
+
+def _bounded_get(url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes] | str:
+    """(status, body) of ``GET url``, or what went wrong, within ``timeout`` seconds overall.
+
+    No single wait lasts more than ``_SERVER_WAIT_S`` (or ``timeout``), the
+    deadline is checked as each piece of the body arrives, and reading stops
+    past ``_MAX_SERVER_BYTES``.
+    """
+    deadline = time.monotonic() + timeout
+    wait = httpx.Timeout(min(timeout, _SERVER_WAIT_S))
     try:
-        response = httpx.get(url, headers=headers, timeout=_SERVER_TIMEOUT_S)
+        with (
+            httpx.Client(timeout=wait, follow_redirects=False) as client,
+            client.stream("GET", url, headers=headers) as response,
+        ):
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > _MAX_SERVER_BYTES:
+                    return (
+                        f"answered HTTP {response.status_code} with a body over "
+                        f"{_MAX_SERVER_BYTES} bytes; not read further"
+                    )
+                if time.monotonic() >= deadline:
+                    return f"did not finish answering within {timeout:g} s"
+            return response.status_code, bytes(body)
     except httpx.HTTPError as exc:
         problem = mask_then_cut(f"{type(exc).__name__}: {exc}", 300)
-        return DiagnosisItem("server", f"GET {shown} does not answer ({problem})", False)
-    if response.status_code != 200:
-        key_hint = f" (is {ENV_API_KEY} right?)" if response.status_code in (401, 403) else ""
-        return DiagnosisItem(
-            "server", f"GET {shown} answered HTTP {response.status_code}{key_hint}", False
-        )
-    return DiagnosisItem("server", f"GET {shown} answers (HTTP 200{_model_names(response)})", True)
+        return f"does not answer ({problem})"
 
 
-def _model_names(response: httpx.Response) -> str:
+def _model_names(body: bytes, model: str | None) -> str:
+    """``, models: a, b`` from a model list (each id masked, on one line, cut)."""
     try:
-        data = response.json().get("data")
-        names = [str(m.get("id")) for m in data if isinstance(m, dict)]
-    except (ValueError, AttributeError, TypeError):
+        data = json.loads(body).get("data")
+        ids = [m.get("id") for m in data if isinstance(m, dict)]
+    except (ValueError, AttributeError, TypeError, RecursionError):
         return ""
-    return f", models: {', '.join(names[:10])}" if names else ""
+    names = [shown_label(str(i))[:_SHOWN_ID_CHARS] for i in ids if isinstance(i, str | int)]
+    if not names:
+        return ""
+    more = f" and {len(names) - _SHOWN_IDS} more" if len(names) > _SHOWN_IDS else ""
+    missing = ""
+    if model is not None and model not in ids:
+        missing = f"; {shown_label(model)[:_SHOWN_ID_CHARS]!r} is not among them"
+    return f", models: {', '.join(names[:_SHOWN_IDS])}{more}{missing}"

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.plain import MAX_JSON_COUNT
+from tnsai_eval._util.secrets import is_token, remember
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -65,6 +66,38 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # 2**53 tokens a cost stays a finite number, so a report can always be read
 # back (1e308 made its cost inf, which JSON readers refuse).
 MAX_PRICE = 1e9
+
+
+def _check_key_env(key_env: object, where: str) -> None:
+    """Refuse an ``api_key_env`` that is not a variable's name, without showing it.
+
+    A key pasted here by mistake must not be echoed, and ``ghp_...``,
+    ``hf_...`` or ``gsk_...`` keys are letters, digits and ``_`` like a name:
+    a value shaped like a token is refused too, and masked from now on
+    wherever it might surface.
+    """
+    if key_env is None:
+        return
+    if isinstance(key_env, str) and _ENV_NAME.fullmatch(key_env) and not _key_like(key_env):
+        return
+    if isinstance(key_env, str):
+        remember(key_env)
+    raise ConfigError(
+        f"{where}: api_key_env must be the NAME of an environment variable (letters, digits "
+        "and _, such as EXAMPLE_API_KEY), never the key itself; the value given is not "
+        "shown, as it may be a key"
+    )
+
+
+def _key_like(value: str) -> bool:
+    # A provider's token shape, or a long run of letters and digits with no
+    # word break (what a random key is, and what no variable name looks like).
+    return is_token(value) or (
+        len(value) >= 24
+        and "_" not in value
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +122,10 @@ class NamedModel:
     price_out: float | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Built directly too (not only from a table): a key never becomes a field.
+        _check_key_env(self.api_key_env, f"model {self.name!r}")
 
     @property
     def embedded(self) -> bool:
@@ -119,8 +156,6 @@ class NamedModel:
                 f"model {self.name!r}: its key variable ${self.api_key_env} is not set "
                 f"(api_key_env = {self.api_key_env!r})"
             )
-        from tnsai_eval._util.secrets import remember
-
         remember(key)  # masked wherever it might surface, whatever the variable's name
         return key
 
@@ -322,12 +357,7 @@ def _entry(name: object, entry: object, source: str) -> NamedModel:
         raise ConfigError(f"{where}: base_url must be an http(s) URL, got {base_url!r}")
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"{where}: model must be a non-blank string, got {model!r}")
-    if key_env is not None and (not isinstance(key_env, str) or not _ENV_NAME.fullmatch(key_env)):
-        # The value is not shown: a key pasted here by mistake must not be echoed.
-        raise ConfigError(
-            f"{where}: api_key_env must be the NAME of an environment variable (letters, "
-            "digits and _), never the key itself"
-        )
+    _check_key_env(key_env, where)
     return NamedModel(
         name,
         base_url,

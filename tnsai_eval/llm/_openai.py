@@ -10,7 +10,6 @@ import asyncio
 import contextvars
 import functools
 import logging
-import math
 import os
 import random
 import ssl
@@ -23,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from tnsai_eval._util.checks import seconds
 from tnsai_eval._util.secrets import mask, redact_url, remember
 from tnsai_eval.errors import (
     BadResponseError,
@@ -38,7 +38,7 @@ from tnsai_eval.llm._pools import SyncPools, pool_limits, split_slots
 from tnsai_eval.llm._retry import RetryPolicy
 from tnsai_eval.llm._types import Completion, MessagesInput
 from tnsai_eval.llm._wire import ReplyProblem, decode_completion, encode_request
-from tnsai_eval.settings import ENV_API_KEY
+from tnsai_eval.settings import ENV_API_KEY, MAX_CONCURRENCY
 
 __all__ = ["DEFAULT_BASE_URL", "MAX_REPLY_BYTES", "OpenAIClient"]
 
@@ -96,7 +96,8 @@ class OpenAIClient:
     * A reply body larger than ``max_reply_bytes`` once decompressed (default
       32 MiB; a gzip bomb) is a ``BadResponseError``: the body is read in
       chunks and reading stops at the cap.
-      At most ``max_concurrency`` requests are in flight from threads (and,
+      At most ``max_concurrency`` requests (1 to ``MAX_CONCURRENCY``, 1024) are
+      in flight from threads (and,
       separately, from each event loop), on connections that are created
       lazily and kept alive (httpx pools of at most 4 requests each, because
       httpcore's pool slows down with many connections; see ``_pools.py``).
@@ -152,21 +153,14 @@ class OpenAIClient:
             ("connect_timeout", connect_timeout),
             ("total_timeout", total_timeout),
         ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not value > 0
-                or not math.isfinite(value)
-            ):
-                raise ConfigError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+            seconds(name, value)
         if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int):
             raise ConfigError(f"max_reply_bytes must be an int >= 1, got {max_reply_bytes!r}")
         if max_reply_bytes < 1:
             raise ConfigError(f"max_reply_bytes must be an int >= 1, got {max_reply_bytes!r}")
         self._total_timeout = float(total_timeout)
         self._max_reply_bytes = max_reply_bytes
-        if not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        _check_concurrency(max_concurrency)
         if response_format_style not in ("openai", "llama.cpp"):
             raise ConfigError(
                 "response_format_style must be 'openai' or 'llama.cpp', "
@@ -229,12 +223,7 @@ class OpenAIClient:
         for that many requests in flight; calls already in flight finish on
         the old ones (closed with the client). A lower value changes nothing.
         """
-        if (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ConfigError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        _check_concurrency(max_concurrency)
         with self._lock, self._threads_lock:
             self._check_open()
             if max_concurrency > self._max_concurrency:
@@ -541,6 +530,14 @@ class OpenAIClient:
             error,
         )
         return delay
+
+
+def _check_concurrency(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        raise ConfigError(
+            f"max_concurrency must be an int from 1 to {MAX_CONCURRENCY} (MAX_CONCURRENCY: "
+            f"calls in flight at once from one client), got {value!r:.40}"
+        )
 
 
 def _capped(timeout: httpx.Timeout, left: float) -> httpx.Timeout:

@@ -25,9 +25,12 @@ modification times, the CPU flags the machine reports and the kernel release.
 When any of these differ (a rebuild, another machine sharing a home
 directory, a kernel upgrade), every verdict in it is discarded and the probe
 runs again. Verdicts with an inconclusive attempt (a timeout, a Python error
-in the child) are not cached. Probes of several processes at once (xdist
-workers) are serialized by a lock file beside it, so one probes and the
-others read its verdict.
+in the child) are not cached. A cache that cannot be read (not a regular
+file: a FIFO, ``/dev/zero``; larger than ``_CACHE_MAX_BYTES``; not JSON,
+nested too deeply) is an empty cache, and a stored verdict whose fields are
+not what the probe writes is no verdict: the probe runs again. Probes of
+several processes at once (xdist workers) are serialized by a lock file
+beside it, so one probes and the others read its verdict.
 
 ``TNSAI_EVAL_PROBE_FAULT`` makes the probe's child behave as on a broken
 machine, for tests and for trying the fallback out: ``sigill`` kills every
@@ -54,8 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.files import atomic_write_text, read_regular_file
 from tnsai_eval._util.secrets import mask_then_cut
+from tnsai_eval._util.text import shown_label
 from tnsai_eval.errors import ConfigError, LocalModelUnavailable, LocalModelWarning
 from tnsai_eval.llm._llama import child_env, library_files
 from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
@@ -93,6 +97,9 @@ PORTABLE_BUILD_HINT = (
 
 _CACHE_NAME = "llama-probe.json"
 _FORMAT = 1
+# A real cache holds a few verdicts (well under 10 kB).
+_CACHE_MAX_BYTES = 1024 * 1024
+_OUTCOMES = frozenset({"ok", "signal", "timeout", "error", "unsupported"})
 # Loading the 135M model and replying takes a second or two; the bound is for
 # a shared, loaded machine. A probe that runs out is not cached.
 _PROBE_TIMEOUT_S = 180.0
@@ -249,10 +256,12 @@ def _entry_name(model_path: Path, n_threads: int | None) -> str:
 
 def _read_cache(path: Path) -> dict[str, Any]:
     # A missing, unreadable or foreign file is an empty cache: the probe runs
-    # again and rewrites it, which is all a cache can ask for.
+    # again and rewrites it, which is all a cache can ask for. Only a regular
+    # file is read, so a FIFO cannot hang the reader nor /dev/zero fill memory.
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = read_regular_file(path, limit=_CACHE_MAX_BYTES)
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         return {}
@@ -265,23 +274,43 @@ def _cached_verdict(
 ) -> ProbeVerdict | None:  # fmt: skip
     if data.get("build") != key:
         return None
-    stored = (data.get("verdicts") or {}).get(entry)
+    verdicts = data.get("verdicts")
+    stored = verdicts.get(entry) if isinstance(verdicts, dict) else None
     if not isinstance(stored, dict):
         return None
-    try:
-        attempts = tuple(
-            ProbeAttempt(
-                extra_bufts=bool(a["extra_bufts"]),
-                outcome=a["outcome"],
-                signal=str(a.get("signal", "")),
-                detail=str(a.get("detail", "")),
-            )
-            for a in stored["attempts"]
-        )
-        probed_at = str(stored["probed_at"])
-    except (KeyError, TypeError):
+    listed = stored.get("attempts")
+    probed_at = stored.get("probed_at")
+    if not isinstance(listed, list) or not listed or not isinstance(probed_at, str):
         return None
-    return ProbeVerdict(model_path, n_threads, attempts, True, cache_file, probed_at)
+    attempts = []
+    for item in listed:
+        attempt = _stored_attempt(item)
+        if attempt is None:
+            return None
+        attempts.append(attempt)
+    # A time stamp, shown by doctor: a hand edit must not put a control
+    # sequence or a page of text on the terminal.
+    shown_time = shown_label(probed_at)[:40]
+    return ProbeVerdict(model_path, n_threads, tuple(attempts), True, cache_file, shown_time)
+
+
+def _stored_attempt(item: object) -> ProbeAttempt | None:
+    """The attempt a cache entry describes, or ``None`` when it is not one the probe writes."""
+    if not isinstance(item, dict):
+        return None
+    extra, outcome = item.get("extra_bufts"), item.get("outcome")
+    signal_text, detail = item.get("signal", ""), item.get("detail", "")
+    if (
+        not isinstance(extra, bool)
+        or outcome not in _OUTCOMES
+        or not isinstance(signal_text, str)
+        or not isinstance(detail, str)
+    ):
+        return None
+    if outcome == "signal" and not signal_text:
+        return None
+    # Shown by doctor and in errors: on one line, masked, cut as the probe cuts it.
+    return ProbeAttempt(extra, outcome, shown_label(signal_text)[:80], shown_label(detail)[:300])
 
 
 def _store(verdict: ProbeVerdict, key: Mapping[str, Any], entry: str) -> None:
@@ -306,16 +335,20 @@ def _probe_lock(cache_file: Path) -> Iterator[None]:
         return
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(cache_file.with_suffix(".lock"), "a")  # noqa: SIM115 - held while probing
+        # Not blocking: a FIFO in its place fails here (no reader) instead of hanging.
+        fd = os.open(
+            cache_file.with_suffix(".lock"),
+            os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC,
+            0o600,
+        )
     except OSError:
         yield
         return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 # ---------------------------------------------------------------- probing

@@ -10,10 +10,15 @@ In pytest a test's cassette is its node id; elsewhere the caller names it
 (``CachedLLM(inner, store, cassette="01_quickstart")``), and ``"default"`` is
 used when nobody does. A name made of lowercase letters, digits, ``.``, ``_``
 and ``-`` is its own file name (``default.json``); any other name (a node id)
-becomes a readable slug and the start of its sha256, ``tests-test_x.py-test_a-1~
+becomes a readable slug and the start of its sha256, ``tests-test_x.py-test_a~
 3f2a...json``, so two names never share a file and no name can leave the
-directory. An entry is described in ``_recordings``: the request, the reply,
-and the (redacted) server that answered.
+directory. A name may hold a secret (a test parametrized with a key), and file
+names are committed, so the slug cannot carry one: a test's parameters (from
+the first ``[``) are left out, token-shaped text (``sk-...``, ``ghp_...``) is
+masked and any run of more than 20 letters and digits (which every key has and
+no identifier needs) is cut. The ``cassette`` field inside the file is the
+name with every known secret and token masked. An entry is described in
+``_recordings``: the request, the reply, and the (redacted) server that answered.
 
 Keys: the sha256 of the canonical JSON (sorted keys, no whitespace) of the
 model name, the messages, the parameters and a sample index. Parameters that
@@ -30,9 +35,18 @@ once by default, or once when the holder releases it (the pytest plugin holds
 a test's cassette while the test runs). Writing merges with what is on disk
 under an exclusive lock, so two processes writing one cassette (``--dist
 each`` runs every test on every worker) keep the union of their replies; for
-a key both wrote, the later write wins. A writer killed mid-way leaves at worst
-a ``.tmp`` file that readers ignore (no ``fsync``: the guarantee is against
-crashed processes, not power loss).
+a key both wrote, the later write wins. The lock is an ``flock`` on the store
+directory itself: no lock file to commit, and none in the shared temporary
+directory, where another user could take the name first. A lock another
+process holds for more than ``lock_timeout`` seconds raises ``StoreError``.
+A writer killed mid-way leaves at worst a ``.tmp`` file that readers ignore
+(no ``fsync``: the guarantee is against crashed processes, not power loss).
+
+SIGTERM (a CI cancel, a job's timeout) ends a process at once by default,
+which would lose every reply a held cassette kept in memory: while a cassette
+is held, a SIGTERM handler (installed from the main thread) first writes every
+held cassette, then lets the signal end the process as it would have (see
+``_SigtermWriter``). SIGKILL cannot be caught: it loses the held replies.
 
 Older stores: format 1 and 2 wrote one file per reply, ``<root>/<k[:2]>/<k>.json``,
 under keys that dropped credential-like names at *any* depth. They still
@@ -43,7 +57,10 @@ from today's raises ``OldStoreKeyWarning`` (re-record it). ``migrate()`` (the
 cassette, keeping their old keys (marked ``"key_format": 2``).
 
 A file that cannot be read (not UTF-8, a directory, nested too deeply,
-``Infinity``/``NaN``, a wrong field type) raises ``StoreError`` naming it.
+``Infinity``/``NaN``, a wrong field type) raises ``StoreError`` naming it. Only
+regular files are read: a cassette that is (or links to) a FIFO or a device
+such as ``/dev/zero``, or that is larger than ``MAX_CASSETTE_BYTES``, is a
+``StoreError`` too, raised before any byte is read.
 """
 
 from __future__ import annotations
@@ -54,20 +71,25 @@ import hashlib
 import json
 import os
 import re
-import tempfile
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.checks import seconds
+from tnsai_eval._util.files import atomic_write_text, read_regular_file
 from tnsai_eval._util.secrets import (
+    REDACTED,
     drop_credentials,
     is_credential_name,
     mask,
     mask_then_cut,
+    mask_tokens,
     redact_url,
 )
 from tnsai_eval.errors import ConfigError, StoreError
@@ -84,6 +106,7 @@ __all__ = [
     "DEFAULT_CASSETTE",
     "EXCLUDED_PARAMS",
     "FORMAT_VERSION",
+    "MAX_CASSETTE_BYTES",
     "OTHER_MODEL_HINT",
     "Recording",
     "ResponseStore",
@@ -99,6 +122,9 @@ DEFAULT_CASSETTE = "default"
 #: How a replay miss starts to say that the store holds the replies for another
 #: model (``ResponseStore.miss_hint``): the fix is selecting it, not recording.
 OTHER_MODEL_HINT = "the cassette holds replies recorded for model"
+#: The largest cassette (or per-reply file) read; a larger one is a ``StoreError``.
+#: The largest committed here (a benchmark's 960 replies) is under 2 MB.
+MAX_CASSETTE_BYTES = 256 * 1024 * 1024
 
 # Parameters that say where or how to connect, not what to ask. They must not
 # change the key (the reply does not depend on them) and must never be written
@@ -288,23 +314,82 @@ class _Cassette:
 
 _SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._]+")
+# More letters and digits in a row than an identifier needs: the body of a key.
+_LONG_RUN = re.compile(r"[A-Za-z0-9]{21,}")
 
 
 def cassette_file_name(name: str) -> str:
     """The file name of cassette ``name`` (see the module docstring).
 
+    It depends on the name alone (not on the environment), so a store
+    replays on any machine; the slug cannot carry a secret.
+
     >>> cassette_file_name("default")
     'default.json'
     >>> cassette_file_name("tests/test_x.py::test_a[1]")
-    'tests-test_x.py-test_a-1~c09d8c810546.json'
+    'tests-test_x.py-test_a~c09d8c810546.json'
+    >>> cassette_file_name("tests/test_k.py::test_b[sk-proj-" + "A1b2C3d4" * 6 + "]")[:21]
+    'tests-test_k.py-test_'
     """
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"cassette name must be a non-empty str, got {name!r}")
-    if _SAFE_NAME.fullmatch(name) and not name.endswith(".json"):
+        raise ConfigError(f"cassette name must be a non-empty str, got {name!r:.80}")
+    if _SAFE_NAME.fullmatch(name) and not name.endswith(".json") and _readable(name) == name:
         return name + ".json"
-    slug = _UNSAFE_RUN.sub("-", name).strip("-.")[:80] or "cassette"
+    slug = _UNSAFE_RUN.sub("-", _readable(name.split("[", 1)[0])).strip("-.")[:80] or "cassette"
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{slug}~{digest}.json"
+
+
+def _readable(text: str) -> str:
+    """``text`` with token-shaped runs masked and runs of over 20 letters and digits cut."""
+    return _LONG_RUN.sub(lambda run: run.group()[:4] + "-", mask_tokens(text))
+
+
+def shown_cassette_name(name: str) -> str:
+    """``name`` as a cassette file and messages show it: known secrets and tokens masked.
+
+    >>> shown_cassette_name("tests/test_k.py::test_b[hf_" + "Zq9" * 10 + "]")
+    'tests/test_k.py::test_b[***]'
+    """
+    return mask_tokens(mask(name))
+
+
+_MASKED_FILE_NAME = re.compile(r"[^~]+~[0-9a-f]{12}\.json")
+
+
+def _shown_name_fits(shown: str, file_name: str) -> bool:
+    """Whether a file called ``file_name`` may hold the cassette its field shows as ``shown``.
+
+    A masked name no longer gives its file name (the digest is of the name
+    itself), so only the shape of the file name is checked then.
+    """
+    if REDACTED in shown:
+        return _MASKED_FILE_NAME.fullmatch(file_name) is not None
+    return cassette_file_name(shown) == file_name
+
+
+def _names_match(shown: str, name: str) -> bool:
+    """Whether ``shown`` (a file's ``cassette`` field) is ``name``, masked or not.
+
+    Masking depends on the secrets known where the file was written, so each
+    ``***`` stands for any text (one character or more) rather than being
+    recomputed here; matched left to right in linear time, whatever the file holds.
+
+    >>> _names_match("t[***]", "t[sk-1]"), _names_match("t[***]", "u[sk-1]")
+    (True, False)
+    """
+    if shown == name:
+        return True
+    parts = shown.split(REDACTED)
+    if len(parts) == 1 or not name.startswith(parts[0]):
+        return False
+    at = len(parts[0])
+    for part in parts[1:-1]:
+        found = name.find(part, at + 1)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return len(name) - len(parts[-1]) > at and name.endswith(parts[-1])
 
 
 class ResponseStore:
@@ -314,6 +399,7 @@ class ResponseStore:
     never corrupted by a writer killed mid-way. Usually used through
     ``CachedLLM``.
 
+    >>> import tempfile
     >>> store = ResponseStore(tempfile.mkdtemp())
     >>> req = StoredRequest.build("smol", "What is 2+2?")
     >>> store.put(req, Completion(text="4")).name
@@ -327,13 +413,19 @@ class ResponseStore:
     (2, ['default', 'tests/test_math.py::test_add'])
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 60.0) -> None:
         self.path = Path(path)
         self._root = os.fspath(self.path)
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"response store path {str(self.path)!r} is not a directory")
+        #: How long a write waits for another process's lock on the store.
+        self.lock_timeout = seconds("lock_timeout", lock_timeout)
         self._cassettes: dict[str, _Cassette] = {}
         self._lock = threading.RLock()
+        # Whether this process holds the store's flock (changed under self._lock):
+        # a write made by the SIGTERM handler while the interrupted one holds it
+        # must not wait for itself.
+        self._flocked = False
         self._has_legacy: bool | None = None
         # Redacting an address masks it too, which reads the environment: once per address.
         self._servers: dict[str, str] = {}
@@ -356,32 +448,46 @@ class ResponseStore:
         return os.path.join(self._root, key[:2], key + ".json")
 
     def cassettes(self) -> list[str]:
-        """The names of the cassettes on disk or waiting to be written, sorted."""
-        names = {c.name for c in self._cassettes.values() if c.pending or c.replies or c.format2}
-        if self.path.is_dir():
-            for file in self.path.glob("*.json"):
-                names.add(self._file_cassette_name(file))
+        """The names of the cassettes on disk or waiting to be written, sorted.
+
+        A cassette this process has not used is named as its file shows it
+        (secrets masked, see ``shown_cassette_name``).
+        """
+        with self._lock:
+            known = {c.file: c for c in self._cassettes.values()}
+            names = {c.name for c in known.values() if c.pending or c.replies or c.format2}
+            for file in self._cassette_files():
+                held = known.get(os.fspath(file))
+                names.add(held.name if held is not None else self._file_cassette(file)[0])
         return sorted(names)
 
-    def _file_cassette_name(self, file: Path) -> str:
-        data = _read_bytes(os.fspath(file))
-        value = decode_json(data or b"{}", os.fspath(file))
-        name = value.get("cassette") if isinstance(value, dict) else None
-        if not isinstance(name, str) or cassette_file_name(name) != file.name:
+    def _cassette_files(self) -> list[Path]:
+        return sorted(self.path.glob("*.json")) if self.path.is_dir() else []
+
+    def _file_cassette(self, file: Path) -> tuple[str, set[str]]:
+        """(the name a cassette file shows, its keys), for a file this process has not read."""
+        where = os.fspath(file)
+        document = decode_json(_read_bytes(where) or b"{}", where)
+        name = document.get("cassette") if isinstance(document, dict) else None
+        if not isinstance(name, str) or not _shown_name_fits(name, file.name):
             raise StoreError(
-                f"cassette file {str(file)!r} does not name the cassette it holds "
+                f"cassette file {where!r} does not name the cassette it holds "
                 f"(its 'cassette' is {name!r:.80})",
-                location=os.fspath(file),
+                location=where,
             )
-        return name
+        replies, format2 = _cassette_replies(document, where)
+        return name, set(replies) | set(format2)
 
     def __iter__(self) -> Iterator[str]:
         """Every key held (cassettes and per-reply files), sorted, once each."""
         keys: set[str] = set()
         with self._lock:
-            for name in self.cassettes():
-                cassette = self._cassette(name)
+            known = {c.file: c for c in self._cassettes.values()}
+            for cassette in known.values():
                 keys.update(cassette.replies, cassette.format2)
+            for file in self._cassette_files():
+                if os.fspath(file) not in known:
+                    keys.update(self._file_cassette(file)[1])
         keys.update(self._legacy_keys())
         yield from sorted(keys)
 
@@ -554,9 +660,14 @@ class ResponseStore:
         return held.path
 
     def hold(self, cassette: str) -> None:
-        """Keep ``cassette``'s new replies in memory until ``release`` (calls nest)."""
+        """Keep ``cassette``'s new replies in memory until ``release`` (calls nest).
+
+        While anything is held, SIGTERM writes the held replies before it ends
+        the process (see the module docstring).
+        """
         with self._lock:
             self._cassette(cassette).held += 1
+            _SIGTERM_WRITER.add(self)
 
     def release(self, cassette: str) -> Path | None:
         """End one ``hold``; the last one writes the replies kept. Returns the file written.
@@ -567,15 +678,18 @@ class ResponseStore:
         with self._lock:
             held = self._cassette(cassette)
             if held.held == 0:
-                raise ConfigError(f"cassette {cassette!r} is not held")
+                raise ConfigError(f"cassette {shown_cassette_name(cassette)!r:.200} is not held")
             held.held -= 1
             if held.held:
                 return None
             written = bool(held.pending)
             if written:
+                # A failed write keeps the replies in memory (and SIGTERM's writer on).
                 self._save(held)
             if cassette != DEFAULT_CASSETTE:
                 del self._cassettes[cassette]
+            if not any(c.held for c in self._cassettes.values()):
+                _SIGTERM_WRITER.discard(self)
             return held.path if written else None
 
     @contextlib.contextmanager
@@ -597,33 +711,76 @@ class ResponseStore:
 
     def _save(self, cassette: _Cassette) -> None:
         """Merge ``cassette``'s pending replies with the file and write it (hold the lock)."""
-        with _exclusive(self._root):
+        with self._exclusive():
             if _stat(cassette.file) != cassette.seen:
                 # Another process wrote it since this one read it: keep its replies.
                 cassette.replies, cassette.format2, _ = _read_cassette(cassette.file, cassette.name)
             # Masked now, once per entry, with the secrets known at this moment.
             masked = masker()
-            for key, entry in cassette.pending.items():
+            for key, entry in list(cassette.pending.items()):
                 target = cassette.format2 if entry.get("key_format") == 2 else cassette.replies
                 target[key] = masked(entry)
             replies = {**cassette.format2, **cassette.replies}
-            document = {"format": FORMAT_VERSION, "cassette": cassette.name, "replies": replies}
+            document = {
+                "format": FORMAT_VERSION,
+                "cassette": shown_cassette_name(cassette.name),
+                "replies": replies,
+            }
             text = dump_json(document) + "\n"
-            atomic_write_text(cassette.file, text)
+            try:
+                atomic_write_text(cassette.file, text)
+            except OSError as exc:
+                raise StoreError(
+                    f"cassette {cassette.file!r} cannot be written: {exc.strerror or exc}",
+                    location=cassette.file,
+                ) from exc
             cassette.seen = _stat(cassette.file)
             cassette.pending.clear()
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """An exclusive lock on the store among the processes of this machine (hold self._lock).
+
+        An ``flock`` on the store directory itself: no file is created, in the
+        store (which holds only what is committed) or in the shared temporary
+        directory (where anyone could create the name first, as a directory or
+        a lock held forever). Waits at most ``lock_timeout`` seconds.
+        """
+        if self._flocked:  # the SIGTERM handler, writing while the interrupted write holds it
+            yield
+            return
+        where = self._root
+        try:
+            os.makedirs(where, exist_ok=True)
+            fd = os.open(where, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+        except OSError as exc:
+            raise StoreError(
+                f"response store {where!r} cannot be opened to lock it: {exc.strerror or exc}",
+                location=where,
+            ) from exc
+        try:
+            _flock(fd, where, self.lock_timeout)
+            self._flocked = True
+            try:
+                yield
+            finally:
+                self._flocked = False
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def remove_temp_files(self, *, older_than_s: float = 600.0) -> int:
         """Delete temporary files left by killed writers; returns how many.
 
         Only files older than ``older_than_s`` go, so that a write under way
         in another process is not disturbed. Run it before committing a store.
+        Nothing is deleted through a symbolic link to a folder outside the store.
         """
         if not self.path.is_dir():
             return 0
         cutoff = time.time() - older_than_s
         removed = 0
-        for file in [*self.path.glob(".*.tmp"), *self.path.glob("??/.*.tmp")]:
+        folders = [self.path, *(f for f in self._legacy_dirs() if not f.is_symlink())]
+        for file in [t for folder in folders for t in folder.glob(".*.tmp")]:
             try:
                 if file.stat().st_mtime < cutoff:
                     file.unlink()
@@ -647,18 +804,46 @@ class ResponseStore:
         any old file is removed, so an interrupted migration loses nothing;
         running it again finishes the job. ``progress(done, total)`` is called
         as files are read.
+
+        Only files that were migrated are removed, and only inside the store.
+        Every file is checked before anything is written or removed, and
+        ``StoreError`` names the first that cannot be moved: a folder that is a
+        symbolic link (its files live outside the store), a file not named after
+        a key in its own folder (lookups never found it), a file that cannot be
+        read, or a reply that differs from the one the cassette already holds
+        under the same key.
         """
-        files = self._legacy_files()
+        folders = list(self._legacy_dirs())
+        for folder in folders:
+            if folder.is_symlink():
+                raise StoreError(
+                    f"{str(folder)!r} is a symbolic link to a folder outside the store: migrate "
+                    "removes the files it moves and never deletes outside the store; replace "
+                    "the link by a copy of the folder, then migrate again",
+                    location=os.fspath(folder),
+                )
+        files = sorted(f for folder in folders for f in folder.glob("*.json"))
         moved: dict[str, dict[str, Any]] = {}
+        sources: list[Path] = []
         for done, file in enumerate(files, start=1):
             where = os.fspath(file)
             key = file.stem
-            if not _is_key(key):
-                raise StoreError(f"{where!r} is not named after a store key", location=where)
-            found = self._legacy_entry(key)
-            if found is None:  # removed by someone else meanwhile
+            if not _is_key(key) or file.parent.name != key[:2]:
+                raise StoreError(
+                    f"{where!r} is not named after a store key in its own folder "
+                    "(<k[:2]>/<k>.json): no lookup ever found it, so migrate leaves the store "
+                    "as it is; move or delete that file, then migrate again",
+                    location=where,
+                )
+            data = _read_bytes(where)
+            if data is None:  # removed by someone else meanwhile
                 continue
-            entry = found[0]
+            entry = decode_json(data, where)
+            if not isinstance(entry, dict) or entry.get("format") not in _LEGACY_FORMATS:
+                raise StoreError(
+                    f"recorded response {where!r} is not a format-1 or format-2 entry",
+                    location=where,
+                )
             entry_completion(entry.get("response"), where)  # refuse a broken file before moving it
             moved[key] = {
                 "key_format": 2,
@@ -666,6 +851,7 @@ class ResponseStore:
                 "response": entry.get("response"),
                 "server": entry.get("server"),
             }
+            sources.append(file)
             if progress is not None:
                 progress(done, len(files))
         if not moved:
@@ -673,10 +859,21 @@ class ResponseStore:
         with self._lock:
             held = self._cassette(cassette)
             for key, entry in moved.items():
+                kept = held.replies.get(key) or held.format2.get(key)
+                where = os.fspath(self.legacy_path(key))
+                if kept is not None and _said(kept, held.file) != _said(entry, where):
+                    raise StoreError(
+                        f"{where!r} holds another reply than cassette "
+                        f"{shown_cassette_name(cassette)!r:.200} already holds under the same "
+                        "key: migrate leaves the store as it is; delete the one to drop, then "
+                        "migrate again",
+                        location=where,
+                    )
                 if key not in held.replies:
                     held.pending[key] = entry
-            self._save(held)
-        for file in files:
+            if held.pending:
+                self._save(held)
+        for file in sources:
             file.unlink(missing_ok=True)
             with contextlib.suppress(OSError):  # not empty: a temp file, a stray file
                 file.parent.rmdir()
@@ -684,13 +881,79 @@ class ResponseStore:
         return len(moved)
 
 
+class _SigtermWriter:
+    """Writes every held cassette when SIGTERM arrives, then lets the signal act as before.
+
+    Installed while any store holds a cassette, from the main thread only
+    (Python runs handlers there, and only there can install them); a
+    disposition of ``SIG_IGN`` or one set outside Python is left alone. The
+    handler writes what the held cassettes kept (each store's ``save``; one
+    that fails is reported on stderr and the others are still written), puts
+    the previous handler back and hands it the signal: by default that sends
+    SIGTERM again, so the process ends killed by it, as it would have.
+    A write the signal interrupted holds the store's lock (``_flocked``): the
+    handler's write goes ahead under it instead of waiting for itself.
+    """
+
+    def __init__(self) -> None:
+        self._stores: dict[int, ResponseStore] = {}
+        self._previous: Callable[[int, FrameType | None], Any] | int | None = None
+        self._installed = False
+
+    def add(self, store: ResponseStore) -> None:
+        self._stores[id(store)] = store
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return
+        current = signal.getsignal(signal.SIGTERM)
+        if current is signal.SIG_IGN or current is None:
+            return
+        self._previous = current
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        self._installed = True
+
+    def discard(self, store: ResponseStore) -> None:
+        self._stores.pop(id(store), None)
+        if self._stores or not self._installed:
+            return
+        if threading.current_thread() is not threading.main_thread():
+            return  # stays installed; with nothing held it only passes the signal on
+        if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+            signal.signal(signal.SIGTERM, self._previous)
+        self._installed = False
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        for store in list(self._stores.values()):
+            try:
+                store.save()
+            except Exception as exc:  # the signal must still end the process
+                print(
+                    f"tnsai-eval: SIGTERM: the held replies of {store!r} could not be "
+                    f"written: {type(exc).__name__}: {mask(str(exc))}",
+                    file=sys.stderr,
+                )
+        previous = self._previous
+        self._stores.clear()
+        self._installed = False
+        signal.signal(signal.SIGTERM, previous)
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            os.kill(os.getpid(), signum)
+
+
+_SIGTERM_WRITER = _SigtermWriter()
+
+
+def _said(entry: dict[str, Any], where: str) -> tuple[str, tuple[Any, ...]]:
+    """What a recorded reply says (its text and tool calls), whatever else it records."""
+    completion = entry_completion(entry.get("response"), where)
+    return completion.text, completion.tool_calls
+
+
 def _read_bytes(file: str) -> bytes | None:
     try:
-        with open(file, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # a directory where the file should be, no permission...
+        return read_regular_file(file, limit=MAX_CASSETTE_BYTES)
+    except OSError as exc:  # a directory, a FIFO or a device where the file should be...
         raise StoreError(
             f"recorded response {file!r} cannot be read: {exc.strerror or exc}", location=file
         ) from exc
@@ -713,16 +976,25 @@ def _read_cassette(
     if data is None:
         return {}, {}, None
     document = decode_json(data, file)
+    current, format2 = _cassette_replies(document, file)
+    shown = document.get("cassette")
+    if not isinstance(shown, str) or not _names_match(shown, name):
+        raise StoreError(
+            f"cassette file {file!r} holds cassette {shown!r:.80}, "
+            f"not {shown_cassette_name(name)!r:.80}",
+            location=file,
+        )
+    return current, format2, seen
+
+
+def _cassette_replies(
+    document: Any, file: str
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(replies under today's keys, migrated replies under format-2 keys) of a decoded file."""
     if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
         raise StoreError(
             f"cassette {file!r} is not a format-{FORMAT_VERSION} cassette "
             "(a per-reply file of format 1 or 2 belongs in a two-letter folder)",
-            location=file,
-        )
-    if document.get("cassette") != name:
-        raise StoreError(
-            f"cassette file {file!r} holds cassette {document.get('cassette')!r:.80}, "
-            f"not {name!r:.80}",
             location=file,
         )
     replies = document.get("replies")
@@ -738,25 +1010,31 @@ def _read_cassette(
                 location=file,
             )
         (format2 if entry.get("key_format") == 2 else current)[key] = entry
-    return current, format2, seen
+    return current, format2
 
 
-@contextlib.contextmanager
-def _exclusive(root: str) -> Iterator[None]:
-    """An exclusive lock on store ``root`` among the processes of this machine.
-
-    The lock file lives in the temporary directory, named after the store's
-    real path, so that the store itself holds only what is committed.
-    """
-    real = os.path.realpath(root)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-    lock = os.path.join(tempfile.gettempdir(), f"tnsai-store-{digest}.lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+def _flock(fd: int, where: str, timeout: float) -> None:
+    """Take an exclusive ``flock`` on ``fd`` within ``timeout`` seconds, or raise StoreError."""
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"response store {where!r} stayed locked by another process for "
+                    f"{timeout:g} s (lock_timeout); is another run writing it?",
+                    location=where,
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        except OSError as exc:
+            raise StoreError(
+                f"response store {where!r} cannot be locked: {exc.strerror or exc}",
+                location=where,
+            ) from exc
 
 
 _KEY = re.compile(r"[0-9a-f]{64}")

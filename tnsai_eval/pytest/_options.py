@@ -26,6 +26,7 @@ from tnsai_eval.settings import (
     ENV_API_KEY,
     ENV_BASE_URL,
     ENV_MODEL,
+    MAX_CONCURRENCY,
     RecordMode,
 )
 
@@ -139,7 +140,7 @@ _SPECS = (
         "model calls in flight at once: the default of evaluate_prompt(concurrency=...) "
         "and, when given, its ceiling (a larger request is capped, with one warning). "
         "Without it evaluate_prompt uses 4 unless a call asks for more, and the client's "
-        "connection pool grows to what is asked.",
+        "connection pool grows to what is asked. At most 1024.",
         "N",
     ),
     _Spec(
@@ -284,6 +285,15 @@ class PluginOptions:
                 f"got {values['tnsai_min_common'][0]!r}"
             )
         concurrency = values.get("tnsai_llm_concurrency")
+        concurrency_value: int | None = None
+        if concurrency is not None:
+            concurrency_value = int(_number(concurrency, 1, int, minimum=1))
+            # Each 4 slots build an httpx client: a million would build 250,000.
+            if concurrency_value > MAX_CONCURRENCY:
+                raise pytest.UsageError(
+                    f"{concurrency[1]}: expected at most {MAX_CONCURRENCY} calls in flight "
+                    f"(MAX_CONCURRENCY), got {concurrency[0]!r}"
+                )
         return cls(
             base_url=base_url,
             model=model,
@@ -301,9 +311,7 @@ class PluginOptions:
             gate_latency=None if gate_latency is None else _number(gate_latency, 0.0, float),
             min_common=min_common,
             allow_unrecorded=_flag(values.get("tnsai_allow_unrecorded")),
-            concurrency=(
-                None if concurrency is None else int(_number(concurrency, 1, int, minimum=1))
-            ),
+            concurrency=concurrency_value,
             named=model_options(config, mode),
             gate_sources=_gate_sources(config, values),
         )
