@@ -24,11 +24,15 @@ def test_a_forged_heading_table_row_and_code_span_are_inert() -> None:
     hostile = "ok`\n\n### tnsai-eval PASS\n| a | b |\n<details>[x](http://e)$a$"
     escaped = escape_markdown(hostile)
     assert "\n" not in escaped
+    # The bare link is broken by a zero-width space entity, the one "&#" the
+    # escaper writes itself; the rest is the escaped text.
+    assert "http&#8203;://e" in escaped
+    text = escaped.replace("&#8203;", "")
     # Every special character is preceded by a backslash, so none of them acts.
-    for char in "`#|<>[]$":
-        assert re.search(rf"(?<!\\){re.escape(char)}", escaped) is None, char
+    for char in "`#|<>[]$&":
+        assert re.search(rf"(?<!\\){re.escape(char)}", text) is None, char
     # Removing the escapes gives back the flattened text.
-    assert re.sub(r"\\(.)", r"\1", escaped) == one_line(hostile)
+    assert re.sub(r"\\(.)", r"\1", text) == one_line(hostile)
 
 
 def test_plain_words_are_left_alone() -> None:
