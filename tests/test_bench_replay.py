@@ -132,6 +132,19 @@ _OPTIMIZER_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
         '(`arithmetic_heldout`), from "Solve the arithmetic problem.":',
         ("--datasets", "arithmetic_large", "--limit", "100", "--held-out", "arithmetic_heldout"),
     ),
+    "sentiment_large, weaker prompt, 100 held out": (
+        'from "Classify the sentiment." (100 held out):',
+        (
+            "--datasets",
+            "sentiment_large",
+            "--held-out",
+            "sentiment_heldout",
+            "--demo-sets",
+            "4",
+            "--prompt",
+            "Classify the sentiment.",
+        ),
+    ),
 }
 
 
