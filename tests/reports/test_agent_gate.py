@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import re
-import subprocess
 import xml.etree.ElementTree as ET
 
 # Imported before the in-process pytester runs: the CEL engine (a PyO3 module)
@@ -24,6 +23,7 @@ import cel  # noqa: F401
 import pandas  # noqa: F401
 import pytest
 
+from tests.git_repo import git
 from tnsai_eval.cli import main
 
 CONFTEST = """
@@ -99,16 +99,6 @@ SEQUENCES = "tool calls: base `lookup_order`, `issue_refund`; head `issue_refund
 VIOLATION = "norm violations gained: call 1: action 'issue_refund' is prohibited"
 
 
-def _git(*args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 def _block(text: str, start: str) -> str:
     """The text from ``start`` to the next case's block (or the end)."""
     at = text.index(start)
@@ -123,13 +113,13 @@ def test_a_prompt_that_skips_a_required_tool_is_named_everywhere_the_gate_speaks
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_desk=TEST_FILE.format(system=BASE_PROMPT))
     pytester.runpytest_inprocess("--tnsai-report", "baseline.json").assert_outcomes(passed=1)
-    _git("init", "-q", "-b", "main")
-    _git("add", "-A")
-    _git("commit", "-q", "-m", "base: the desk and its baseline")
-    base = _git("rev-parse", "HEAD")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base: the desk and its baseline")
+    base = git(pytester.path, "rev-parse", "HEAD")
 
     # The pull request: a new system prompt, its replies recorded anew.
-    _git("checkout", "-q", "-b", "pr")
+    git(pytester.path, "checkout", "-q", "-b", "pr")
     pytester.makepyfile(test_desk=TEST_FILE.format(system=HEAD_PROMPT))
     assert main(["ci", "baseline", "--base", base, "--path", "baseline.json"]) == 0
     run = pytester.runpytest_inprocess(

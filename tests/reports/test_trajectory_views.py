@@ -9,11 +9,11 @@ many agent cases flip.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.git_repo import git as _git
 from tnsai_eval.cli import main
 from tnsai_eval.plots import render_html
 from tnsai_eval.records import (
@@ -143,17 +143,6 @@ def test_tool_names_and_arguments_are_escaped_and_masked_in_every_view(
         assert len(re.findall(r"(?<!\\)\|", row)) == 5, row
     # The terminal: one line per row, the name flattened.
     assert any("then called `refund` ### tnsai-eval PASS" in line for line in terminal.splitlines())
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def test_a_comment_with_800_flipped_agent_cases_fits_its_cap(
