@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -84,6 +85,14 @@ def _shown(keys: list[_Key], changed: set[_Key], limit: int) -> list[_Key]:
     if len(keys) <= limit:
         return keys
     return ([k for k in keys if k in changed] + [k for k in keys if k not in changed])[:limit]
+
+
+def _case_ticks(ax: Axes, keys: list[_Key], changed: set[_Key]) -> None:
+    """One y tick per case, at 0, 1, 2...; the labels of the changed cases red."""
+    ax.set_yticks(range(len(keys)), _labels(keys), fontsize=8)
+    for tick, key in zip(ax.get_yticklabels(), keys, strict=True):
+        if key in changed:
+            tick.set_color(REGRESSION_COLOR)
 
 
 def _title(given: str | None, default: str, left_out: int) -> str:
@@ -163,10 +172,7 @@ def plot_tool_use(
         )  # fmt: skip
     ax.set_xticks(range(len(tools)), [plain(t) for t in tools] or ["(no tool called)"])
     ax.tick_params(axis="x", labeltop=True, labelbottom=False, rotation=30)
-    ax.set_yticks(range(len(keys)), _labels(keys), fontsize=8)
-    for tick, key in zip(ax.get_yticklabels(), keys, strict=True):
-        if key in changed:
-            tick.set_color(REGRESSION_COLOR)
+    _case_ticks(ax, keys, changed)
     default = "tool calls per case"
     if before is not None:
         default += f" ({labels[0]} → {labels[1]}): {len(changed)} of {len(all_keys)} changed"
@@ -235,10 +241,7 @@ def plot_steps_per_case(
         ax.barh(rows + offset, tool, left=model, height=height, color=_TOOL_COLOR,
                 alpha=0.55 if before is not None and name == labels[0] else 1.0,
                 label=f"{prefix}tool calls")  # fmt: skip
-    ax.set_yticks(rows, _labels(keys), fontsize=8)
-    for tick, key in zip(ax.get_yticklabels(), keys, strict=True):
-        if key in changed:
-            tick.set_color(REGRESSION_COLOR)
+    _case_ticks(ax, keys, changed)
     ax.invert_yaxis()  # the first case on top, as in a table
     ax.set_xlabel("steps")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
