@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import json
 import math
-from typing import Any
 
 import ipywidgets as w
 import pandas as pd
@@ -37,7 +36,9 @@ class TrajectoryExplorer(DisplayMixin):
         explorer.next_button.click()
     """
 
-    def __init__(self, source: Any, *, case: str | None = None, threshold: float = 0.5) -> None:
+    def __init__(
+        self, source: frames.TrajectorySource, *, case: str | None = None, threshold: float = 0.5
+    ) -> None:
         self.steps = frames.trajectory_steps(source)
         self.cases = frames.case_metrics(source, threshold=threshold)
         if self.cases.empty:
