@@ -541,7 +541,13 @@ class FrontClient:
             and self.store is not None
             and self.mode in (RecordMode.RECORD, RecordMode.REFRESH)
         ):
-            self.store.put(request, reply, server=self.server, cassette=self.cassette)
+            self.store.put(
+                request,
+                reply,
+                server=self.server,
+                cassette=self.cassette,
+                refresh=self.mode is RecordMode.REFRESH,
+            )
 
     def _emit(self, event: CallEvent) -> None:
         for listener in self._listeners:

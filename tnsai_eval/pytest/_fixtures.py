@@ -64,7 +64,7 @@ def llm(pytestconfig: pytest.Config) -> FrontClient:
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
     session.llm_description = {"model": model, "base_url": base_url}
-    return session.adopt(build_client(session.options))
+    return session.adopt(build_client(session.options, session.store()))
 
 
 def _session(request: pytest.FixtureRequest) -> PluginSession:
