@@ -43,28 +43,29 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    migrate = actions.add_parser(
-        "migrate",
-        help="move the one-file-per-reply layout (formats 1 and 2) into a cassette",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+
+    def action(name: str, func: Any, what: str) -> argparse.ArgumentParser:
+        made = actions.add_parser(
+            name,
+            help=what,
+            description=__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        made.add_argument("directory", type=Path, help="the response store directory")
+        made.set_defaults(func=func)
+        return made
+
+    action("prune", _prune, "keep only the replies the last run used").add_argument(
+        "--dry-run", action="store_true", help="say what would go; change nothing"
     )
-    migrate.add_argument("directory", type=Path, help="the response store directory")
+    migrate = action(
+        "migrate", _migrate, "move the one-file-per-reply layout (formats 1 and 2) into a cassette"
+    )
     migrate.add_argument(
         "--cassette",
         default="default",
         help="the cassette that receives the replies (default: default)",
     )
-    migrate.set_defaults(func=_migrate)
-    prune = actions.add_parser(
-        "prune",
-        help="keep only the replies the last run used",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    prune.add_argument("directory", type=Path, help="the response store directory")
-    prune.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
-    prune.set_defaults(func=_prune)
 
 
 def _store(directory: Path) -> Any:

@@ -535,18 +535,18 @@ class ResponseStore:
         request's format-2 key: among migrated replies and in per-reply files
         of formats 1 and 2.
         """
-        key = request.key
+        return self._lookup(request.key, request.format2_key, cassette)
+
+    def _lookup(self, key: str, old: str, cassette: str) -> Recording | None:
+        """The reply under ``key`` in ``cassette`` or ``default``, else under the format-2
+        key ``old`` among migrated replies and in per-reply files of formats 1 and 2."""
         with self._lock:
-            own = self._cassette(cassette)
-            chain = (
-                [own] if cassette == DEFAULT_CASSETTE else [own, self._cassette(DEFAULT_CASSETTE)]
-            )
+            chain = [self._cassette(name) for name in dict.fromkeys([cassette, DEFAULT_CASSETTE])]
             for held in chain:
                 entry = held.replies.get(key)
                 if entry is not None:
                     self._use(held, key)
                     return self._recording(entry, held.name, held.file)
-            old = request.format2_key
             for held in chain:
                 entry = held.format2.get(old)
                 if entry is not None:
@@ -593,19 +593,8 @@ class ResponseStore:
         or a per-reply file of format 1 or 2; ``None`` when there is none."""
         if not _is_key(key):
             raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
-        with self._lock:
-            names = dict.fromkeys([cassette, DEFAULT_CASSETTE])
-            for name in names:
-                held = self._cassette(name)
-                entry = held.replies.get(key) or held.format2.get(key)
-                if entry is not None:
-                    self._use(held, key)
-                    return self._recording(entry, name, held.file).completion
-        found = self._legacy_entry(key)
-        if found is None:
-            return None
-        entry, file = found
-        return self._recording(entry, None, file).completion
+        found = self._lookup(key, key, cassette)
+        return None if found is None else found.completion
 
     @staticmethod
     def _recording(
@@ -686,7 +675,7 @@ class ResponseStore:
             shown = self._servers.get(server)
             if shown is None:
                 shown = self._servers[server] = redact_url(server)
-        entry = encode_entry(request.to_dict(), completion, shown, request.prompt_start)
+        entry = encode_entry(request.to_dict(), completion, shown, lambda: request.prompt_start)
         with self._lock:
             held = self._cassette(cassette)
             held.replies[request.key] = entry

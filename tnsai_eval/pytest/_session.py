@@ -9,7 +9,6 @@ controller, whose object merges them (see ``_xdist``).
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -294,27 +293,11 @@ class PluginSession:
 
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"metric name must be a non-blank str, got {name!r}")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(
-                f"metric {name!r}: value must be an int or float, got {type(value).__name__} "
-                f"{value!r}"
-            )
-        if not math.isfinite(value):
-            raise ConfigError(f"metric {name!r}: value must be a finite number, got {value!r}")
         from tnsai_eval.reports import MetricStats
 
-        # The report's own rule for a sample (its range), checked now rather
-        # than when the report is built after every test has run.
-        MetricStats(name, (float(value),))
-        if tolerance is not None and (
-            isinstance(tolerance, bool)
-            or not isinstance(tolerance, int | float)
-            or not math.isfinite(tolerance)
-            or tolerance < 0
-        ):
-            raise ConfigError(
-                f"metric {name!r}: tolerance must be a finite number >= 0, got {tolerance!r}"
-            )
+        # The report's own rules for a sample and a tolerance, checked now
+        # rather than when the report is built after every test has run.
+        MetricStats(name, (value,), tolerance=tolerance)
         run = self._current_run()
         if run is None:
             raise ConfigError(f"metric {name!r} recorded outside a running test")
