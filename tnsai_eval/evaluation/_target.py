@@ -32,7 +32,7 @@ from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
 from tnsai_eval.evaluation._engine import check_concurrency
 from tnsai_eval.evaluation._scoring import PromptEvaluation
 from tnsai_eval.evaluation._stop import StopReason
-from tnsai_eval.llm import CallBudget, CallEvent, observing, running_case
+from tnsai_eval.llm import CallBudget, CallEvent, FrontClient, observing, routing, running_case
 from tnsai_eval.records import CaseRecord, CaseState, Trajectory, case_ids
 from tnsai_eval.scoring import (
     DefaultPromptEvaluator,
@@ -168,17 +168,24 @@ class _Done:
     per_metric: list[CaseRecord]
     run: CaseRun
     calls: int
+    #: The calls the case made, as their events arrived (the optimizer counts attempts).
+    events: tuple[CallEvent, ...] = ()
 
 
-class _Runner:
+class TargetRunner:
+    """Runs a target on one case and scores it: ``score_target``'s unit, and the optimizer's
+    when it optimizes a prompt inside a target."""
+
     def __init__(
         self,
         target: Target,
         metrics: Sequence[Metric],
         budgets: Sequence[CallBudget],
         case_threshold: float,
+        route: Mapping[FrontClient, FrontClient] | None = None,
     ) -> None:
         self.target = target
+        self.route = dict(route or {})
         self.factory = _is_factory(target)
         self.metrics = metrics
         self.budgets = tuple(budgets)
@@ -189,12 +196,17 @@ class _Runner:
         base = CaseRecord(case_id, case.input, case.expected, index=index)
         if any(budget.left <= 0 for budget in self.budgets):
             skipped = replace(base, state=CaseState.NOT_RUN, error="not run: budget")
-            return self._unscored(skipped, CaseRun(None), 0)
+            return self._unscored(skipped, CaseRun(None), 0, ())
         seen = _Seen()
         started = time.perf_counter()
         output: object = None
         failure: Exception | None = None
-        with running_case(case_id), observing(seen.add), _all_active(self.budgets):
+        with (
+            running_case(case_id),
+            observing(seen.add),
+            _all_active(self.budgets),
+            routing(self.route),
+        ):
             try:
                 output = await _run(self.target, self.factory, case.input)
             except Exception as exc:  # contained to this case: typed and shown
@@ -202,6 +214,7 @@ class _Runner:
         trajectory = output if isinstance(output, Trajectory) else None
         run = seen.run(trajectory)
         calls = sum(1 for e in seen.events if e.attempts > 0)
+        events = tuple(seen.events)
         tokens = sum(e.total_tokens for e in seen.events)
         if trajectory is not None and not seen.events:
             tokens = trajectory.tokens  # a client outside tnsai-eval: the run's own count
@@ -219,7 +232,7 @@ class _Runner:
             if found is not None:
                 error, name = _failure(found)
                 return self._unscored(
-                    replace(record, state=state, error=error, error_type=name), run, calls
+                    replace(record, state=state, error=error, error_type=name), run, calls, events
                 )
         if failure is None and not isinstance(output, str | Trajectory):
             failure = TypeError(
@@ -228,10 +241,10 @@ class _Runner:
         if failure is not None or not isinstance(output, str | Trajectory):
             error, name = _failure(failure or TypeError("no output"))
             failed = replace(record, state=CaseState.ERROR, error=error, error_type=name)
-            return self._unscored(failed, run, calls)
+            return self._unscored(failed, run, calls, events)
         record = replace(record, output=output if isinstance(output, str) else output.output)
         per_metric = [await self._metric(metric, output, case, record) for metric in self.metrics]
-        return _Done(self._combined(record, per_metric), per_metric, run, calls)
+        return _Done(self._combined(record, per_metric), per_metric, run, calls, events)
 
     async def _metric(
         self, metric: Metric, output: str | Trajectory, case: TestCase, record: CaseRecord
@@ -245,9 +258,12 @@ class _Runner:
         reason = mask(found.reason) if found.reason else None
         return replace(record, metric=metric.name, score=found.score, reason=reason)
 
-    def _unscored(self, record: CaseRecord, run: CaseRun, calls: int) -> _Done:
+    def _unscored(
+        self, record: CaseRecord, run: CaseRun, calls: int, events: tuple[CallEvent, ...]
+    ) -> _Done:
         """A case that was not scored: every metric shares its state and error."""
-        return _Done(record, [replace(record, metric=m.name) for m in self.metrics], run, calls)
+        per_metric = [replace(record, metric=m.name) for m in self.metrics]
+        return _Done(record, per_metric, run, calls, events)
 
     def _combined(self, record: CaseRecord, per_metric: list[CaseRecord]) -> CaseRecord:
         if len(per_metric) == 1:
@@ -278,6 +294,7 @@ async def ascore_target(
     on_case: Callable[[CaseRecord], None] | None = None,
     budget: CallBudget | None = None,
     case_threshold: float = 0.5,
+    route: Mapping[FrontClient, FrontClient] | None = None,
 ) -> TargetEvaluation:
     """Like ``score_target``, in a running event loop."""
     if not callable(target):
@@ -294,7 +311,7 @@ async def ascore_target(
     metrics = metrics_of(DefaultPromptEvaluator() if evaluator is None else evaluator)
     own = CallBudget(max_calls) if max_calls is not None else None
     budgets = [b for b in (own, budget) if b is not None]
-    runner = _Runner(target, metrics, budgets, case_threshold)
+    runner = TargetRunner(target, metrics, budgets, case_threshold, route)
     ids = case_ids((c.input, c.expected, c.id) for c in items)
     gate = asyncio.Semaphore(concurrency)
 
@@ -331,6 +348,7 @@ def score_target(
     on_case: Callable[[CaseRecord], None] | None = None,
     budget: CallBudget | None = None,
     case_threshold: float = 0.5,
+    route: Mapping[FrontClient, FrontClient] | None = None,
 ) -> TargetEvaluation:
     """Score what the app actually runs: ``target`` once per case, each output scored.
 
@@ -347,7 +365,12 @@ def score_target(
     bounds them (HTTP attempts; cases beyond it are ``not_run``), and so does
     ``budget``, shared with other work. A target that raises makes an
     ``error`` case; a replay miss inside it an ``unrecorded`` one, even when
-    the target caught it. Works inside a running event loop (a notebook).
+    the target caught it. ``route`` (``{client: other}``, see
+    ``llm.routing``) sends the calls the target makes through ``client`` to
+    ``other`` instead, while the target runs (the evaluators' calls stay
+    where they are): pytest's ``--tnsai-model`` runs an app written against
+    the ``llm`` fixture on each named model this way. Works inside a running
+    event loop (a notebook).
 
     >>> from tnsai_eval.scoring import ContainsEvaluator
     >>> def shout(text: str) -> str:
@@ -367,6 +390,7 @@ def score_target(
             on_case=on_case,
             budget=budget,
             case_threshold=case_threshold,
+            route=route,
         )
     )
 
