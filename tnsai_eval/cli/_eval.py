@@ -240,13 +240,12 @@ def _run(args: argparse.Namespace) -> int:
         notes=plan.notes, concurrency=args.concurrency, store=args.store, record_mode=mode,
         cassette=args.cassette,
     )  # fmt: skip
-    report = evaluation.to_report(prompt_file=file, min_score=args.min_score)
-    print(_leaderboard(evaluation))
-    verdicts = evaluation.format_verdicts()
-    if verdicts:
-        print("\n" + verdicts)
-    _write(out, evaluation, report)
-    return _verdict(evaluation, args.min_score)
+    return _finish(
+        out,
+        evaluation,
+        evaluation.to_report(prompt_file=file, min_score=args.min_score),
+        args.min_score,
+    )
 
 
 def _run_code(args: argparse.Namespace) -> int:
@@ -301,13 +300,17 @@ def _run_code(args: argparse.Namespace) -> int:
         notes=notes, concurrency=args.concurrency, store=args.store, record_mode=mode,
         cassette=args.cassette,
     )  # fmt: skip
-    report = evaluation.to_report(min_score=args.min_score)
+    return _finish(out, evaluation, evaluation.to_report(min_score=args.min_score), args.min_score)
+
+
+def _finish(out: Path, evaluation: ModelEvaluation, report: Report, min_score: float | None) -> int:
+    """Print the leaderboard and the model verdicts, write the files, give the exit status."""
     print(_leaderboard(evaluation))
     verdicts = evaluation.format_verdicts()
     if verdicts:
         print("\n" + verdicts)
     _write(out, evaluation, report)
-    return _verdict(evaluation, args.min_score)
+    return _verdict(evaluation, min_score)
 
 
 def _verdict(evaluation: ModelEvaluation, min_score: float | None) -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -39,6 +40,7 @@ from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE
 from tnsai_eval.llm import (
     DEFAULT_CASSETTE,
     CallEvent,
+    CallListener,
     FrontClient,
     LLMClient,
     ModelTable,
@@ -410,43 +412,64 @@ def evaluate_models(
     base = dict(DEFAULT_CALL_PARAMS if params is None else params)
     results: list[ModelResult] = []
     for (label, named, _), client in zip(resolved, clients, strict=True):
-        tally = _Tally()
-        bar = _bar(label, len(checked)) if progress else None
 
-        def seen(case: CaseRecord, label: str = label, bar: Any = bar) -> None:
-            if bar is not None:
-                bar.update(1)
-            if on_case is not None:
-                on_case(label, case)
-
-        try:
-            with client.subscribe(tally):
-                evaluation = score_prompt(
-                    client,
-                    text,
-                    checked,
-                    evaluator=evaluator,
-                    template=template,
-                    params={**base, **extra.get(label, {})},
-                    concurrency=concurrency,
-                    max_calls=max_calls,
-                    on_case=seen,
-                )
-        finally:
-            if bar is not None:
-                bar.close()
-        results.append(
-            ModelResult(
-                label,
-                evaluation,
-                threshold,
-                named,
-                tally.tokens_in,
-                tally.tokens_out,
-                tuple(tally.latencies),
+        def score(
+            seen: Callable[[CaseRecord], None], client: FrontClient = client, label: str = label
+        ) -> Any:
+            return score_prompt(
+                client,
+                text,
+                checked,
+                evaluator=evaluator,
+                template=template,
+                params={**base, **extra.get(label, {})},
+                concurrency=concurrency,
+                max_calls=max_calls,
+                on_case=seen,
             )
+
+        listen = client.subscribe  # the model's own calls: a judge's are not its cost
+        results.append(
+            _one_model(label, named, threshold, len(checked), score, listen, progress, on_case)
         )
     return ModelEvaluation(text, dataset, tuple(results), tuple(notes), template, base)
+
+
+def _one_model(
+    label: str,
+    named: NamedModel | None,
+    threshold: float,
+    total: int,
+    score: Callable[[Callable[[CaseRecord], None]], PromptEvaluation],
+    listen: Callable[[CallListener], AbstractContextManager[object]],
+    progress: bool,
+    on_case: Callable[[str, CaseRecord], None] | None,
+) -> ModelResult:
+    """One model's result: ``score(on_case)`` run while ``listen`` tallies its calls."""
+    tally = _Tally()
+    bar = _bar(label, total) if progress else None
+
+    def seen(case: CaseRecord) -> None:
+        if bar is not None:
+            bar.update(1)
+        if on_case is not None:
+            on_case(label, case)
+
+    try:
+        with listen(tally):
+            evaluation = score(seen)
+    finally:
+        if bar is not None:
+            bar.close()
+    return ModelResult(
+        label,
+        evaluation,
+        threshold,
+        named,
+        tally.tokens_in,
+        tally.tokens_out,
+        tuple(tally.latencies),
+    )
 
 
 def _fronts(
@@ -522,36 +545,20 @@ def evaluate_target_models(
         ]
     results: list[ModelResult] = []
     for label, named, client in runs:
-        tally = _Tally()
-        bar = _bar(label, len(checked)) if progress else None
 
-        def step(_: CaseRecord, bar: Any = bar) -> None:
-            if bar is not None:
-                bar.update(1)
-
-        try:
-            with observing(tally):
-                evaluation = score_target(
-                    make(client),
-                    checked,
-                    evaluator=evaluator,
-                    concurrency=concurrency,
-                    max_calls=max_calls,
-                    case_threshold=threshold,
-                    on_case=step,
-                )
-        finally:
-            if bar is not None:
-                bar.close()
-        results.append(
-            ModelResult(
-                label,
-                evaluation,
-                threshold,
-                named,
-                tally.tokens_in,
-                tally.tokens_out,
-                tuple(tally.latencies),
+        def score(seen: Callable[[CaseRecord], None], client: Any = client) -> Any:
+            return score_target(
+                make(client),
+                checked,
+                evaluator=evaluator,
+                concurrency=concurrency,
+                max_calls=max_calls,
+                case_threshold=threshold,
+                on_case=seen,
             )
+
+        # Every call made while a case ran, through whichever client the app holds.
+        results.append(
+            _one_model(label, named, threshold, len(checked), score, observing, progress, None)
         )
     return ModelEvaluation(name, dataset, tuple(results), tuple(notes), DEFAULT_TEMPLATE, {})
