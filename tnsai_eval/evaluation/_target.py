@@ -33,7 +33,14 @@ from tnsai_eval.evaluation._engine import check_concurrency
 from tnsai_eval.evaluation._scoring import PromptEvaluation
 from tnsai_eval.evaluation._stop import StopReason
 from tnsai_eval.llm import CallBudget, CallEvent, FrontClient, observing, routing, running_case
-from tnsai_eval.records import CaseRecord, CaseState, Trajectory, case_ids
+from tnsai_eval.records import (
+    CaseMetric,
+    CaseRecord,
+    CaseState,
+    Trajectory,
+    TrajectorySummary,
+    case_ids,
+)
 from tnsai_eval.scoring import (
     DefaultPromptEvaluator,
     Metric,
@@ -155,6 +162,11 @@ class _Seen:
         return CaseRun(trajectory, tuple(systems), tuple(params))
 
 
+def _summary(trajectory: Trajectory | None) -> TrajectorySummary | None:
+    """What the report keeps of a run (a plain output: nothing)."""
+    return None if trajectory is None else TrajectorySummary.of(trajectory)
+
+
 def _failure(exc: BaseException) -> tuple[str, str]:
     kind = type(exc).__name__
     return f"{kind}: {mask(str(exc))}", kind
@@ -243,27 +255,52 @@ class TargetRunner:
             failed = replace(record, state=CaseState.ERROR, error=error, error_type=name)
             return self._unscored(failed, run, calls, events)
         record = replace(record, output=output if isinstance(output, str) else output.output)
-        per_metric = [await self._metric(metric, output, case, record) for metric in self.metrics]
-        return _Done(self._combined(record, per_metric), per_metric, run, calls, events)
+        scored = [await self._metric(metric, output, case, record) for metric in self.metrics]
+        per_metric = [found for found, _ in scored]
+        verdicts = tuple(
+            self._verdict(metric, found, violations)
+            for metric, (found, violations) in zip(self.metrics, scored, strict=True)
+        )
+        # The trajectory and the verdicts go on the case's own record only: each
+        # metric's records (``metric_cases``) would repeat them once per metric.
+        combined = replace(
+            self._combined(record, per_metric),
+            trajectory=_summary(trajectory),
+            metric_scores=verdicts,
+        )
+        return _Done(combined, per_metric, run, calls, events)
 
     async def _metric(
         self, metric: Metric, output: str | Trajectory, case: TestCase, record: CaseRecord
-    ) -> CaseRecord:
+    ) -> tuple[CaseRecord, tuple[str, ...]]:
+        """The metric's record of the case, and the norms it found violated."""
         try:
             found = await metric.ascore(output, case)
         except Exception as exc:  # an evaluator's failure is this case's error
             error, name = _failure(exc)
-            return replace(record, metric=metric.name, state=CaseState.ERROR,
-                           error=f"evaluator {error}", error_type=name)  # fmt: skip
+            failed = replace(record, metric=metric.name, state=CaseState.ERROR,
+                             error=f"evaluator {error}", error_type=name)  # fmt: skip
+            return failed, ()
         reason = mask(found.reason) if found.reason else None
-        return replace(record, metric=metric.name, score=found.score, reason=reason)
+        violations = tuple(mask(v) for v in found.violations)
+        return replace(record, metric=metric.name, score=found.score, reason=reason), violations
+
+    def _verdict(
+        self, metric: Metric, found: CaseRecord, violations: tuple[str, ...]
+    ) -> CaseMetric:
+        if found.score is None:
+            return CaseMetric(metric.name, reason=found.error)
+        passed = metric.passes(found.score, self.case_threshold)
+        return CaseMetric(metric.name, found.score, passed, found.reason, violations)
 
     def _unscored(
         self, record: CaseRecord, run: CaseRun, calls: int, events: tuple[CallEvent, ...]
     ) -> _Done:
-        """A case that was not scored: every metric shares its state and error."""
+        """A case that was not scored: every metric shares its state and error; the case
+        keeps the summary of what its run did, when it returned a trajectory."""
         per_metric = [replace(record, metric=m.name) for m in self.metrics]
-        return _Done(record, per_metric, run, calls, events)
+        kept = replace(record, trajectory=_summary(run.trajectory))
+        return _Done(kept, per_metric, run, calls, events)
 
     def _combined(self, record: CaseRecord, per_metric: list[CaseRecord]) -> CaseRecord:
         if len(per_metric) == 1:
