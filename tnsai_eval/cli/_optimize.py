@@ -416,11 +416,13 @@ def _run(args: argparse.Namespace) -> int:
     )
     most_calls = optimizer.estimate_calls(prompt, cases, validation_cases=validation)
     selection, held_out = optimizer.split_cases(cases, validation)
+    bound = f"at most {most_calls} calls"
+    if code is not None:
+        bound = f"at most {most_calls} runs of the {code.option[2:]} (each may make several calls)"
     print(
         f"optimizing {args.dataset!r}: {len(cases)} cases ({len(selection)} to select on, "
         f"{len(held_out)} held out), prompt {prompt!r}, "
-        f"strategies {', '.join(s.value for s in strategies)}, {args.search} search, "
-        f"at most {most_calls} calls",
+        f"strategies {', '.join(s.value for s in strategies)}, {args.search} search, {bound}",
         flush=True,
     )
     print(f"evaluator: {how}", flush=True)
