@@ -18,10 +18,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
+from tnsai_eval.evaluation._runner import TargetRunner
 from tnsai_eval.evaluation._stop import StopReason, VariantStatus
 from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE, PromptVariant
 from tnsai_eval.llm import (
@@ -43,10 +44,6 @@ from tnsai_eval.scoring import (
     TrajectoryEvaluator,
     metrics_of,
 )
-
-if TYPE_CHECKING:
-    # _target builds on this module (check_concurrency); the runner is imported when used.
-    from tnsai_eval.evaluation._target import TargetRunner
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
@@ -474,8 +471,6 @@ class Engine:
         key = variant.spec.key()
         known = self._runners.get(key)
         if known is None:
-            from tnsai_eval.evaluation._target import TargetRunner
-
             assert self.target is not None
             try:
                 made = self.target(variant.prompt)
