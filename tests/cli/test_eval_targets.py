@@ -228,3 +228,21 @@ def test_optimize_target_with_a_number_keeps_its_old_meaning(
                  "--out", "out2")  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
     assert "prompt inside --target desk_app:make_route" in made.stdout
+
+
+def test_eval_agent_on_the_committed_desk_replays_the_published_in_order_score(
+    tmp_path: Path,
+) -> None:
+    # The desk agent on the embedded model's committed replies (bench/stores/support_desk):
+    # the in_order mean bench/README.md publishes for bench/support_desk.py, no model loaded.
+    root = Path(__file__).resolve().parents[2]
+    run = tnsai(root, "eval", "datasets/support_desk.jsonl",
+                "--agent", "datasets/make_support_desk.py:make_agent",
+                "--store", "bench/stores/support_desk", "--record", "replay",
+                "--out", str(tmp_path))  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"1\s+embedded\s+0\.542 \[0\.399, 0\.684\]\s+54%", run.stdout), run.stdout
+    cases = pd.read_csv(tmp_path / "cases.csv")
+    assert len(cases) == 48
+    assert cases["cached"].all()
+    assert (cases["state"] == "scored").all()

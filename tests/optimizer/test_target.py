@@ -62,16 +62,22 @@ def router_model() -> ScriptedLLM:
     return ScriptedLLM(fn=answer)
 
 
-def test_a_system_prompt_inside_a_function_target_is_improved_and_held_out() -> None:
-    inner = router_model()
-    client = FrontClient(inner)
-    optimizer = PromptOptimizer(
-        ScriptedLLM(default="Route the ticket."),
+def router_optimizer(**options: Any) -> PromptOptimizer:
+    """One round of ANSWER_ONLY on the label task, no rewrite."""
+    return PromptOptimizer(
+        ScriptedLLM(default="x"),
         candidate_strategies=["answer_only"],
         evaluator=LabelEvaluator(["billing", "other"]),
         max_iterations=1,
         rewrite=False,
+        **options,
     )
+
+
+def test_a_system_prompt_inside_a_function_target_is_improved_and_held_out() -> None:
+    inner = router_model()
+    client = FrontClient(inner)
+    optimizer = router_optimizer()
     cases = labelled(30)
     result = optimizer.optimize("Route the ticket.", cases, target=ticket_app(client))
     assert result.initial_score == 0.0
@@ -231,14 +237,7 @@ def test_a_target_over_http_counts_each_attempt() -> None:
         OpenAIClient("m", base_url=server.base_url, max_retries=2) as http,
     ):
         server.script(Step.error(503))
-        optimizer = PromptOptimizer(
-            ScriptedLLM(default="x"),
-            candidate_strategies=["answer_only"],
-            evaluator=LabelEvaluator(["billing", "other"]),
-            max_iterations=1,
-            rewrite=False,
-            concurrency=1,
-        )
+        optimizer = router_optimizer(concurrency=1)
         result = optimizer.optimize("Route.", labelled(10), target=ticket_app(FrontClient(http)))
         assert len(server.requests) == result.calls == 1 + 7 + 7 + 2 * 3
     assert result.retries == 1
@@ -257,14 +256,7 @@ def test_a_raising_factory_or_target_is_an_errored_case_not_a_crash() -> None:
 
         return route
 
-    optimizer = PromptOptimizer(
-        ScriptedLLM(default="x"),
-        candidate_strategies=["answer_only"],
-        evaluator=LabelEvaluator(["billing", "other"]),
-        max_iterations=1,
-        rewrite=False,
-        split=None,
-    )
+    optimizer = router_optimizer(split=None)
     result = optimizer.optimize("Route.", labelled(6), target=factory)
     initial, variant = result.variants[0], result.variants[1]
     errors = [r.error for r in result.case_results if r.variant == initial.id and r.error]
