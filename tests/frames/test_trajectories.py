@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -190,6 +191,25 @@ def test_a_reports_steps_are_the_runs_steps_cut_to_the_summary(
         else:
             assert kept == whole or (pd.isna(kept) and pd.isna(whole))
     assert cut > 0
+
+
+def test_the_report_of_eval_agent_reads_as_the_run(desk: TargetEvaluation, tmp_path: Path) -> None:
+    # `tnsai-eval eval --agent` on the same committed replies: its report.json (one
+    # test, scored by ToolCallMatch in order, the data set's default) has the same runs.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TNSAI_LLM_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "tnsai_eval.cli", "eval", "datasets/support_desk.jsonl",
+         "--agent", "datasets/make_support_desk.py:make_agent", "--store", str(STORE),
+         "--record", "replay", "--out", str(tmp_path)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    from_report = frames.case_metrics(tmp_path / "report.json")
+    from_run = frames.case_metrics(desk)
+    same = ["case_id", "steps", "tool_calls", "tools", "stop_reason", "tool_calls_in_order"]
+    pd.testing.assert_frame_equal(from_report[same], from_run[same])
+    assert list(from_report["passed"]) == list(from_run["tool_calls_in_order"] == 1.0)
+    assert len(frames.trajectory_steps(tmp_path / "report.json")) == 134
 
 
 def test_a_prompt_report_has_no_agent_cases() -> None:
