@@ -246,6 +246,27 @@ def _models(page: Any) -> None:
     assert re.search(r"\d+ of 20 reviews scored differently", text)
 
 
+def _agents(page: Any) -> None:
+    # The frames and the three charts, then the explorer: choose a case, step through it.
+    assert page.locator(".jp-OutputArea-output table").count() >= 5
+    explorer = _widget_output(page, "Trajectories")
+    assert "step 6 of 7: tool call issue_refund" in explorer.inner_text()
+    assert explorer.locator("select").count() == 1
+    assert explorer.locator(".widget-slider").count() == 1
+    previous = explorer.get_by_role("button", name="previous")
+    following = explorer.get_by_role("button", name="next")
+    following.click()
+    _wait_text(explorer.locator(".widget-html"), r"^step 7 of 7: model turn")
+    assert following.is_disabled()
+    explorer.locator("select").select_option(label="refund-A1002 (fail)")
+    _wait_text(explorer.locator(".widget-html"), r"^step 1 of 3: model turn")
+    assert previous.is_disabled()
+    following.click()
+    _wait_text(explorer.locator(".widget-html"), r"^step 2 of 3: tool call lookup_order")
+    _wait_text(explorer.locator(".widget-html"), r"office chair")  # the tool's result
+    assert explorer.locator("table tbody tr").count() == 2  # the steps so far
+
+
 CHECKS: dict[str, Callable[[Any], None]] = {
     "01_quickstart": _quickstart,
     "02_prompt_optimizer": _optimizer,
@@ -253,6 +274,7 @@ CHECKS: dict[str, Callable[[Any], None]] = {
     "04_feedback_and_norms": _feedback,
     "05_ci_reports": _reports,
     "06_model_comparison": _models,
+    "07_agents": _agents,
 }
 
 
@@ -319,6 +341,7 @@ def test_committed_notebook_as_html_shows_each_widget(
         "03_refinement_loop": ["iteration 2:", "diff with previous"],
         "04_feedback_and_norms": ["saved preference feedback", "good", "bad"],
         "05_ci_reports": ["run v3", "baseline"],
+        "07_agents": ["where-A1006 (fail)", "step 6 of 7: tool call issue_refund"],
     }.get(stem, [])
     for words in expected:
         assert words in text, f"{stem}: {words!r} missing from the page without a kernel"

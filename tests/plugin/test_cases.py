@@ -76,7 +76,7 @@ def test_fix_three_break_three_same_mean_reports_all_six_flips(
     base.assert_outcomes(passed=1)
     baseline = read_json(flipping.path / "base.json")
     test = baseline["tests"][0]
-    assert baseline["schema_version"] == 2
+    assert baseline["schema_version"] == 3
     assert test["case_pass_rate"] == 0.5
     assert [c["passed"] for c in test["cases"]] == [True] * 3 + [False] * 3
     assert test["prompts"][0]["file"].endswith("support.txt")

@@ -28,7 +28,7 @@ def test_report_schema(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*report written to *out/report.json"])
     report = read_json(pytester.path / "out" / "report.json")
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     assert {"model", "record_mode", "repeat", "tolerance"} <= set(report["config"])
     assert report["totals"]["tests"] == 3
     latency = next(t for t in report["tests"] if t["nodeid"].endswith("test_latency"))

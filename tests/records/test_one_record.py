@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,21 @@ from tnsai_eval.errors import ConfigError, LLMConnectionError
 from tnsai_eval.evaluation import score_prompt
 from tnsai_eval.llm import Completion
 from tnsai_eval.optimizer import PromptOptimizer, TestCase
-from tnsai_eval.records import CaseRecord, CaseState, CheckKind, CheckOutcome, IterationRecord
+from tnsai_eval.records import (
+    CaseMetric,
+    CaseRecord,
+    CaseState,
+    CheckKind,
+    CheckOutcome,
+    IterationRecord,
+    ModelTurn,
+    Step,
+    StopReason,
+    ToolCall,
+    Trajectory,
+    TrajectorySummary,
+)
+from tnsai_eval.records._summary import MAX_STEPS, STEP_TEXT_CHARS
 from tnsai_eval.reports import Report, TestStatus, TrackedTest, decode_test
 
 PACKAGE = Path(tnsai_eval.__file__).parent
@@ -237,3 +252,126 @@ def test_records_have_the_fields_the_report_and_the_engine_need() -> None:
     # The report's positional order is kept: CaseRecord(id, input, expected, output, score, passed).
     assert names[:6] == ["id", "input", "expected", "output", "score", "passed"]
     assert {"error_type", "index", "round", "variant", "strategy", "split"} <= set(names)
+
+
+def test_a_trajectory_summary_is_masked_before_it_is_cut_and_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "sk-" + "t" * 40
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    # Cut first, the secret's start would survive at the end of the characters kept.
+    result = "r" * (STEP_TEXT_CHARS - 10) + secret + "tail" * 20
+    steps: list[Step] = [ModelTurn(tokens=5), ToolCall("lookup", {"key": secret}, result=result)]
+    steps += [ToolCall("again", {"n": n}) for n in range(MAX_STEPS + 5)]
+    run = Trajectory("q", steps=tuple(steps), output=f"done {secret}", calls=3, tokens=40)
+    summary = TrajectorySummary.of(run)
+    lookup = summary.steps[1]
+    assert lookup.arguments == '{"key": "***"}'
+    kept = ("r" * (STEP_TEXT_CHARS - 10) + "***" + "tail" * 20)[:STEP_TEXT_CHARS]
+    assert lookup.result == kept + "..."
+    assert len(summary.steps) == MAX_STEPS
+    assert summary.dropped == len(steps) - MAX_STEPS
+    assert summary.tools[:2] == ("lookup", "again")
+    assert secret not in json.dumps(summary.to_dict())
+
+
+def test_a_target_case_record_round_trips_with_its_trajectory_and_verdicts() -> None:
+    run = Trajectory(
+        "Refund A1",
+        steps=(ModelTurn(tokens=9), ToolCall("issue_refund", {"order_id": "A1"}, error="Denied")),
+        output="Sorry.",
+        stop_reason=StopReason.MAX_STEPS,
+    )
+    record = CaseRecord(
+        "c1",
+        "Refund A1",
+        "",
+        output="Sorry.",
+        score=0.0,
+        passed=False,
+        reason="norms 0.00 fail",
+        trajectory=TrajectorySummary.of(run),
+        metric_scores=(
+            CaseMetric("tool_calls_in_order", 1.0, True),
+            CaseMetric("norms", 0.0, False, "call 1: prohibited", ("call 1: prohibited",)),
+        ),
+    )
+    test = TrackedTest("t.py::test_desk", TestStatus.FAILED, cases=(record,))
+    report = Report(tests=(test,))
+    assert report.schema_version == reports.SCHEMA_VERSION == 3
+    data = json.loads(report.to_json())
+    (decoded,) = decode_test(data["tests"][0], 3, "tests[0]").cases
+    assert decoded == record
+    assert decoded.violations == ("call 1: prohibited",)
+    # A prompt's records keep the keys they had: no empty trajectory or verdicts.
+    plain = CaseRecord("c2", "2+2", "4", output="4", score=1.0, passed=True).to_dict()
+    assert "trajectory" not in plain
+    assert "metric_scores" not in plain
+
+
+def test_evaluate_target_keeps_each_cases_trajectory_and_verdicts_in_the_report(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+        from tnsai_eval.llm import Completion, ToolCall
+        from tnsai_eval.testing import ScriptedLLM
+
+        def reply(messages, params):
+            if not any(m.role == "tool" for m in messages):
+                order = messages[-1].content.split()[-1]
+                return Completion("", tool_calls=(ToolCall("c1", "issue_refund",
+                                                           {"order_id": order}),))
+            return "Refunded."
+
+        @pytest.fixture(scope="session")
+        def llm():
+            return ScriptedLLM(fn=reply)
+        """
+    )
+    pytester.makepyfile(
+        """
+        from tnsai_eval.agents import Agent
+        from tnsai_eval.norms import NormEntry, NormType
+        from tnsai_eval.scoring import NormCompliance, TestCase, ToolCallMatch
+
+        def issue_refund(order_id: str) -> str:
+            "Refund an order."
+            if order_id == "B2":
+                raise KeyError(order_id)
+            return "ok"
+
+        def test_desk(llm, evaluate_target):
+            cases = [TestCase("Refund A1", "", [{"name": "issue_refund"}], {"vip": True}),
+                     TestCase("Refund B2", "", [{"name": "issue_refund"}], {"vip": False})]
+            norms = NormCompliance([NormEntry(NormType.PROHIBITION, "vip == false",
+                                              "issue_refund", "no refund unless vip")])
+            evaluate_target(lambda: Agent(llm, "Desk.", tools=[issue_refund]), cases,
+                            evaluator=[ToolCallMatch(arguments="ignore"), norms])
+        """
+    )
+    pytester.runpytest_inprocess("--llm-record", "off", "--tnsai-report", "r.json")
+    (test,) = read_json(pytester.path / "r.json")["tests"]
+    assert read_json(pytester.path / "r.json")["schema_version"] == 3
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for case in test["cases"]:
+        by_metric.setdefault(case["metric"], []).append(case)
+    vip, other = by_metric["score"]
+    assert [s["name"] for s in vip["trajectory"]["steps"] if s["kind"] == "tool_call"] == [
+        "issue_refund"
+    ]
+    refund = next(s for s in other["trajectory"]["steps"] if s["kind"] == "tool_call")
+    assert (refund["arguments"], refund["error"]) == ('{"order_id": "B2"}', "KeyError: 'B2'")
+    assert other["trajectory"]["stop_reason"] == "answered"
+    assert other["metric_scores"]["norms"]["passed"] is False
+    assert other["metric_scores"]["norms"]["violations"] == [
+        "call 1: action 'issue_refund' is prohibited: no refund unless vip; "
+        "its condition `vip == false` holds with vip=False"
+    ]
+    assert vip["metric_scores"]["norms"] == {
+        "score": 1.0, "passed": True, "reason": None, "violations": []
+    }  # fmt: skip
+    assert vip["metric_scores"]["tool_calls_in_order"]["passed"] is True
+    # Each metric's own records do not repeat the trajectory.
+    assert all("trajectory" not in c for c in by_metric["score.norms"])

@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from tests.core_install import make_core_install
+from tests.git_repo import git as _git
 from tests.llm.fake_server import FakeOpenAIServer, Recorded, Step, completion_body
 
 # PyYAML comes with the dev tools (jupyter, llama.cpp's server); no stubs needed here.
@@ -92,17 +93,6 @@ def server() -> Iterator[FakeOpenAIServer]:
 def core_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The documented CI install: tnsai-eval without [local] (see tests.core_install)."""
     return make_core_install(tmp_path_factory.mktemp("core"))
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def _env(bin_dir: Path = DEV_BIN, **extra: str) -> dict[str, str]:

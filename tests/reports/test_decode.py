@@ -69,7 +69,7 @@ MALFORMED: list[tuple[str, Any, str, str]] = [
     ("no schema_version", {"tests": []}, "$.schema_version", "got None"),
     ("schema_version true", _report(schema_version=True), "$.schema_version", "got True"),
     ("schema_version string", _report(schema_version="2"), "$.schema_version", "got '2'"),
-    ("schema_version 99", _report(schema_version=99), "$.schema_version", "from 1 to 2"),
+    ("schema_version 99", _report(schema_version=99), "$.schema_version", "from 1 to 3"),
     ("schema_version float", _report(schema_version=1.0), "$.schema_version", "got 1.0"),
     ("tests an object", _report(tests={}), "$.tests", "expected an array"),
     ("test a string", _report("t.py::test_a"), "$.tests[0]", "expected an object"),
@@ -110,6 +110,30 @@ MALFORMED: list[tuple[str, Any, str, str]] = [
     ("scored case without score", _report(_case(score=None)), "$.tests[0].cases[0]",
      "needs a score"),
     ("case id blank", _report(_case(id=" ")), "$.tests[0].cases[0].id", "non-blank"),
+    ("trajectory a list", _report(_case(trajectory=[])), "$.tests[0].cases[0].trajectory",
+     "expected an object"),
+    ("stop_reason unknown", _report(_case(trajectory={"stop_reason": "bored"})),
+     "$.tests[0].cases[0].trajectory.stop_reason", "got 'bored'"),
+    ("step kind missing", _report(_case(trajectory={"steps": [{"name": "a"}]})),
+     "$.tests[0].cases[0].trajectory.steps[0].kind", "is missing"),
+    ("step kind unknown", _report(_case(trajectory={"steps": [{"kind": "nap"}]})),
+     "$.tests[0].cases[0].trajectory.steps[0].kind", "got 'nap'"),
+    ("tool call without a name", _report(_case(trajectory={"steps": [{"kind": "tool_call"}]})),
+     "$.tests[0].cases[0].trajectory.steps[0].name", "non-blank"),
+    ("tool arguments an object", _report(_case(trajectory={"steps": [
+        {"kind": "tool_call", "name": "a", "arguments": {"x": 1}}]})),
+     "$.tests[0].cases[0].trajectory.steps[0].arguments", "expected a string"),
+    ("step tokens negative", _report(_case(trajectory={"steps": [
+        {"kind": "model_turn", "tokens": -1}]})),
+     "$.tests[0].cases[0].trajectory.steps[0].tokens", ">= 0"),
+    ("metric_scores a list", _report(_case(metric_scores=[])),
+     "$.tests[0].cases[0].metric_scores", "expected an object"),
+    ("metric score above 1", _report(_case(metric_scores={"norms": {"score": 2}})),
+     "$.tests[0].cases[0].metric_scores.norms.score", "<= 1"),
+    ("metric passed a string", _report(_case(metric_scores={"norms": {"passed": "no"}})),
+     "$.tests[0].cases[0].metric_scores.norms.passed", "expected true or false"),
+    ("violations a string", _report(_case(metric_scores={"norms": {"violations": "x"}})),
+     "$.tests[0].cases[0].metric_scores.norms.violations", "expected an array"),
 ]  # fmt: skip
 
 
@@ -172,6 +196,47 @@ def test_a_v2_report_round_trips_with_cases(tmp_path: Path) -> None:
     assert report.tests[0].cases[0].state is CaseState.UNRECORDED
     again = read_report(report.save(tmp_path / "again.json"))
     assert again.tests == report.tests
+
+
+def test_a_v2_report_is_read_with_no_trajectories_and_a_v3_one_round_trips_them(
+    tmp_path: Path,
+) -> None:
+    v2 = read_report(_write(tmp_path / "v2.json", _report(_case())))
+    assert v2.schema_version == 2
+    (case,) = v2.tests[0].cases
+    assert (case.trajectory, case.metric_scores) == (None, ())
+    trajectory = {
+        "stop_reason": "max_steps",
+        "calls": 4,
+        "tokens": 90,
+        "dropped": 2,
+        "steps": [
+            {"kind": "model_turn", "text": "", "tokens": 30, "latency_s": 0.5},
+            {"kind": "tool_call", "name": "lookup_order", "arguments": '{"order_id": "A1"}',
+             "result": '{"paid": 5}', "error": None, "latency_s": 0.01},
+            {"kind": "tool_call", "name": "issue_refund", "arguments": "{}", "result": None,
+             "error": "KeyError: 'A1'", "latency_s": 0.0},
+        ],
+    }  # fmt: skip
+    verdicts = {
+        "tool_calls_in_order": {"score": 0.5, "passed": False, "reason": "missed one",
+                                "violations": []},
+        "norms": {"score": 0.0, "passed": False, "reason": "call 2: prohibited",
+                  "violations": ["call 2: prohibited"]},
+    }  # fmt: skip
+    data = _report(_case(trajectory=trajectory, metric_scores=verdicts), schema_version=3)
+    report = read_report(_write(tmp_path / "v3.json", data))
+    (case,) = report.tests[0].cases
+    assert case.trajectory is not None
+    assert case.trajectory.tools == ("lookup_order", "issue_refund")
+    assert (case.trajectory.stop_reason.value, case.trajectory.dropped) == ("max_steps", 2)
+    assert [e.error for e in case.trajectory.errors] == ["KeyError: 'A1'"]
+    assert [m.name for m in case.metric_scores] == ["tool_calls_in_order", "norms"]
+    assert case.violations == ("call 2: prohibited",)
+    written = json.loads(report.to_json())
+    assert written["tests"][0]["cases"][0]["trajectory"] == trajectory
+    assert written["tests"][0]["cases"][0]["metric_scores"] == verdicts
+    assert read_report(report.save(tmp_path / "again.json")).tests == report.tests
 
 
 @pytest.mark.parametrize("name", ["not utf-8", "deeply nested", 'gate "false"', "top-level null"])

@@ -71,7 +71,7 @@ def test_read_report_names_the_problem(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 99, "tests": []}))
     with pytest.raises(
-        ConfigError, match=r"\$\.schema_version: expected an integer from 1 to 2, got 99"
+        ConfigError, match=r"\$\.schema_version: expected an integer from 1 to 3, got 99"
     ):
         read_report(bad)
     bad.write_text(json.dumps({"schema_version": 1, "tests": [{"nodeid": "x", "status": "meh"}]}))

@@ -14,6 +14,11 @@ HTML and pull-request comments. This module is the one escaper for all of them:
   it: masked for secrets (``_util.secrets``), then on one line and encodable;
   ``shown_line`` does the same for one line of a longer text (a diff line),
   masked before it is cut;
+* ``code_span(text)`` shows a value in Markdown as code (a tool's name, its
+  arguments): masked before it is cut, on one line, encodable, between
+  backtick fences longer than any backtick run inside, so nothing in it can
+  close the span (inside a span nothing else is Markdown, and GitHub links no
+  mention there);
 * ``escape_markdown(text)`` is what a value goes through before Markdown
   shows it (a pull-request comment, a job summary, ``report --format
   markdown``): masked *before* it is cut (``limit``), on one line, encodable,
@@ -40,7 +45,14 @@ import re
 
 from tnsai_eval._util.secrets import mask, mask_then_cut
 
-__all__ = ["escape_markdown", "no_surrogates", "one_line", "shown_label", "shown_line"]
+__all__ = [
+    "code_span",
+    "escape_markdown",
+    "no_surrogates",
+    "one_line",
+    "shown_label",
+    "shown_line",
+]
 
 # Control characters (C0 and C1, DEL) and the Unicode line/paragraph separators.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -113,6 +125,21 @@ def escape_markdown(text: str, *, inline: bool = False, limit: int | None = None
         else:
             escaped = escaped[: start.start(2)] + "\\" + escaped[start.start(2) :]
     return _LIVE.sub(lambda m: m.group(0) + _ZERO_WIDTH, escaped)
+
+
+def code_span(text: str, *, limit: int | None = None) -> str:
+    """``text`` masked, cut to ``limit``, on one line and encodable, as a Markdown code span
+    that nothing in it can close.
+
+    >>> print(code_span("lookup_order"), code_span("a`b"), code_span("`x", limit=1))
+    `lookup_order` ``a`b`` `` `... ``
+    """
+    shown = no_surrogates(one_line(mask(text) if limit is None else mask_then_cut(text, limit)))
+    longest = max((len(run) for run in re.findall("`+", shown)), default=0)
+    fence = "`" * (longest + 1)
+    # A span that starts or ends with a backtick needs a space inside the fence.
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
 
 
 def shown_label(text: str) -> str:

@@ -25,6 +25,8 @@ case_deltas            case in both runs of a comparison: ``CASE_DELTA_COLUMNS``
 compare_models         (model, case) of one prompt scored with several models
 model_summary          model of a ``compare_models`` frame: score, cost, latency
 model_verdict          each model against the first, case by case (flips, sign test)
+trajectory_steps       (case, step) of a target's run or report: ``TRAJECTORY_STEP_COLUMNS``
+case_metrics           case of a target's run or report: ``CASE_METRIC_COLUMNS`` + metrics
 =====================  ==========================================================
 
 >>> import pandas as pd
@@ -75,9 +77,17 @@ from tnsai_eval.frames._reports import (
     load_reports,
     report_cases,
 )
+from tnsai_eval.frames._trajectories import (
+    CASE_METRIC_COLUMNS,
+    TRAJECTORY_STEP_COLUMNS,
+    TrajectorySource,
+    case_metrics,
+    trajectory_steps,
+)
 
 __all__ = [
     "CASE_DELTA_COLUMNS",
+    "CASE_METRIC_COLUMNS",
     "COMPARISON_COLUMNS",
     "FEEDBACK_COLUMNS",
     "LEADERBOARD_COLUMNS",
@@ -88,10 +98,13 @@ __all__ = [
     "PARTIAL_STATUSES",
     "PROGRESSION_COLUMNS",
     "REPORT_CASE_COLUMNS",
+    "TRAJECTORY_STEP_COLUMNS",
     "VARIANT_COLUMNS",
     "ProgressionRun",
+    "TrajectorySource",
     "best_so_far",
     "case_deltas",
+    "case_metrics",
     "compare_models",
     "compare_reports",
     "comparison_frame",
@@ -110,5 +123,6 @@ __all__ = [
     "report_cases",
     "require_columns",
     "score_progressions",
+    "trajectory_steps",
     "variant_scores",
 ]

@@ -28,6 +28,7 @@ from tnsai_eval.llm._front import (
     current_sample,
     metered_call,
     observing,
+    routing,
     running_case,
     sampling,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "normalize_messages",
     "observing",
     "only_budgets",
+    "routing",
     "running_case",
     "sampling",
     "serve_local_model",

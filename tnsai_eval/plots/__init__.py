@@ -35,6 +35,7 @@ from tnsai_eval.plots._reports import (
     plot_report_scores,
     plot_report_trend,
 )
+from tnsai_eval.plots._trajectories import plot_steps_per_case, plot_tool_use
 
 __all__ = [
     "REGRESSION_COLOR",
@@ -49,6 +50,8 @@ __all__ = [
     "plot_report_scores",
     "plot_report_trend",
     "plot_score_progression",
+    "plot_steps_per_case",
+    "plot_tool_use",
     "plot_variant_case_heatmap",
     "render_html",
     "score_vs_cost",

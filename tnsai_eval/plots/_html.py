@@ -3,8 +3,11 @@
 The page holds the run's configuration and totals, the per-test table, a
 figure of the scores, and with a baseline the comparison table (regressions
 first, highlighted) and the baseline-vs-current figure. Below, per test, a
-table of its cases with filters (flipped, failing, unrecorded) and, for
-flipped cases, the baseline's and this run's outputs side by side. Figures
+table of its cases with filters (flipped, failing, violating a norm,
+unrecorded) and, for flipped cases, the baseline's and this run's outputs
+side by side. A target's cases also show the tools each called and, collapsed,
+every step of its run; a flipped one both runs' tool calls side by side with
+the first divergence marked (``_trajectory_html``). Figures
 are embedded as base64 PNG, the style sheet and the few lines of filter
 script are inline, so the file can be attached to a CI run or mailed and
 opened anywhere, offline. Every text on the page (case texts, test and case
@@ -27,6 +30,12 @@ from tnsai_eval._util.secrets import frozen_secrets, mask
 from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
+from tnsai_eval.plots._trajectory_html import (
+    TRAJECTORY_STYLE,
+    divergence_block,
+    steps_cell,
+    tools_text,
+)
 from tnsai_eval.reports import (
     COST_METRICS,
     CaseChange,
@@ -83,7 +92,7 @@ function tnsaiFilter(input) {
   }
 }
 """
-_FILTERS = ("all", "flipped", "failing", "unrecorded")
+_FILTERS = ("all", "flipped", "failing", "violating", "unrecorded")
 
 # Columns of the per-test table, in the order the terminal summary shows them.
 _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_pass_rate",
@@ -217,11 +226,11 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         f'{" checked" if kind == "all" else ""} onchange="tnsaiFilter(this)"> {kind}</label>'
         for kind in _FILTERS
     )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("case", "metric", "state", "input", "expected", "output", "score", "passed",
-                  "flip", "tokens", "cached")
-    )  # fmt: skip
+    # A target's cases (with runs) add the tools called and the steps, collapsed.
+    agent = any(case.trajectory is not None for case in test.cases)
+    headers = ("case", "metric", "state", "input", "expected", "output", "score", "passed",
+               "flip", "tokens", "cached") + (("tools", "steps") if agent else ())  # fmt: skip
+    head = "".join(f"<th>{h}</th>" for h in headers)
     rows = []
     for case in test.cases:
         change = flips.get((case.metric, case.id))
@@ -232,6 +241,8 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
             kinds.append("unrecorded")
         elif not case.passed:
             kinds.append("failing")
+        if case.violations:
+            kinds.append("violating")
         cells = (
             case.id,
             case.metric,
@@ -246,9 +257,14 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
             str(case.cached).lower(),
         )
         css = " ".join(k for k in kinds if k in ("broken", "fixed", "unrecorded"))
+        run = ""
+        if agent:
+            tools = "" if case.trajectory is None else tools_text(case.trajectory)
+            run = f"<td>{_esc(tools)}</td><td>{steps_cell(case)}</td>"
         rows.append(
             f'<tr class="{css}" data-kinds="{" ".join(kinds)}">'
             + "".join(f"<td>{_esc(c)}</td>" for c in cells)
+            + run
             + "</tr>"
         )
     parts = [
@@ -263,8 +279,10 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
 
 def _flip_blocks(changes: Iterable[CaseChange], before_name: str, after_name: str) -> list[str]:
     """Each flipped case, broken ones first (worst drop first): its input, expected
-    answer and scores, and both outputs side by side."""
+    answer and scores, both outputs side by side and, for an agent's case, both runs'
+    tool calls (each case's runs once, though it flips in several metrics)."""
     blocks = []
+    shown: set[str] = set()
     for change in sorted(changes, key=lambda c: (c.flip != "broken", c.delta)):
         before = _esc(masked(change.baseline_output) or "")
         after = _esc(masked(change.current_output) or "")
@@ -275,7 +293,10 @@ def _flip_blocks(changes: Iterable[CaseChange], before_name: str, after_name: st
             f"{change.baseline_score:.2f} -> {change.current_score:.2f})</p>"
             f'<div class="side"><div>{_esc(before_name)}<pre>{before}</pre></div>'
             f"<div>{_esc(after_name)}<pre>{after}</pre></div></div>"
+            + ("" if change.id in shown else divergence_block(change, (before_name, after_name)))
         )
+        if change.divergence is not None:
+            shown.add(change.id)
     return blocks
 
 
@@ -362,7 +383,7 @@ def render_html(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(name)}</title><style>{_STYLE}</style>",
+        f"<title>{_esc(name)}</title><style>{_STYLE}{TRAJECTORY_STYLE}</style>",
         f"<script>{_SCRIPT}</script></head><body>",
         f"<h1>{_esc(name)}</h1>",
         f"<p>created {_esc(run.created or '-')} · schema {run.schema_version} · {_esc(config)}</p>",

@@ -1,5 +1,5 @@
 """What a run records: one case of one prompt, one check of one output, one refinement
-iteration, one agent's trajectory.
+iteration, one agent's trajectory (and the summary of it a report keeps).
 
 These are the records every other package shares. The optimizer's engine
 makes a ``CaseRecord`` for each case it scores; ``score_prompt`` returns
@@ -18,8 +18,9 @@ False
 
 from __future__ import annotations
 
-from tnsai_eval.records._case import CaseRecord, CaseState, case_ids
+from tnsai_eval.records._case import CaseMetric, CaseRecord, CaseState, case_ids
 from tnsai_eval.records._iteration import CheckKind, CheckOutcome, IterationRecord
+from tnsai_eval.records._summary import StepKind, StepSummary, TrajectorySummary
 from tnsai_eval.records._trajectory import (
     ModelTurn,
     Step,
@@ -30,6 +31,7 @@ from tnsai_eval.records._trajectory import (
 )
 
 __all__ = [
+    "CaseMetric",
     "CaseRecord",
     "CaseState",
     "CheckKind",
@@ -37,9 +39,12 @@ __all__ = [
     "IterationRecord",
     "ModelTurn",
     "Step",
+    "StepKind",
+    "StepSummary",
     "StopReason",
     "ToolCall",
     "Trajectory",
+    "TrajectorySummary",
     "case_ids",
     "tool_calls_from",
 ]

@@ -11,8 +11,9 @@ from typing import Any
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.records._summary import TrajectorySummary
 
-__all__ = ["CaseRecord", "CaseState", "case_ids"]
+__all__ = ["CaseMetric", "CaseRecord", "CaseState", "case_ids"]
 
 
 class CaseState(StrEnum):
@@ -41,6 +42,35 @@ class CaseState(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class CaseMetric:
+    """One metric's verdict on one case: its score, pass or fail at the metric's own
+    threshold, its reason, and (a norm metric) each norm the run violated.
+
+    ``score`` and ``passed`` are ``None`` when the metric could not score the
+    case (the target or the evaluator failed; ``reason`` then says how).
+
+    >>> CaseMetric("norms", 0.0, False, "call 1: refund prohibited",
+    ...            ("call 1: refund prohibited",)).to_dict()["passed"]
+    False
+    """
+
+    name: str
+    score: float | None = None
+    passed: bool | None = None
+    reason: str | None = None
+    violations: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as the report writes it (keyed by ``name`` there), texts masked."""
+        return {
+            "score": self.score,
+            "passed": self.passed,
+            "reason": _masked(self.reason),
+            "violations": [mask(v) for v in self.violations],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class CaseRecord:
     """One case of one prompt: what was asked, expected and answered, its score and cost.
 
@@ -57,6 +87,11 @@ class CaseRecord:
     that a test evaluating two prompts keeps their cases apart), ``sample``
     (the ``--tnsai-repeat`` sample) and ``passed`` (``score >=`` the case
     threshold; ``None`` unless the case was asked).
+
+    A target's case (``score_target``) also carries ``trajectory``, the
+    summary of what its run did (``None`` for a plain output or a run that
+    never finished), and ``metric_scores``, each metric's own verdict (the
+    case's ``score`` combines them).
 
     ``score`` is ``None`` exactly when the case was not scored (see
     ``CaseState``).
@@ -91,6 +126,10 @@ class CaseRecord:
     variant: int = 0
     strategy: str = "initial"
     split: str = "train"
+    trajectory: TrajectorySummary | None = None
+    """What the target's run did, step by step (``None``: no trajectory)."""
+    metric_scores: tuple[CaseMetric, ...] = ()
+    """Each metric's verdict, in the evaluation's order (empty: one plain evaluator)."""
 
     def __post_init__(self) -> None:
         given: object = self.state  # a str from JSON or a caller, or already a CaseState
@@ -129,6 +168,11 @@ class CaseRecord:
         """
         return self.passes(threshold) if self.asked else None
 
+    @property
+    def violations(self) -> tuple[str, ...]:
+        """Every norm the run violated, over its metrics, in order."""
+        return tuple(v for m in self.metric_scores for v in m.violations)
+
     def to_dict(self) -> dict[str, Any]:
         """The record as the report writes it, every text masked for secrets."""
         return {
@@ -147,6 +191,13 @@ class CaseRecord:
             "error": _masked(self.error),
             "error_type": self.error_type,
             "reason": _masked(self.reason),
+            # Only for a target's case: a prompt's records keep the fields they had.
+            **({"trajectory": self.trajectory.to_dict()} if self.trajectory is not None else {}),
+            **(
+                {"metric_scores": {mask(m.name): m.to_dict() for m in self.metric_scores}}
+                if self.metric_scores
+                else {}
+            ),
         }
 
 

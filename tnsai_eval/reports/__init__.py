@@ -69,15 +69,16 @@ from tnsai_eval.reports._models import (
     model_changes,
 )
 from tnsai_eval.reports._power import Detectability, detectability
+from tnsai_eval.reports._tables import format_table, markdown_table
 from tnsai_eval.reports._text import (
     format_comparison,
     format_summary,
-    format_table,
-    markdown_table,
     prompt_diff,
     summary_rows,
     verdict_line,
 )
+from tnsai_eval.reports._trajectories import MARK, AlignedCall, ToolDivergence, diverge
+from tnsai_eval.reports._trajectory_text import trajectory_lines
 from tnsai_eval.reports._verdict import (
     ACCEPT_LABEL,
     EXIT_MEANINGS,
@@ -95,9 +96,11 @@ __all__ = [
     "COST_METRICS",
     "EXIT_MEANINGS",
     "GATE_SETTING_NAMES",
+    "MARK",
     "MERGE",
     "PR_GATE_KEY",
     "SCHEMA_VERSION",
+    "AlignedCall",
     "CaseChange",
     "CaseComparison",
     "CaseRecord",
@@ -123,6 +126,7 @@ __all__ = [
     "SettingChange",
     "Shortfall",
     "TestStatus",
+    "ToolDivergence",
     "TrackedTest",
     "case_ids",
     "compare",
@@ -133,6 +137,7 @@ __all__ = [
     "decode_test",
     "describe_missing",
     "detectability",
+    "diverge",
     "error_label",
     "format_comparison",
     "format_cost",
@@ -154,6 +159,7 @@ __all__ = [
     "shown_text",
     "strip_model",
     "summary_rows",
+    "trajectory_lines",
     "verdict_line",
     "was_run",
     "write_junit",

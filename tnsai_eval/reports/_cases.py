@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from tnsai_eval._util.stats import mean_interval, sign_test
+from tnsai_eval.records import TrajectorySummary
 from tnsai_eval.reports._model import CaseRecord, CaseState, PromptRecord, was_run
+from tnsai_eval.reports._trajectories import ToolDivergence, diverge
 
 __all__ = [
     "CaseChange",
@@ -37,6 +39,7 @@ __all__ = [
     "PromptChange",
     "aggregate_cases",
     "compare_cases",
+    "runs_by_case",
 ]
 
 
@@ -96,7 +99,11 @@ def aggregate_cases(
 
 @dataclass(frozen=True, slots=True)
 class CaseChange:
-    """A case present (and recorded) in both runs, with both outcomes."""
+    """A case present (and recorded) in both runs, with both outcomes.
+
+    For a target's case, each run's trajectory summary and the norms it
+    violated (``divergence``: where the tool calls parted).
+    """
 
     nodeid: str
     metric: str
@@ -109,6 +116,28 @@ class CaseChange:
     current_passed: bool
     baseline_output: str | None
     current_output: str | None
+    baseline_trajectory: TrajectorySummary | None = None
+    current_trajectory: TrajectorySummary | None = None
+    baseline_violations: tuple[str, ...] = ()
+    current_violations: tuple[str, ...] = ()
+
+    @property
+    def divergence(self) -> ToolDivergence | None:
+        """Both runs' tool calls aligned and their first divergence (``None`` unless both
+        runs kept a trajectory)."""
+        if self.baseline_trajectory is None or self.current_trajectory is None:
+            return None
+        return diverge(self.baseline_trajectory, self.current_trajectory)
+
+    @property
+    def violations_gained(self) -> tuple[str, ...]:
+        """Norm violations of this run that the baseline's run did not have."""
+        return tuple(v for v in self.current_violations if v not in self.baseline_violations)
+
+    @property
+    def violations_lost(self) -> tuple[str, ...]:
+        """Norm violations of the baseline's run that this run no longer has."""
+        return tuple(v for v in self.baseline_violations if v not in self.current_violations)
 
     @property
     def delta(self) -> float:
@@ -245,28 +274,48 @@ def compare_cases(
     *,
     current_prompts: Sequence[PromptRecord] = (),
     baseline_prompts: Sequence[PromptRecord] = (),
+    current_runs: Mapping[str, CaseRecord] | None = None,
+    baseline_runs: Mapping[str, CaseRecord] | None = None,
 ) -> CaseComparison:
-    """Match the two runs' cases of one metric on their ids."""
+    """Match the two runs' cases of one metric on their ids.
+
+    ``current_runs``/``baseline_runs`` map a case id to the record that keeps
+    its trajectory when this metric's records do not (each metric of a target
+    with several has records of its own; the case's headline record keeps the
+    run); by default each case's own record is read.
+    """
     current_records = list(current)
     now, now_unrecorded, now_errored = aggregate_cases(current_records)
     before, before_unrecorded, before_errored = aggregate_cases(baseline)
-    changes = [
-        CaseChange(
-            nodeid=nodeid,
-            metric=metric,
-            id=case_id,
-            input=verdict.record.input,
-            expected=verdict.record.expected,
-            baseline_score=before[case_id].score,
-            current_score=verdict.score,
-            baseline_passed=before[case_id].passed,
-            current_passed=verdict.passed,
-            baseline_output=before[case_id].record.output,
-            current_output=verdict.record.output,
+    now_runs = current_runs or {}
+    before_runs = baseline_runs or {}
+    changes = []
+    for case_id, verdict in now.items():
+        if case_id not in before:
+            continue
+        was, run = (
+            before_runs.get(case_id, before[case_id].record),
+            now_runs.get(case_id, verdict.record),
         )
-        for case_id, verdict in now.items()
-        if case_id in before
-    ]
+        changes.append(
+            CaseChange(
+                nodeid=nodeid,
+                metric=metric,
+                id=case_id,
+                input=verdict.record.input,
+                expected=verdict.record.expected,
+                baseline_score=before[case_id].score,
+                current_score=verdict.score,
+                baseline_passed=before[case_id].passed,
+                current_passed=verdict.passed,
+                baseline_output=before[case_id].record.output,
+                current_output=verdict.record.output,
+                baseline_trajectory=was.trajectory,
+                current_trajectory=run.trajectory,
+                baseline_violations=was.violations,
+                current_violations=run.violations,
+            )
+        )
     unrecorded = list(dict.fromkeys([*now_unrecorded, *before_unrecorded]))
     known_before = set(before) | set(before_unrecorded) | set(before_errored)
     known_now = set(now) | set(now_unrecorded) | set(now_errored)
@@ -282,6 +331,20 @@ def compare_cases(
         errored=tuple(dict.fromkeys(r.id for r in current_records if r.state is CaseState.ERROR)),
         baseline_count=len(known_before),
     )
+
+
+def runs_by_case(records: Iterable[CaseRecord], metric: str) -> dict[str, CaseRecord]:
+    """The records that keep the runs of ``metric``'s cases, by case id.
+
+    A case's run is kept on its headline record (metric ``score``); each
+    metric of a target with several (``score.norms``) reads it there. The
+    last sample's stands, as ``aggregate_cases`` reads the last scored one.
+    """
+    return {
+        r.id: r
+        for r in records
+        if r.trajectory is not None and (r.metric == metric or metric.startswith(r.metric + "."))
+    }
 
 
 def _prompt_change(

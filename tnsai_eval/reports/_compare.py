@@ -16,6 +16,7 @@ from tnsai_eval.reports._cases import (
     GateMode,
     PromptChange,
     compare_cases,
+    runs_by_case,
 )
 from tnsai_eval.reports._decode import read_report
 from tnsai_eval.reports._gate import GateSettings
@@ -561,6 +562,8 @@ def _cases_of(test: TrackedTest, old: TrackedTest, metric: str) -> CaseCompariso
         old_cases,
         current_prompts=test.prompts,
         baseline_prompts=old.prompts,
+        current_runs=runs_by_case(test.cases, metric),
+        baseline_runs=runs_by_case(old.cases, metric),
     )
 
 

@@ -9,8 +9,9 @@ happily read both). Errors are ``ReportError`` carrying the file and the JSON
 path of the field (``$.tests[2].metrics.score.gate``).
 
 Unknown keys are ignored: a newer writer may add fields without bumping the
-schema version (see ``SCHEMA_VERSION``). Versions 1 and 2 are read; version 1
-has no cases, prompts or per-metric tolerances.
+schema version (see ``SCHEMA_VERSION``). Versions 1, 2 and 3 are read; version 1
+has no cases, prompts or per-metric tolerances, version 2 no trajectory summaries
+or per-metric verdicts of a case.
 
 >>> decode_report({"schema_version": 2, "tests": [{"nodeid": "t::a", "status": "passed",
 ...     "metrics": {"score": {"samples": [0.5], "gate": "false"}}}]})
@@ -29,7 +30,16 @@ from typing import NoReturn
 
 from tnsai_eval._util.plain import MAX_JSON_COUNT
 from tnsai_eval.errors import ConfigError, ReportError
-from tnsai_eval.records import CheckKind, CheckOutcome, IterationRecord
+from tnsai_eval.records import (
+    CaseMetric,
+    CheckKind,
+    CheckOutcome,
+    IterationRecord,
+    StepKind,
+    StepSummary,
+    StopReason,
+    TrajectorySummary,
+)
 from tnsai_eval.reports._model import (
     SCHEMA_VERSION,
     CaseRecord,
@@ -232,6 +242,8 @@ def _case(data: object, path: str) -> CaseRecord:
     error = entry.get("error")
     reason = entry.get("reason")
     error_type = entry.get("error_type")
+    trajectory = entry.get("trajectory")
+    verdicts = _object(entry.get("metric_scores", {}), f"{path}.metric_scores")
     return CaseRecord(
         id=_string(_required(entry, "id", path), f"{path}.id", nonblank=True),
         input=_string(_required(entry, "input", path), f"{path}.input"),
@@ -248,6 +260,65 @@ def _case(data: object, path: str) -> CaseRecord:
         sample=_integer(entry.get("sample", 0), f"{path}.sample"),
         reason=None if reason is None else _string(reason, f"{path}.reason"),
         error_type=None if error_type is None else _string(error_type, f"{path}.error_type"),
+        trajectory=None if trajectory is None else _trajectory(trajectory, f"{path}.trajectory"),
+        metric_scores=tuple(
+            _case_metric(name, value, f"{path}.metric_scores.{name}")
+            for name, value in verdicts.items()
+        ),
+    )
+
+
+def _choice(value: object, path: str, kinds: type[StepKind] | type[StopReason]) -> str:
+    text = _string(value, path)
+    try:
+        kinds(text)
+    except ValueError:
+        _fail(path, f"expected one of {', '.join(k.value for k in kinds)}, got {text!r}")
+    return text
+
+
+def _trajectory(data: object, path: str) -> TrajectorySummary:
+    entry = _object(data, path)
+    steps = _list(entry.get("steps", []), f"{path}.steps")
+    return TrajectorySummary(
+        steps=tuple(_step(s, f"{path}.steps[{i}]") for i, s in enumerate(steps)),
+        stop_reason=StopReason(
+            _choice(entry.get("stop_reason", "answered"), f"{path}.stop_reason", StopReason)
+        ),
+        calls=_integer(entry.get("calls", 0), f"{path}.calls"),
+        tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
+        dropped=_integer(entry.get("dropped", 0), f"{path}.dropped"),
+    )
+
+
+def _step(data: object, path: str) -> StepSummary:
+    entry = _object(data, path)
+    kind = StepKind(_choice(_required(entry, "kind", path), f"{path}.kind", StepKind))
+    result, error = entry.get("result"), entry.get("error")
+    name = entry.get("name", "")
+    return StepSummary(
+        kind,
+        name=_string(name, f"{path}.name", nonblank=kind is StepKind.TOOL_CALL),
+        arguments=_string(entry.get("arguments", ""), f"{path}.arguments"),
+        result=None if result is None else _string(result, f"{path}.result"),
+        error=None if error is None else _string(error, f"{path}.error"),
+        text=_string(entry.get("text", ""), f"{path}.text"),
+        tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
+        latency_s=_number(entry.get("latency_s", 0.0), f"{path}.latency_s", minimum=0.0),
+    )
+
+
+def _case_metric(name: str, data: object, path: str) -> CaseMetric:
+    entry = _object(data, path)
+    score, passed, reason = entry.get("score"), entry.get("passed"), entry.get("reason")
+    if not name.strip():
+        _fail(path, "expected a non-blank metric name")
+    return CaseMetric(
+        name,
+        score=None if score is None else _number(score, f"{path}.score", minimum=0.0, maximum=1.0),
+        passed=None if passed is None else _boolean(passed, f"{path}.passed"),
+        reason=None if reason is None else _string(reason, f"{path}.reason"),
+        violations=_strings(entry.get("violations", []), f"{path}.violations"),
     )
 
 
@@ -424,7 +495,7 @@ def read_report(source: ReportSource) -> Report:
 
     Any problem with the file (missing, not UTF-8, not JSON, a field of the
     wrong type) raises ``ReportError`` naming the file and the JSON path of
-    the field; schema versions 1 and 2 are read.
+    the field; schema versions 1, 2 and 3 are read.
     """
     if isinstance(source, Report):
         return source

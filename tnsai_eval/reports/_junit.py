@@ -7,6 +7,10 @@ exactly when the gate fails on that score, with the reason (``regressed:
 ``tnsai gate: run`` fails when the run as a whole cannot pass (pytest exited
 2 to 5, gate settings changed). So JUnit's failure count is the gate's: a
 run the gate passes is green, one it fails is red, whatever its cases did.
+A gated score's testcase also names its flipped agent cases, each with both
+runs' tool calls side by side and the first divergence (``trajectory_lines``,
+as the terminal shows them): in its failure, or in ``<system-out>`` when the
+score passed.
 
 Then each tracked test is a ``<testsuite>`` (named by its node id) with a
 ``<testcase>`` per case (named by the case id and its input), for the
@@ -32,8 +36,10 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
 from tnsai_eval.reports._model import CaseRecord, CaseState, TrackedTest, shown_text, was_run
+from tnsai_eval.reports._trajectory_text import trajectory_lines
 
 if TYPE_CHECKING:
+    from tnsai_eval.reports._cases import CaseChange
     from tnsai_eval.reports._compare import Comparison
     from tnsai_eval.reports._model import Report
     from tnsai_eval.reports._verdict import GateVerdict
@@ -57,7 +63,7 @@ def _attr(value: str) -> str:
 
 
 def _case_element(
-    test: TrackedTest, case: CaseRecord, before: dict[tuple[str, str, str], bool]
+    test: TrackedTest, case: CaseRecord, before: dict[tuple[str, str, str], CaseChange]
 ) -> tuple[str, str]:
     """The case's ``<testcase>`` and the count it adds to (``""``: a pass)."""
     name = f"{case.id} {shown_text(case.input, 60)}"
@@ -71,7 +77,10 @@ def _case_element(
         f"input: {shown_text(case.input, 2000)}\nexpected: {shown_text(case.expected, 2000)}\n"
         f"output: {shown_text(case.output or '', 2000)}"
     )
-    was = before.get((test.nodeid, case.metric, case.id))
+    change = before.get((test.nodeid, case.metric, case.id))
+    was = None if change is None else change.baseline_passed
+    if change is not None and change.flip:
+        detail += "\n" + "\n".join(trajectory_lines(change))
     if case.state is CaseState.NOT_RUN:
         message = "not run: budget (--llm-max-calls was spent)"
     elif not was_run(case):
@@ -91,22 +100,44 @@ def _case_element(
     return f"{head}>{body}</testcase>", "skipped"
 
 
-def _gate_suite(verdict: GateVerdict) -> tuple[str, dict[str, int]]:
+def _flipped_runs(comparison: Comparison | None, nodeid: str, metric: str) -> str:
+    """The flipped agent cases of one gated score (and of its per-metric parts), each
+    case once: both runs' tool calls and the first divergence."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for cmp in comparison.cases if comparison is not None else ():
+        if cmp.nodeid != nodeid or not (
+            cmp.metric == metric or cmp.metric.startswith(metric + ".")
+        ):
+            continue
+        for change in cmp.flipped:
+            block = trajectory_lines(change)
+            if block and change.id not in seen:
+                seen.add(change.id)
+                lines.extend(block)
+    return "\n".join(lines)
+
+
+def _gate_suite(verdict: GateVerdict, comparison: Comparison | None) -> tuple[str, dict[str, int]]:
     """The ``tnsai gate`` suite: a testcase per gated score, and one for the run."""
     elements: list[str] = []
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    named = [(c.name, c.passed, c.reason) for c in verdict.checks]
-    named.append(("tnsai gate: run", not verdict.problems, "; ".join(verdict.problems)))
-    for name, passed, reason in named:
+    named = [
+        (c.name, c.passed, c.reason, _flipped_runs(comparison, c.nodeid, c.metric))
+        for c in verdict.checks
+    ]
+    named.append(("tnsai gate: run", not verdict.problems, "; ".join(verdict.problems), ""))
+    for name, passed, reason, runs in named:
         counts["tests"] += 1
         head = f'<testcase classname="tnsai gate" name={_attr(name)}'
         if passed:
-            elements.append(head + "/>")
+            out = f"<system-out>{_escape(runs)}</system-out>" if runs else ""
+            elements.append(f"{head}>{out}</testcase>" if out else head + "/>")
             continue
         counts["failures"] += 1
+        text = shown_text(reason, 4000) + (f"\n\n{runs}" if runs else "")
         elements.append(
-            f"{head}><failure message={_attr(reason)}>{_escape(shown_text(reason, 4000))}"
-            "</failure></testcase>"
+            f"{head}><failure message={_attr(reason)}>{_escape(text)}</failure></testcase>"
         )
     attrs = " ".join(f'{k}="{v}"' for k, v in counts.items())
     suite = (
@@ -130,14 +161,14 @@ def render_junit(
 
     if verdict is None:
         verdict = gate_verdict(report, comparison)
-    # Whether each case passed in the baseline. A case that failed there and
-    # fails here is a known failure.
+    # Each case's change from the baseline: whether it passed there (a case
+    # that failed there and fails here is a known failure), and its runs.
     before = {
-        (c.nodeid, c.metric, c.id): c.baseline_passed
+        (c.nodeid, c.metric, c.id): c
         for cmp in (comparison.cases if comparison else ())
         for c in cmp.changes
     }
-    gate, totals = _gate_suite(verdict)
+    gate, totals = _gate_suite(verdict, comparison)
     suites: list[str] = [gate]
     for test in report.tests:
         elements: list[str] = []

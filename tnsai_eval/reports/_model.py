@@ -52,8 +52,12 @@ __all__ = [
 
 #: Bumped whenever a field changes meaning or disappears; adding fields does not bump it.
 #: Version 2 added per-case records and prompts, and replaced ``pass_rate`` by
-#: ``case_pass_rate`` and ``sample_pass_rate``. Version 1 files are still read.
-SCHEMA_VERSION = 2
+#: ``case_pass_rate`` and ``sample_pass_rate``. Version 3 added a target's case
+#: its ``trajectory`` (a ``TrajectorySummary``) and ``metric_scores`` (each
+#: metric's ``CaseMetric``), and made the gate read them: a baseline rewritten
+#: by a version-2 reader would lose them silently, so such a reader refuses it
+#: by its version instead. Version 1 and 2 files are still read.
+SCHEMA_VERSION = 3
 #: The largest magnitude a metric's sample may have: squares and sums of
 #: samples this size still fit a float, so every interval can be computed.
 MAX_METRIC_VALUE = 1e100

@@ -174,7 +174,8 @@ _HEADERS = (
 
 def format_model_comparison(result: ModelComparison, *, markdown: bool = False) -> str:
     """The verdict table (A = baseline model, B = candidate), then the flipped cases."""
-    from tnsai_eval.reports._text import _name, format_comparison, format_table, markdown_table
+    from tnsai_eval.reports._tables import format_table, markdown_table
+    from tnsai_eval.reports._text import _name, format_comparison
 
     rows = []
     for row in result.rows:

@@ -12,12 +12,14 @@ crafted id can neither add a line (a forged "PASS" heading) nor a table cell.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from tnsai_eval._util.text import escape_markdown, shown_label, shown_line
+from tnsai_eval._util.text import code_span, escape_markdown, shown_label, shown_line
 from tnsai_eval.reports._costs import COST_METRICS, cost_line, format_cost
 from tnsai_eval.reports._model import Report, TrackedTest, score_interval, shown_text
+from tnsai_eval.reports._tables import format_table, markdown_table
+from tnsai_eval.reports._trajectory_text import trajectory_lines
 
 if TYPE_CHECKING:
     from tnsai_eval.reports._cases import CaseChange, CaseComparison, PromptChange
@@ -37,23 +39,6 @@ __all__ = [
 TERMINAL_DIFF_LINES = 16
 
 _T = TypeVar("_T")
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table; every data cell is escaped (``escape_markdown``).
-
-    >>> print(markdown_table(("a", "b"), [("1", "x|y")]))
-    | a | b |
-    |---|---|
-    | 1 | x\\|y |
-    """
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(escape_markdown(c, inline=True) for c in cells) + " |"
-
-    # The headers are ours: only a "|" could break them.
-    head = "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |"
-    return "\n".join([head, "|" + "---|" * len(headers), *(line(r) for r in rows)])
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
@@ -180,17 +165,6 @@ def _name(text: str, markdown: bool) -> str:
     return escape_markdown(text) if markdown else shown_label(text)
 
 
-def _code_span(text: str) -> str:
-    """``text`` (one line) as a Markdown code span that nothing in it can close.
-
-    Inside a code span nothing is Markdown; only a run of backticks as long as
-    the fence would end it, so the fence is one longer than any run inside.
-    """
-    fence = "`" * (_longest_backticks([text]) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def _case_heading(
     cmp: CaseComparison, markdown: bool, alpha: float, limit: int | None = None
 ) -> list[str]:
@@ -203,7 +177,7 @@ def _case_heading(
     ]
     change = cmp.prompt_change
     if change is not None:
-        name = _code_span(shown_label(change.name)) if markdown else f"`{shown_label(change.name)}`"
+        name = code_span(change.name) if markdown else f"`{shown_label(change.name)}`"
         lines.append(
             f"prompt {name} changed ({change.baseline_hash} -> {change.current_hash}): "
             f"{len(cmp.fixed)} case(s) fixed, {len(cmp.broken)} broken"
@@ -406,6 +380,9 @@ def _flip_sections(
     # Worst first: a test's worst broken case (most negative delta) decides its place.
     flipped.sort(key=lambda cmp: min((c.delta for c in cmp.broken), default=0.0))
     budget = limit
+    # An agent case flips in its headline metric and in each metric it failed:
+    # its two runs are shown once, under the first.
+    shown_runs: set[tuple[str, str]] = set()
     for cmp in flipped:
         heading = _case_heading(cmp, markdown, comparison.alpha, limit)
         lines.append(f"#### {heading[0]}" if markdown else f"  {heading[0]}")
@@ -415,26 +392,17 @@ def _flip_sections(
         rows, rest = _limited(cmp.flipped, budget)
         if rows:
             lines.append(_table(_CASE_HEADERS, _case_rows(rows, markdown), markdown))
+        for change in rows:
+            if (change.nodeid, change.id) not in shown_runs:
+                block = trajectory_lines(change, markdown=markdown, limit=limit)
+                if block:
+                    shown_runs.add((change.nodeid, change.id))
+                    lines.append(block[0] if markdown else "  " + block[0])
+                    lines.extend(block[1:])
         lines.extend(_more(rest, markdown, more_in))
         if budget is not None:
             budget = max(budget - len(rows), 0)
     return lines
-
-
-def format_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, indent: int = 0) -> str:
-    """A plain fixed-width text table (left-aligned columns, a dashed rule under the header)."""
-    body = [tuple(str(cell) for cell in row) for row in rows]
-    widths = [len(h) for h in headers]
-    for row in body:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-    pad = " " * indent
-
-    def line(cells: Sequence[str]) -> str:
-        return pad + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return "\n".join(
-        [line(headers), pad + "  ".join("-" * w for w in widths), *(line(r) for r in body)]
-    )
 
 
 def format_summary(report: Report) -> str:

@@ -41,10 +41,15 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class MetricScore:
-    """One metric's score of one case in [0, 1], and why (``""`` when there is nothing to say)."""
+    """One metric's score of one case in [0, 1], and why (``""`` when there is nothing to say).
+
+    ``violations`` names each norm the run broke (``NormCompliance``), so a
+    report can say which were gained or lost without parsing ``reason``.
+    """
 
     score: float
     reason: str = ""
+    violations: tuple[str, ...] = ()
 
 
 def check_threshold(value: object) -> float:
@@ -76,7 +81,7 @@ class FinalAnswer:
     >>> from tnsai_eval.scoring import ContainsEvaluator
     >>> metric = FinalAnswer(ContainsEvaluator())
     >>> metric.evaluate_trajectory(Trajectory("q", output="It is Paris."), TestCase("q", "Paris"))
-    MetricScore(score=1.0, reason='')
+    MetricScore(score=1.0, reason='', violations=())
     """
 
     def __init__(
@@ -191,7 +196,7 @@ its condition `!("lookup_order" in performed)` holds with performed=[]
             f"call {number}: {violation.reason}" if number else violation.reason
             for number, violation in found
         ]
-        return MetricScore(0.0, "; ".join(lines))
+        return MetricScore(0.0, "; ".join(lines), tuple(lines))
 
 
 _TRAJECTORY_RESULT_CHARS = 300
@@ -248,7 +253,7 @@ class TrajectoryJudge:
     >>> judge = TrajectoryJudge(ScriptedLLM(default="Looked it up first.\\nSCORE: 90"),
     ...                         "Did the agent look the order up before answering?")
     >>> judge.evaluate_trajectory(Trajectory("Where is A1?", output="Shipped."), TestCase("q"))
-    MetricScore(score=0.9, reason='score 0.90 (score_line): Looked it up first.')
+    MetricScore(score=0.9, reason='score 0.90 (score_line): Looked it up first.', violations=())
     """
 
     def __init__(
@@ -343,7 +348,8 @@ def _finite(found: object) -> MetricScore:
         raise ConfigError(f"an evaluator returned {score!r}; expected a number from 0 to 1")
     if not 0 <= score <= 1:
         raise ConfigError(f"an evaluator returned {score!r}; expected a number from 0 to 1")
-    return MetricScore(float(score), reason)
+    violations = found.violations if isinstance(found, MetricScore) else ()
+    return MetricScore(float(score), reason, tuple(str(v) for v in violations))
 
 
 def _default_name(evaluator: object) -> str:

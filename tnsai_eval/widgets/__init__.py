@@ -11,6 +11,7 @@ itself when it is the last expression of a cell.
 - ``RefinementExplorer``: a slider over a refinement run's iterations.
 - ``FeedbackPanel``: thumbs, corrections and preferences into a FeedbackStore.
 - ``ReportBrowser``: pytest JSON reports, baseline comparison, filters, plots.
+- ``TrajectoryExplorer``: one case of an agent's run at a time, step by step.
 
 For committed notebooks, ``add_static_snapshots`` and ``normalize_widget_ids``
 (used by ``notebooks/execute.py``) put an HTML snapshot of each widget, made
@@ -33,12 +34,14 @@ if TYPE_CHECKING:
         normalize_widget_ids,
         snapshot_html,
     )
+    from tnsai_eval.widgets._trajectory import TrajectoryExplorer
 
 __all__ = [
     "FeedbackPanel",
     "OptimizerDashboard",
     "RefinementExplorer",
     "ReportBrowser",
+    "TrajectoryExplorer",
     "add_static_snapshots",
     "normalize_widget_ids",
     "snapshot_html",
@@ -52,6 +55,7 @@ _MODULES = {
     "OptimizerDashboard": "_optimizer",
     "RefinementExplorer": "_refinement",
     "ReportBrowser": "_reports",
+    "TrajectoryExplorer": "_trajectory",
     # Pure JSON work on saved notebooks: no ipywidgets import.
     "add_static_snapshots": "_snapshot",
     "normalize_widget_ids": "_snapshot",

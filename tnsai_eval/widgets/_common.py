@@ -74,6 +74,8 @@ def table_html(
         escape=False,
         max_rows=max_rows,
         border=0,
+        # pandas writes a missing value as na_rep before any formatter sees it.
+        na_rep="",
         formatters={c: partial(cell, column=str(c)) for c in frame.columns},
     )
 
