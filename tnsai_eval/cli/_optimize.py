@@ -117,7 +117,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--target-score",
         type=finite_float,
-        default=None,
+        default=DEFAULT_CONFIG.target_score,
         help=f"stop at this score (default: {DEFAULT_CONFIG.target_score})",
     )
     code = parser.add_mutually_exclusive_group()
@@ -244,8 +244,7 @@ def _target_option(args: argparse.Namespace) -> tuple[float, UserCode | None]:
     """
     from tnsai_eval.cli._targets import load_user_code
 
-    score = DEFAULT_CONFIG.target_score if args.target_score is None else args.target_score
-    given = args.target
+    score, given = args.target_score, args.target
     if given is not None and ":" not in given:
         try:
             score = finite_float(given)
