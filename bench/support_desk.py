@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO / "datasets"))
 import make_support_desk as desk  # noqa: E402  (datasets/, put on the path above)
 
 MODES = ("strict", "in_order", "any_order", "superset", "subset")
-MAX_STEPS = 4
+MAX_STEPS = desk.MAX_STEPS
 
 
 def evaluators() -> list[object]:
@@ -65,15 +65,7 @@ def evaluators() -> list[object]:
 
 def make_agent(llm: LLMClient) -> Agent:
     """A fresh desk agent on ``llm`` (one per request: no conversation carries over)."""
-    return Agent(
-        llm,
-        desk.SYSTEM_PROMPT,
-        tools=desk.TOOLS,
-        max_steps=MAX_STEPS,
-        learning=False,
-        llm_params={"temperature": 0.0, "max_tokens": 96},
-        send_tool_schemas=True,
-    )
+    return desk.make_agent(llm=llm)
 
 
 def run_cases(llm: LLMClient, cases: list[TestCase]) -> tuple[list[Trajectory], list[str]]:

@@ -25,6 +25,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval.agents import Agent
+from tnsai_eval.llm import LLMClient
 from tnsai_eval.norms import NormType, norm
 
 OUT = Path(__file__).with_name("support_desk.jsonl")
@@ -121,6 +123,27 @@ SYSTEM_PROMPT = (
     "You are the support desk of an office furniture shop. Use the tools to look up "
     "orders, read policies and issue refunds. Only refund an order after looking it up."
 )
+
+#: The desk agent's settings: at most this many model calls per request, greedy, short turns.
+MAX_STEPS = 4
+AGENT_PARAMS = {"temperature": 0.0, "max_tokens": 96}
+
+
+def make_agent(prompt: str = SYSTEM_PROMPT, *, llm: LLMClient) -> Agent:
+    """A fresh desk agent on ``llm`` with ``prompt`` as its system prompt (one per request:
+    no conversation carries over). ``bench/support_desk.py`` runs it;
+    ``tnsai-eval eval datasets/support_desk.jsonl --agent datasets/make_support_desk.py:make_agent``
+    scores it, and ``tnsai-eval optimize ... --agent`` the same with each prompt it tries."""
+    return Agent(
+        llm,
+        prompt,
+        tools=TOOLS,
+        max_steps=MAX_STEPS,
+        learning=False,
+        llm_params=AGENT_PARAMS,
+        send_tool_schemas=True,
+    )
+
 
 _WHERE = [
     "Where is my order {id}?",

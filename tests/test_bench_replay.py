@@ -203,3 +203,43 @@ def test_a_replay_that_misses_fails(tmp_path: Path) -> None:
     assert re.search(r"0 replies replayed, [1-9]\d* misses", done.stdout), done.stdout
     assert "the store lacks replies" in done.stderr
     assert list(tmp_path.iterdir()) == []  # a replay writes nothing
+
+
+# bench/README.md's section on the optimizer over the desk agent's system prompt: the
+# command (there with --record replay) and the lines it prints, read from the README.
+_DESK_OPTIMIZER = "## Support desk agent: the optimizer on its system prompt"
+_DESK_ARGUMENTS = (
+    "optimize", "datasets/support_desk.jsonl",
+    "--agent", "datasets/make_support_desk.py:make_agent",
+    "--strategies", "chain_of_thought", "--rounds", "1", "--no-rewrite",
+    "--store", "bench/stores/support_desk_optimizer", "--no-progress",
+)  # fmt: skip
+
+
+def test_the_desk_agents_optimizer_store_replays_the_published_figure(tmp_path: Path) -> None:
+    text = BENCH_README.read_text("utf-8")
+    section = text[text.index(_DESK_OPTIMIZER) :]
+    start = section.index("```text\n") + len("```text\n")
+    published = section[start : section.index("```", start)]
+    assert " ".join(_DESK_ARGUMENTS) in " ".join(section.replace("\\\n", " ").split())
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tnsai_eval.cli",
+            *_DESK_ARGUMENTS,
+            "--record",
+            "replay",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for line in published.strip().splitlines():
+        assert line in done.stdout, (line, done.stdout)
+    # Every reply came from the store: no model was loaded, no call made.
+    assert re.search(r"1 round\(s\), 0 calls \(0 retries, \d+ cache hits\)", done.stdout)

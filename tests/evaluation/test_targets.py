@@ -11,6 +11,7 @@ import pytest
 
 from tests.llm.fake_server import FakeOpenAIServer, Step
 from tnsai_eval.agents import Agent
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation import score_target
 from tnsai_eval.llm import Completion, FrontClient, OpenAIClient
 from tnsai_eval.llm import ToolCall as Request
@@ -200,3 +201,26 @@ def test_the_target_is_called_inside_a_running_event_loop() -> None:
         ).mean_score
 
     assert asyncio.run(notebook_cell()) == 1.0
+
+
+def test_route_moves_the_targets_calls_and_leaves_the_evaluators_alone() -> None:
+    app = FrontClient(ScriptedLLM(default="Lima"))
+    other = FrontClient(ScriptedLLM(default="Paris"))
+
+    class SharesTheAppClient:
+        """An evaluator that asks the app's client (a judge on the same model)."""
+
+        def evaluate(self, actual: str, expected: str) -> float:
+            return 1.0 if app.chat(f"is {actual} {expected}?").text == "Lima" else 0.0
+
+    def target(text: str) -> str:
+        return app.chat(text).text
+
+    result = score_target(
+        target, CASES[:2], evaluator=SharesTheAppClient(), route={app: other}, concurrency=1
+    )
+    assert [c.output for c in result.cases] == ["Paris", "Paris"]
+    assert result.scores == (1.0, 1.0)  # the evaluator's calls were answered by `app`
+    assert (other.misses, app.misses) == (2, 2)
+    with pytest.raises(ConfigError, match="FrontClients"):
+        score_target(target, CASES, route={ScriptedLLM(): other})  # type: ignore[dict-item]

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.support_desk import METRICS, desk_cases, desk_evaluation
+from tests.support_desk import METRICS, REPO, STORE, desk_cases, desk_evaluation
 from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation import TargetEvaluation, score_target
@@ -118,6 +123,102 @@ def test_secrets_are_masked_in_arguments_results_and_texts(
     text = shown.to_csv()
     assert "desk-secret" not in text
     assert text.count("***") >= 4
+
+
+# -- from a run report: the same desk run through pytest's evaluate_target ---------------
+
+DESK_SUITE = f"""
+import sys
+sys.path.insert(0, {str(REPO / "datasets")!r})
+import make_support_desk as desk
+from tnsai_eval.agents import Agent
+from tnsai_eval.scoring import (ContainsEvaluator, FinalAnswer, NormCompliance, ToolCallF1,
+                                ToolCallMatch)
+
+
+def test_desk(evaluate_target, llm):
+    def factory():
+        return Agent(llm, desk.SYSTEM_PROMPT, tools=desk.TOOLS, max_steps=4, learning=False,
+                     llm_params={{"temperature": 0.0, "max_tokens": 96}}, send_tool_schemas=True)
+
+    evaluate_target(factory, {str(REPO / "datasets" / "support_desk.jsonl")!r},
+                    evaluator=[ToolCallMatch("in_order", "subset"), ToolCallF1("subset"),
+                               NormCompliance(desk.SupportDesk), FinalAnswer(ContainsEvaluator())])
+"""
+
+
+@pytest.fixture(scope="module")
+def desk_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The --tnsai-report of the desk's pytest run, replayed from the committed store."""
+    folder = tmp_path_factory.mktemp("desk-report")
+    shutil.copytree(STORE, folder / "store")
+    (folder / "test_desk.py").write_text(DESK_SUITE, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_desk.py",
+         "--llm-store=store", "--llm-record=replay", "--tnsai-report=report.json"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    return folder / "report.json"
+
+
+def test_a_reports_cases_are_the_runs_cases(desk: TargetEvaluation, desk_report: Path) -> None:
+    from_report = frames.case_metrics(desk_report)
+    from_run = frames.case_metrics(desk)
+    # One row per case: the report's per-metric records (score.<metric>) are not cases.
+    assert len(from_report) == 48
+    assert set(from_report["nodeid"]) == {"test_desk.py::test_desk"}
+    same = ["case_id", "sample", "state", "passed", "steps", "tool_calls", "tools",
+            "stop_reason", *METRICS]  # fmt: skip
+    assert tuple(from_report.columns) == (*frames.CASE_METRIC_COLUMNS, *METRICS)
+    pd.testing.assert_frame_equal(from_report[same], from_run[same])
+
+
+def test_a_reports_steps_are_the_runs_steps_cut_to_the_summary(
+    desk: TargetEvaluation, desk_report: Path
+) -> None:
+    from_report = frames.trajectory_steps(desk_report)
+    from_run = frames.trajectory_steps(desk)
+    same = ["case_id", "step", "kind", "tool", "arguments", "result", "error", "tokens"]
+    pd.testing.assert_frame_equal(from_report[same], from_run[same])
+    # The report keeps a model turn's first 300 characters ("..." marks a cut).
+    cut = 0
+    for kept, whole in zip(from_report["text"], from_run["text"], strict=True):
+        if isinstance(whole, str) and len(whole) > 300:
+            cut += 1
+            assert kept.endswith("...")
+            assert whole.startswith(kept[:-3])
+        else:
+            assert kept == whole or (pd.isna(kept) and pd.isna(whole))
+    assert cut > 0
+
+
+def test_the_report_of_eval_agent_reads_as_the_run(desk: TargetEvaluation, tmp_path: Path) -> None:
+    # `tnsai-eval eval --agent` on the same committed replies: its report.json (one
+    # test, scored by ToolCallMatch in order, the data set's default) has the same runs.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TNSAI_LLM_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "tnsai_eval.cli", "eval", "datasets/support_desk.jsonl",
+         "--agent", "datasets/make_support_desk.py:make_agent", "--store", str(STORE),
+         "--record", "replay", "--out", str(tmp_path)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    from_report = frames.case_metrics(tmp_path / "report.json")
+    from_run = frames.case_metrics(desk)
+    same = ["case_id", "steps", "tool_calls", "tools", "stop_reason", "tool_calls_in_order"]
+    pd.testing.assert_frame_equal(from_report[same], from_run[same])
+    assert list(from_report["passed"]) == list(from_run["tool_calls_in_order"] == 1.0)
+    assert len(frames.trajectory_steps(tmp_path / "report.json")) == 134
+
+
+def test_a_prompt_report_has_no_agent_cases() -> None:
+    # Notebook 05's reports: prompt tests only.
+    for name in ("v1.json", "v3.json"):
+        report = REPO / "notebooks" / "reports" / name
+        assert frames.case_metrics(report).empty
+        assert frames.trajectory_steps(report).empty
+        assert tuple(frames.case_metrics(report).columns) == frames.CASE_METRIC_COLUMNS
 
 
 def test_other_sources_are_refused_with_their_type() -> None:

@@ -120,7 +120,7 @@ def test_the_defaults_pass_their_own_checks_and_are_the_clis() -> None:
     assert OptimizerConfig(evaluator=DEFAULT_CONFIG.evaluator) == DEFAULT_CONFIG
     args = build_parser(["optimize"]).parse_args(["optimize", "capitals"])
     assert args.rounds == DEFAULT_CONFIG.max_iterations
-    assert args.target == DEFAULT_CONFIG.target_score
+    assert args.target_score == DEFAULT_CONFIG.target_score
     assert args.search == DEFAULT_CONFIG.search
     assert args.strategies.split(",") == [s.value for s in DEFAULT_CONFIG.strategies]
     assert args.split == DEFAULT_CONFIG.split

@@ -184,8 +184,8 @@ def test_tnsai_record_rejects_bad_values(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*metric 'score': value must be an int or float, got str 'high'*"])
-    result.stdout.fnmatch_lines(["*metric 'score': value must be a finite number, got nan*"])
+    result.stdout.fnmatch_lines(["*metric 'score': sample 'high' is not a number*"])
+    result.stdout.fnmatch_lines(["*metric 'score': sample nan is not finite*"])
 
 
 def test_plugin_disabled_costs_nothing(pytester: pytest.Pytester) -> None:

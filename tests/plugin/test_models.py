@@ -187,6 +187,38 @@ def test_recordings_are_kept_per_model(
     assert old_outputs[2:] == ["Madrid", "Tokyo"]
 
 
+def test_a_second_model_finds_the_replies_recorded_before_the_test_had_a_model_parameter(
+    suite: pytest.Pytester, servers: tuple[FakeOpenAIServer, FakeOpenAIServer]
+) -> None:
+    # Recorded one model at a time: the test ids have no model parameter, so
+    # both models' replies are in the cassette of `test_capitals` (keyed by model).
+    for name in ("old", "new"):
+        suite.runpytest_inprocess(
+            "--tnsai-model", name, "--llm-store", "store", "--llm-record", "record"
+        ).assert_outcomes(passed=2)
+    (cassette,) = (suite.path / "store").glob("*.json")
+    assert read_json(cassette)["cassette"] == "test_suite.py::test_capitals"
+    assert len(read_json(cassette)["replies"]) == 8
+    for server in servers:
+        server.reset(default=Step.error(500))  # a model call now would fail the test
+    # Both models at once: the ids gain the model (test_capitals[old]), and each
+    # model's replies are found under the unparametrized test's cassette.
+    both = ["--tnsai-model", "old", "--tnsai-model", "new", "--llm-store", "store"]
+    replayed = suite.runpytest_inprocess(
+        *both, "--llm-record", "replay", "--tnsai-report", "r.json", "-v"
+    )
+    replayed.assert_outcomes(passed=3)
+    replayed.stdout.fnmatch_lines(["*test_capitals?old? PASSED*", "*test_capitals?new? PASSED*"])
+    assert servers[0].requests == servers[1].requests == []
+    tests = _tests(read_json(suite.path / "r.json"))
+    outputs = {n: [c["output"] for c in t["cases"]] for n, t in tests.items() if t["cases"]}
+    assert outputs == {
+        "test_suite.py::test_capitals[old]": ["Paris", "Rome", "Madrid", "Tokyo"],
+        "test_suite.py::test_capitals[new]": ["Paris", "Rome", "Lisbon", "Kyoto"],
+    }
+    assert {t["cache_hits"] for t in tests.values() if t["cases"]} == {4}
+
+
 def test_replay_needs_no_key(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     both = ["--tnsai-model", "old", "--tnsai-model", "new", "--llm-store", "store"]
     suite.runpytest_inprocess(*both, "--llm-record", "record").assert_outcomes(passed=3)

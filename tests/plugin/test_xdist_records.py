@@ -123,3 +123,54 @@ def test_every_field_of_a_test_record_declares_its_merge_rule() -> None:
     assert (merged.tokens_in, merged.tokens_out, merged.cost, merged.live_calls) == (7, 3, 0.5, 3)
     assert (merged.status, merged.latency_p50_s, merged.message) == (TestStatus.FAILED, 0.2, "boom")
     assert merged.samples == 2
+
+
+# Run twice: as two repeat samples in one process, and once on each of two
+# workers. Its second run skips, after scoring two prompts under two names.
+TWICE = """
+import os
+
+import pytest
+from tnsai_eval.llm import current_sample
+from tnsai_eval.scoring import ContainsEvaluator
+
+def test_twice(evaluate_prompt):
+    for name, prompt, case in [("france", "Answer.", ("capital of France?", "Paris")),
+                               ("italy", "Reply.", ("capital of Italy?", "Rome"))]:
+        evaluate_prompt(prompt, [case], evaluator=ContainsEvaluator(), name=name)
+    if current_sample() == 1 or os.environ.get("PYTEST_XDIST_WORKER") == "gw1":
+        pytest.skip("the second run gives no verdict")
+"""
+
+
+def test_a_tests_own_record_and_the_xdist_merge_follow_the_same_rules(
+    scripted: pytest.Pytester,
+) -> None:
+    scripted.makepyfile(test_twice=TWICE)
+    repeated = scripted.runpytest_inprocess("--tnsai-repeat", "2", "--tnsai-report=repeat.json")
+    repeated.assert_outcomes(skipped=1)
+    spread = scripted.runpytest_subprocess(
+        "-n", "2", "--dist", "each", "--tnsai-report=each.json"
+    )  # fmt: skip
+    spread.assert_outcomes(passed=1, skipped=1)
+    (alone,) = read_report(scripted.path / "repeat.json").tests
+    (merged,) = read_report(scripted.path / "each.json").tests
+
+    def shape(test: TrackedTest) -> tuple[object, ...]:
+        return (
+            test.status,
+            test.samples,
+            test.passed_samples,
+            test.calls,
+            test.tokens,
+            {name: m.samples for name, m in test.metrics.items()},
+            [(c.metric, c.sample, c.output) for c in test.cases],
+            [p.metric for p in test.prompts],
+        )
+
+    # A skipped run is worse than a passed one, in a test's own record as in the merge.
+    assert alone.status is TestStatus.SKIPPED
+    assert shape(alone) == shape(merged)
+    assert [p.metric for p in alone.prompts] == ["france", "italy"]  # each name's prompt
+    assert alone.calls == 4
+    assert {c.sample for c in alone.cases} == {0, 1}

@@ -12,6 +12,7 @@ from tests.support_desk import desk_evaluation
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation import TargetEvaluation, score_target
 from tnsai_eval.records import ModelTurn, ToolCall, Trajectory
+from tnsai_eval.reports import Report, TestStatus, TrackedTest
 from tnsai_eval.scoring import TestCase, ToolCallMatch
 from tnsai_eval.widgets import TrajectoryExplorer, snapshot_html
 from tnsai_eval.widgets._common import table_html
@@ -113,3 +114,19 @@ def test_a_missing_text_cell_is_blank_not_nan() -> None:
     page = table_html(pd.DataFrame({"tool": ["lookup_order", None]}))
     assert "NaN" not in page
     assert "<td></td>" in page
+
+
+def test_a_report_with_one_case_in_two_tests_names_each(desk: TargetEvaluation) -> None:
+    tests = tuple(
+        TrackedTest(nodeid, TestStatus.PASSED, cases=desk.cases[5:7])
+        for nodeid in ("t.py::test_desk[a]", "t.py::test_desk[b]")
+    )
+    explorer = TrajectoryExplorer(Report(tests=tests))
+    assert [value for _, value in explorer.case.options] == [
+        "where-A1006 · t.py::test_desk[a] #0", "where-A1007 · t.py::test_desk[a] #0",
+        "where-A1006 · t.py::test_desk[b] #0", "where-A1007 · t.py::test_desk[b] #0",
+    ]  # fmt: skip
+    explorer.case.value = "where-A1006 · t.py::test_desk[b] #0"
+    explorer.slider.value = 6
+    # The report's summary of the run: the same steps, the texts cut to 300 characters.
+    assert explorer.position.value == "step 6 of 7: tool call issue_refund"

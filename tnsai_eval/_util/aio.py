@@ -24,11 +24,25 @@ def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
     >>> run_sync(two())
     2
     """
+    kept: list[_T] = []
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        asyncio.run(_keep(coroutine, kept))
+        return kept[0]
     # The caller's context (its call budgets, running case, repeat sample) goes along.
     context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, asyncio.run, coroutine).result()
+        pool.submit(context.run, asyncio.run, _keep(coroutine, kept)).result()
+    return kept[0]
+
+
+async def _keep(coroutine: Coroutine[Any, Any, _T], kept: list[_T]) -> None:
+    """Await ``coroutine`` into ``kept``: the main task's own result stays ``None``.
+
+    ``asyncio.run`` restores the SIGINT handler it installed, a partial holding
+    the main task, and ``signal`` builds (then drops) an error message with the
+    repr of that handler, so of the task and of its result: for a scoring run,
+    every case record, a cost that grew with the number of cases.
+    """
+    kept.append(await coroutine)

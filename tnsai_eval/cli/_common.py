@@ -16,16 +16,19 @@ from pathlib import Path
 
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient, default_llm
-from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
+from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL, RecordMode, resolve_model
 
 __all__ = [
     "add_model_options",
+    "add_store_options",
     "check_output_dir",
     "check_output_file",
     "client_from_args",
     "finite_float",
+    "front_from_args",
     "positive_float",
     "positive_int",
+    "record_mode",
 ]
 
 
@@ -115,3 +118,46 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """``--store DIR``, ``--record MODE``, ``--cassette NAME``: replies recorded and replayed."""
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        help="response store: replies are replayed from and recorded in it",
+    )
+    parser.add_argument(
+        "--record",
+        choices=[m.value for m in RecordMode],
+        help="how --store is used (default: record, or replay when CI=true)",
+    )
+    parser.add_argument(
+        "--cassette", default="default",
+        help="the store's cassette to record in and read first (a pytest test's node id "
+        "replays what that test recorded; default: default)",
+    )  # fmt: skip
+
+
+def record_mode(args: argparse.Namespace) -> RecordMode:
+    """``--record``, else the default (``replay`` when CI=true, else ``record``)."""
+    return RecordMode.parse(args.record) if args.record else RecordMode.default()[0]
+
+
+def front_from_args(args: argparse.Namespace) -> LLMClient:
+    """``client_from_args``'s model behind ``--store`` in the ``--record`` mode (without
+    ``--store``, the client itself). A replay never makes the model client: the embedded
+    model is not loaded and no server is asked."""
+    from tnsai_eval.llm import EMBEDDED_MODEL, FrontClient, ModelTable
+
+    if getattr(args, "store", None) is None:
+        return client_from_args(args)
+    mode, cassette = record_mode(args), args.cassette
+    given: LLMClient | None = getattr(args, "llm", None)
+    if given is not None:
+        return FrontClient(given, args.store, mode, cassette=cassette)
+    server = resolve_model(base_url=args.base_url, model=args.model)
+    if server.base_url is None and server.model is None:
+        embedded = ModelTable.load().get(EMBEDDED_MODEL)
+        return embedded.front(args.store, mode, cassette=cassette)
+    return FrontClient(client_from_args(args), args.store, mode, cassette=cassette)

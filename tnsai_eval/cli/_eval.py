@@ -39,7 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.files import atomic_write_text, shown_path
 from tnsai_eval._util.text import no_surrogates, one_line, shown_label
-from tnsai_eval.cli._common import check_output_dir, finite_float, positive_int
+from tnsai_eval.cli._common import (
+    add_store_options,
+    check_output_dir,
+    finite_float,
+    positive_int,
+    record_mode,
+)
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.settings import (
     ENV_API_KEY,
@@ -65,8 +71,19 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("dataset", help="a shipped dataset name (e.g. capitals) or a .jsonl path")
-    parser.add_argument(
-        "--prompt", required=True, help="the prompt, or @FILE to read it from a file"
+    what = parser.add_argument_group("what is scored (exactly one)")
+    what.add_argument("--prompt", help="the prompt, or @FILE to read it from a file")
+    what.add_argument(
+        "--target",
+        metavar="MODULE:FUNCTION",
+        help="your app's own code path: FUNCTION(input) -> str | Trajectory (module:name or "
+        "file.py:name; given each --model's client as llm= when it takes an llm parameter)",
+    )
+    what.add_argument(
+        "--agent",
+        metavar="MODULE:FACTORY",
+        help="an agent: FACTORY() returns one (made once per case; given each --model's "
+        "client as llm= when it takes an llm parameter), scored on its trajectory",
     )
     parser.add_argument(
         "--model",
@@ -101,21 +118,7 @@ def add_parser(subparsers: Any) -> None:
         help="each case's message, with {prompt} and {input}, or @FILE (default: the prompt, "
         "a blank line, the input)",
     )
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        help="response store: replies are replayed from and recorded in it",
-    )
-    parser.add_argument(
-        "--record",
-        choices=[m.value for m in RecordMode],
-        help="how --store is used (default: record, or replay when CI=true)",
-    )
-    parser.add_argument(
-        "--cassette", default="default",
-        help="the store's cassette to record in and read first (a pytest test's node id "
-        "replays what that test recorded; default: default)",
-    )  # fmt: skip
+    add_store_options(parser)
     parser.set_defaults(func=_run)
 
 
@@ -203,11 +206,19 @@ def _run(args: argparse.Namespace) -> int:
     # Everything is checked before the first call: a bad argument costs nothing.
     if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
         raise ConfigError(f"--min-score must be in [0, 1], got {args.min_score:g}")
+    given = [f"--{n} {v!r}" for n in ("prompt", "target", "agent") if (v := getattr(args, n))]
+    if len(given) != 1:
+        raise ConfigError(
+            "give exactly one of --prompt TEXT|@FILE, --target MODULE:FUNCTION and --agent "
+            f"MODULE:FACTORY (got {', '.join(given) if given else 'none'})"
+        )
+    if args.prompt is None:
+        return _run_code(args)
     text, file = _prompt(args.prompt)
     template = (
         DEFAULT_TEMPLATE if args.template is None else _prompt(args.template, "--template")[0]
     )
-    mode = RecordMode.parse(args.record) if args.record else RecordMode.default()[0]
+    mode = record_mode(args)
     replaying = args.store is not None and mode is RecordMode.REPLAY
     _check_text(args.dataset, "dataset")
     plan = scoring_plan(args.dataset)
@@ -229,13 +240,77 @@ def _run(args: argparse.Namespace) -> int:
         notes=plan.notes, concurrency=args.concurrency, store=args.store, record_mode=mode,
         cassette=args.cassette,
     )  # fmt: skip
-    report = evaluation.to_report(prompt_file=file, min_score=args.min_score)
+    return _finish(
+        out,
+        evaluation,
+        evaluation.to_report(prompt_file=file, min_score=args.min_score),
+        args.min_score,
+    )
+
+
+def _run_code(args: argparse.Namespace) -> int:
+    """``--target`` / ``--agent``: the user's code scored per model, as a prompt is."""
+    from tnsai_eval.cli._targets import load_user_code, trajectory_evaluator
+    from tnsai_eval.datasets import scoring_plan
+    from tnsai_eval.evaluation import evaluate_target_models
+    from tnsai_eval.llm import EMBEDDED_MODEL, ModelTable, NamedModel
+
+    if args.template is not None:
+        raise ConfigError(
+            "--template lays out a prompt's message; a --target or --agent sends its own"
+        )
+    if args.max_tokens is not None:
+        raise ConfigError(
+            "--max-tokens bounds a prompt's replies; a --target or --agent sets its own"
+        )
+    option, spec = ("--target", args.target) if args.target else ("--agent", args.agent)
+    code = load_user_code(option, spec)
+    mode = record_mode(args)
+    replaying = args.store is not None and mode is RecordMode.REPLAY
+    _check_text(args.dataset, "dataset")
+    plan = scoring_plan(args.dataset)
+    table = ModelTable.load(args.models_file) if args.models_file else ModelTable.load()
+    models: dict[str, NamedModel | LLMClient] | None = None
+    if code.takes_llm:
+        server = resolve_model(base_url=args.base_url)
+        if args.models or server.base_url or getattr(args, "llm", None) is not None:
+            models = _models(args, table)
+        else:  # the embedded model, made only by a call that reaches it (never in replay)
+            models = {EMBEDDED_MODEL: table.get(EMBEDDED_MODEL)}
+        for model in models.values():
+            if isinstance(model, NamedModel) and not replaying:
+                model.api_key()  # an unset key variable is an error now, not after some calls
+    elif args.models:
+        raise ConfigError(
+            f"--model: {option} {spec!r} takes no llm parameter, so it calls a model of its "
+            "own choosing and cannot be run on a chosen one; add an llm parameter to it"
+        )
+    out = Path(args.out)
+    check_output_dir(out, "--out")
+    evaluator, notes = plan.evaluator, list(plan.notes)
+    found = trajectory_evaluator(plan.cases)
+    if found is not None and plan.meta.path is None:  # no NAME.meta.json says otherwise
+        evaluator, how = found
+        notes.append(f"scored by {how}")
+    for note in notes:
+        print(f"eval: {note}", file=sys.stderr)
+    evaluation = evaluate_target_models(
+        code.target, plan.cases, models, name=f"{option} {spec}", table=table,
+        evaluator=evaluator, threshold=plan.threshold, dataset=_dataset_label(args.dataset),
+        notes=notes, concurrency=args.concurrency, store=args.store, record_mode=mode,
+        cassette=args.cassette,
+    )  # fmt: skip
+    return _finish(out, evaluation, evaluation.to_report(min_score=args.min_score), args.min_score)
+
+
+def _finish(out: Path, evaluation: ModelEvaluation, report: Report, min_score: float | None) -> int:
+    """Print the leaderboard and the model verdicts, write the files, give the exit status."""
     print(_leaderboard(evaluation))
     verdicts = evaluation.format_verdicts()
     if verdicts:
         print("\n" + verdicts)
     _write(out, evaluation, report)
-    return _verdict(evaluation, args.min_score)
+    return _verdict(evaluation, min_score)
 
 
 def _verdict(evaluation: ModelEvaluation, min_score: float | None) -> int:

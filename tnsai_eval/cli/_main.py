@@ -54,7 +54,10 @@ SUBCOMMANDS: Mapping[str, tuple[str, str]] = MappingProxyType(
             "tnsai_eval.cli._doctor",
             "check that the model tnsai-eval would use works here",
         ),
-        "store": ("tnsai_eval.cli._store", "maintain a response store (migrate an older layout)"),
+        "store": (
+            "tnsai_eval.cli._store",
+            "maintain a response store (prune unused replies, migrate an older layout)",
+        ),
     }
 )
 

@@ -31,9 +31,11 @@ from tnsai_eval._util.secrets import frozen_secrets, mask, mask_deep, redact_url
 from tnsai_eval._util.text import no_surrogates
 from tnsai_eval.cli._common import (
     add_model_options,
+    add_store_options,
     check_output_dir,
     client_from_args,
     finite_float,
+    front_from_args,
     positive_float,
     positive_int,
 )
@@ -61,6 +63,8 @@ from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, resolve_mo
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from tnsai_eval.cli._targets import UserCode
 
 __all__ = ["DEFAULT_PROMPTS", "add_parser"]
 
@@ -93,7 +97,9 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("dataset", help="a shipped dataset name (e.g. capitals) or a .jsonl path")
     parser.add_argument(
-        "--prompt", help="the starting prompt (default: one suited to the shipped dataset)"
+        "--prompt",
+        help="the starting prompt (default: the --target/--agent factory's own default for "
+        "its prompt parameter, else one suited to the shipped dataset)",
     )
     parser.add_argument(
         "--strategies",
@@ -109,10 +115,24 @@ def add_parser(subparsers: Any) -> None:
         help=f"at most N rounds (default: {DEFAULT_CONFIG.max_iterations})",
     )
     parser.add_argument(
-        "--target",
+        "--target-score",
         type=finite_float,
         default=DEFAULT_CONFIG.target_score,
         help=f"stop at this score (default: {DEFAULT_CONFIG.target_score})",
+    )
+    code = parser.add_mutually_exclusive_group()
+    code.add_argument(
+        "--target",
+        metavar="MODULE:FACTORY",
+        help="optimize the prompt inside your app: FACTORY(prompt) returns the function "
+        "fn(input) that uses it (module:name or file.py:name; given the model as llm= when "
+        "it takes an llm parameter). A number here is the old spelling of --target-score",
+    )
+    code.add_argument(
+        "--agent",
+        metavar="MODULE:FACTORY",
+        help="optimize an agent's system prompt: FACTORY(prompt) returns an agent (made "
+        "once per case; given the model as llm= when it takes an llm parameter)",
     )
     # Read when the parser is built: a mode registered before is offered too.
     modes = list(SEARCHES)
@@ -212,7 +232,35 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_options(parser)
+    add_store_options(parser)
     parser.set_defaults(func=_run)
+
+
+def _target_option(args: argparse.Namespace) -> tuple[float, UserCode | None]:
+    """``(target score, the user's code)`` from ``--target-score``, ``--target``, ``--agent``.
+
+    ``--target`` once meant the score to stop at: a number given there still
+    does (with a note), and ``module:factory`` names the app.
+    """
+    from tnsai_eval.cli._targets import load_user_code
+
+    score, given = args.target_score, args.target
+    if given is not None and ":" not in given:
+        try:
+            score = finite_float(given)
+        except argparse.ArgumentTypeError as exc:
+            raise ConfigError(f"--target {given!r}: {exc}") from None
+        print(
+            f"optimize: --target {given} is read as --target-score {given} (its old "
+            "meaning); --target now names your app as module:factory",
+            file=sys.stderr,
+        )
+        given = None
+    if given is not None:
+        return score, load_user_code("--target", given)
+    if args.agent is not None:
+        return score, load_user_code("--agent", args.agent)
+    return score, None
 
 
 def _non_negative_int(text: str) -> int:
@@ -315,6 +363,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # Before any work: a run must not be lost because its outputs cannot be written.
     check_output_dir(args.out, "--out")
+    target_score, code = _target_option(args)
     # One resolution of the dataset's NAME.meta.json, shared with evaluate_prompt.
     plan = datasets.scoring_plan(
         args.dataset,
@@ -323,21 +372,30 @@ def _run(args: argparse.Namespace) -> int:
         params={**DEFAULT_CONFIG.call_params, "max_tokens": args.reply_tokens},
     )
     cases, meta = list(plan.cases), plan.meta
-    evaluator = plan.evaluator or meta.make_evaluator()
+    evaluator: Any = plan.evaluator or meta.make_evaluator()
     how = meta.describe() if args.evaluator is None else f"{args.evaluator} (--evaluator)"
+    if code is not None and args.evaluator is None and meta.path is None:
+        from tnsai_eval.cli._targets import trajectory_evaluator
+
+        found = trajectory_evaluator(cases)
+        if found is not None:
+            evaluator, how = found
     call_params = dict(plan.params or {})
     constrain = "response_format" in call_params
     validation = datasets.load(args.validation) if args.validation else None
     strategies = [PromptStrategy.parse(s) for s in args.strategies.split(",") if s.strip()]
     if not strategies:
         raise ConfigError(f"--strategies names no strategy: {args.strategies!r}")
-    prompt = args.prompt or DEFAULT_PROMPTS.get(Path(args.dataset).stem, _GENERIC_PROMPT)
+    own = None if code is None else code.default_prompt()  # the app's own prompt
+    prompt = args.prompt or own or DEFAULT_PROMPTS.get(Path(args.dataset).stem, _GENERIC_PROMPT)
     rewrite_llm, rewriter = _rewrite_client(args)
     bar = None if args.no_progress else _ProgressBar()
+    # One client for the model: the target's calls and the rewrites, behind --store.
+    llm = front_from_args(args)
     optimizer = PromptOptimizer(
-        client_from_args(args),
+        llm,
         max_iterations=args.rounds,
-        target_score=args.target,
+        target_score=target_score,
         candidate_strategies=strategies,
         evaluator=evaluator,
         search=args.search,
@@ -357,14 +415,18 @@ def _run(args: argparse.Namespace) -> int:
     )
     most_calls = optimizer.estimate_calls(prompt, cases, validation_cases=validation)
     selection, held_out = optimizer.split_cases(cases, validation)
+    bound = f"at most {most_calls} calls"
+    if code is not None:
+        bound = f"at most {most_calls} runs of the {code.option[2:]} (each may make several calls)"
     print(
         f"optimizing {args.dataset!r}: {len(cases)} cases ({len(selection)} to select on, "
         f"{len(held_out)} held out), prompt {prompt!r}, "
-        f"strategies {', '.join(s.value for s in strategies)}, {args.search} search, "
-        f"at most {most_calls} calls",
+        f"strategies {', '.join(s.value for s in strategies)}, {args.search} search, {bound}",
         flush=True,
     )
     print(f"evaluator: {how}", flush=True)
+    if code is not None:
+        print(f"prompt inside {code.option} {code.spec}", flush=True)
     if rewriter:
         print(f"rewrites by {rewriter}", flush=True)
     if constrain:
@@ -372,7 +434,12 @@ def _run(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.open(most_calls)
     try:
-        result = optimizer.optimize(prompt, cases, validation_cases=validation)
+        result = optimizer.optimize(
+            prompt,
+            cases,
+            validation_cases=validation,
+            target=None if code is None else code.factory(llm),
+        )
     finally:
         if bar is not None:
             bar.close()

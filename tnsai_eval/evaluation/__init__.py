@@ -31,6 +31,7 @@ from tnsai_eval.evaluation._models import (
     ModelResult,
     ModelsInput,
     evaluate_models,
+    evaluate_target_models,
 )
 from tnsai_eval.evaluation._scoring import PromptEvaluation, ascore_prompt, score_prompt
 from tnsai_eval.evaluation._stop import StopReason, VariantStatus
@@ -76,6 +77,7 @@ __all__ = [
     "check_template",
     "demos_text",
     "evaluate_models",
+    "evaluate_target_models",
     "examples_block",
     "score_prompt",
     "score_target",

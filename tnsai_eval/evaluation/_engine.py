@@ -17,15 +17,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias, cast
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
+from tnsai_eval.evaluation._runner import TargetRunner
 from tnsai_eval.evaluation._stop import StopReason, VariantStatus
 from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE, PromptVariant
 from tnsai_eval.llm import (
     CallBudget,
+    CallEvent,
     Completion,
     LLMClient,
     Message,
@@ -35,7 +37,13 @@ from tnsai_eval.llm import (
     running_case,
 )
 from tnsai_eval.records import CaseRecord, CaseState, case_ids
-from tnsai_eval.scoring import DEFAULT_CALL_PARAMS, PromptEvaluator, TestCase
+from tnsai_eval.scoring import (
+    DEFAULT_CALL_PARAMS,
+    PromptEvaluator,
+    TestCase,
+    TrajectoryEvaluator,
+    metrics_of,
+)
 
 __all__ = [
     "DEFAULT_CALL_PARAMS",
@@ -263,15 +271,20 @@ class Engine:
         self,
         llm: LLMClient,
         *,
-        evaluator: PromptEvaluator,
+        evaluator: PromptEvaluator | TrajectoryEvaluator,
         budget: Budget,
         concurrency: int,
         params: Mapping[str, Any],
         template: str,
         on_case: Callable[[CaseRecord], None],
+        target: Callable[[str], Any] | None = None,
     ) -> None:
         self.llm = llm
         self.evaluator = evaluator
+        #: ``factory(prompt) -> target``: a variant is scored by running the target its
+        #: prompt makes (``score_target``'s runner) rather than by one call per case.
+        self.target = target
+        self._runners: dict[str, TargetRunner | Exception] = {}
         self.budget = budget
         self.params = dict(params)
         self.template = template
@@ -387,6 +400,8 @@ class Engine:
     async def _score_case(
         self, variant: Variant, index: int, cases: Sequence[TestCase], case_id: str, split: str
     ) -> CaseRecord | None:
+        if self.target is not None:
+            return await self._score_target_case(variant, index, cases, case_id, split)
         case = cases[index]
         sent = await self.send(self.case_messages(variant, case.input), self.case_params(variant))
         if isinstance(sent.reply, _Skipped):
@@ -437,14 +452,78 @@ class Engine:
             strategy=variant.strategy,
             split=split,
         )
-        if split == "train":
-            variant.scores[index] = score
-            variant.outputs[index] = output
+        return self._keep(variant, index, row, sent.attempts, sent.tokens)
+
+    def _keep(
+        self, variant: Variant, index: int, row: CaseRecord, attempts: int, tokens: int
+    ) -> CaseRecord:
+        if row.split == "train":
+            variant.scores[index] = row.score
+            variant.outputs[index] = row.output
         variant.rows.append(row)
-        variant.calls += sent.attempts
-        variant.tokens += sent.tokens
+        variant.calls += attempts
+        variant.tokens += tokens
         self._on_case(row)
         return row
+
+    def _runner(self, variant: Variant) -> TargetRunner | Exception:
+        """The target ``variant``'s prompt makes (once per prompt), or what making it raised."""
+        key = variant.spec.key()
+        known = self._runners.get(key)
+        if known is None:
+            assert self.target is not None
+            try:
+                made = self.target(variant.prompt)
+            except Exception as exc:  # the factory's failure is each case's error
+                known = exc
+            else:
+                metrics = metrics_of(self.evaluator)
+                known = TargetRunner(made, metrics, self.budget.call_budgets, 0.5)
+            self._runners[key] = known
+        return known
+
+    async def _score_target_case(
+        self, variant: Variant, index: int, cases: Sequence[TestCase], case_id: str, split: str
+    ) -> CaseRecord | None:
+        """Run the target ``variant``'s prompt makes on one case (its calls bounded by the
+        run's budgets as they are sent); ``None`` when the budget refused it."""
+        case = cases[index]
+        if self.budget.halted():
+            return None
+        async with self._semaphore:
+            if not self.budget.may_send():
+                return None
+            runner = self._runner(variant)
+            if isinstance(runner, Exception):
+                kind = type(runner).__name__
+                record = CaseRecord(
+                    case_id, case.input, case.expected, state=CaseState.ERROR,
+                    error=f"target factory {kind}: {mask(str(runner))}", error_type=kind,
+                    index=index,
+                )  # fmt: skip
+                done_events: tuple[CallEvent, ...] = ()
+            else:
+                with self.budget.active():  # an evaluator's calls too, as for a prompt
+                    done = await runner.case(case, case_id, index)
+                record, done_events = done.record, done.events
+        attempts = 0
+        for event in done_events:
+            if event.error is not None and event.attempts > 0:
+                self.budget.failed_calls += 1
+            if event.error is None or event.attempts > 0:
+                self.budget.settle(event.attempts)  # 0: a store answered it
+            attempts += event.attempts
+        self.budget.tokens += record.tokens
+        if record.state is CaseState.NOT_RUN:
+            if self.budget.stop_reason is None:
+                self.budget.stop_reason = StopReason.MAX_CALLS
+            variant.calls += attempts
+            return None
+        row = replace(
+            record, round=variant.round, variant=variant.id, strategy=variant.strategy,
+            split=split,
+        )  # fmt: skip
+        return self._keep(variant, index, row, attempts, record.tokens)
 
     async def score(
         self,
@@ -484,7 +563,8 @@ class Engine:
         if aevaluate is not None and inspect.iscoroutinefunction(aevaluate):
             value = await aevaluate(actual, expected)
         else:
-            value = self.evaluator.evaluate(actual, expected)
+            # A prompt's replies: the optimizer refuses a trajectory-only evaluator for them.
+            value = cast(PromptEvaluator, self.evaluator).evaluate(actual, expected)
         if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
             raise ConfigError(
                 f"evaluator {self.evaluator!r} returned {value!r} for {actual[:40]!r}; "

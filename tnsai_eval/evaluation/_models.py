@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -39,6 +40,7 @@ from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE
 from tnsai_eval.llm import (
     DEFAULT_CASSETTE,
     CallEvent,
+    CallListener,
     FrontClient,
     LLMClient,
     ModelTable,
@@ -61,6 +63,7 @@ __all__ = [
     "ModelResult",
     "ModelsInput",
     "evaluate_models",
+    "evaluate_target_models",
 ]
 
 #: What ``evaluate_models`` takes as models: names in the models table (or
@@ -405,6 +408,77 @@ def evaluate_models(
     unknown = sorted(set(extra) - set(labels))
     if unknown:
         raise ConfigError(f"model_params names {unknown}, not among the models {labels}")
+    clients = _fronts(resolved, store, record_mode, cassette)
+    base = dict(DEFAULT_CALL_PARAMS if params is None else params)
+    results: list[ModelResult] = []
+    for (label, named, _), client in zip(resolved, clients, strict=True):
+
+        def score(
+            seen: Callable[[CaseRecord], None], client: FrontClient = client, label: str = label
+        ) -> Any:
+            return score_prompt(
+                client,
+                text,
+                checked,
+                evaluator=evaluator,
+                template=template,
+                params={**base, **extra.get(label, {})},
+                concurrency=concurrency,
+                max_calls=max_calls,
+                on_case=seen,
+            )
+
+        listen = client.subscribe  # the model's own calls: a judge's are not its cost
+        results.append(
+            _one_model(label, named, threshold, len(checked), score, listen, progress, on_case)
+        )
+    return ModelEvaluation(text, dataset, tuple(results), tuple(notes), template, base)
+
+
+def _one_model(
+    label: str,
+    named: NamedModel | None,
+    threshold: float,
+    total: int,
+    score: Callable[[Callable[[CaseRecord], None]], PromptEvaluation],
+    listen: Callable[[CallListener], AbstractContextManager[object]],
+    progress: bool,
+    on_case: Callable[[str, CaseRecord], None] | None,
+) -> ModelResult:
+    """One model's result: ``score(on_case)`` run while ``listen`` tallies its calls."""
+    tally = _Tally()
+    bar = _bar(label, total) if progress else None
+
+    def seen(case: CaseRecord) -> None:
+        if bar is not None:
+            bar.update(1)
+        if on_case is not None:
+            on_case(label, case)
+
+    try:
+        with listen(tally):
+            evaluation = score(seen)
+    finally:
+        if bar is not None:
+            bar.close()
+    return ModelResult(
+        label,
+        evaluation,
+        threshold,
+        named,
+        tally.tokens_in,
+        tally.tokens_out,
+        tuple(tally.latencies),
+    )
+
+
+def _fronts(
+    resolved: Sequence[tuple[str, NamedModel | None, LLMClient | None]],
+    store: ResponseStore | str | os.PathLike[str] | None,
+    record_mode: RecordMode | str,
+    cassette: str,
+) -> list[FrontClient]:
+    """Each model's one client, behind ``store`` in ``record_mode``; key variables checked."""
     mode = RecordMode.parse(record_mode)
     cached_store = None if store is None else (
         store if isinstance(store, ResponseStore) else ResponseStore(store)
@@ -420,49 +494,71 @@ def evaluate_models(
             clients.append(client)  # already the model's one client: its own store
         else:
             clients.append(FrontClient(client, cached_store, mode, cassette=cassette))
-    base = dict(DEFAULT_CALL_PARAMS if params is None else params)
-    results: list[ModelResult] = []
-    for (label, named, _), client in zip(resolved, clients, strict=True):
-        tally = _Tally()
-        bar = _bar(label, len(checked)) if progress else None
-
-        def seen(case: CaseRecord, label: str = label, bar: Any = bar) -> None:
-            if bar is not None:
-                bar.update(1)
-            if on_case is not None:
-                on_case(label, case)
-
-        try:
-            with client.subscribe(tally):
-                evaluation = score_prompt(
-                    client,
-                    text,
-                    checked,
-                    evaluator=evaluator,
-                    template=template,
-                    params={**base, **extra.get(label, {})},
-                    concurrency=concurrency,
-                    max_calls=max_calls,
-                    on_case=seen,
-                )
-        finally:
-            if bar is not None:
-                bar.close()
-        results.append(
-            ModelResult(
-                label,
-                evaluation,
-                threshold,
-                named,
-                tally.tokens_in,
-                tally.tokens_out,
-                tuple(tally.latencies),
-            )
-        )
-    return ModelEvaluation(text, dataset, tuple(results), tuple(notes), template, base)
+    return clients
 
 
 def _bar(label: str, total: int) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="case", desc=label, file=sys.stderr, leave=False)
+
+
+def evaluate_target_models(
+    make: Callable[[LLMClient | None], Callable[..., Any]],
+    cases: Sequence[TestCase],
+    models: ModelsInput | None,
+    *,
+    name: str,
+    table: ModelTable | None = None,
+    evaluator: Any = None,
+    threshold: float = 0.5,
+    dataset: str = "<cases>",
+    notes: Sequence[str] = (),
+    concurrency: int = 4,
+    max_calls: int | None = None,
+    store: ResponseStore | str | os.PathLike[str] | None = None,
+    record_mode: RecordMode | str = RecordMode.RECORD,
+    cassette: str = DEFAULT_CASSETTE,
+    progress: bool = True,
+) -> ModelEvaluation:
+    """Score a target (the app's own code) on ``cases`` once per model: ``evaluate_models``
+    for a function or an agent rather than a prompt.
+
+    ``make(client)`` returns the target (``score_target``'s: ``fn(input)`` or an
+    agent factory) that runs on that model's client: its ``FrontClient``,
+    behind ``store`` in ``record_mode`` as ``evaluate_models`` builds it.
+    ``models=None`` runs the target once as it is, on the model it chose
+    itself (``make(None)``), under the label ``app``. ``name`` names the
+    target in the result (its ``prompt``). Tokens, calls and latencies are
+    those of every call made through a ``FrontClient`` while a case ran.
+    """
+    from tnsai_eval.evaluation._target import score_target
+    from tnsai_eval.llm import observing
+
+    checked = check_cases(cases, "cases")
+    runs: list[tuple[str, NamedModel | None, LLMClient | None]] = [("app", None, None)]
+    if models is not None:
+        resolved = _resolve(models, table)
+        fronts = _fronts(resolved, store, record_mode, cassette)
+        runs = [
+            (label, named, front) for (label, named, _), front in zip(resolved, fronts, strict=True)
+        ]
+    results: list[ModelResult] = []
+    for label, named, client in runs:
+
+        def score(seen: Callable[[CaseRecord], None], client: Any = client) -> Any:
+            return score_target(
+                make(client),
+                checked,
+                evaluator=evaluator,
+                concurrency=concurrency,
+                max_calls=max_calls,
+                case_threshold=threshold,
+                on_case=seen,
+            )
+
+        # Every call made while a case ran, through whichever client the app holds.
+        results.append(
+            _one_model(label, named, threshold, len(checked), score, observing, progress, None)
+        )
+    return ModelEvaluation(name, dataset, tuple(results), tuple(notes), DEFAULT_TEMPLATE, {})

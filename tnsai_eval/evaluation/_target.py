@@ -17,33 +17,25 @@ budget makes it ``not_run``.
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from tnsai_eval._util.aio import run_sync
-from tnsai_eval._util.plain import json_ready
-from tnsai_eval._util.secrets import mask
-from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
+from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation._engine import check_concurrency
+from tnsai_eval.evaluation._runner import CaseDone, CaseRun, Target, TargetRunner
 from tnsai_eval.evaluation._scoring import PromptEvaluation
 from tnsai_eval.evaluation._stop import StopReason
-from tnsai_eval.llm import CallBudget, CallEvent, observing, running_case
+from tnsai_eval.llm import CallBudget, FrontClient
 from tnsai_eval.records import (
-    CaseMetric,
     CaseRecord,
     CaseState,
     Trajectory,
-    TrajectorySummary,
     case_ids,
 )
 from tnsai_eval.scoring import (
     DefaultPromptEvaluator,
-    Metric,
     PromptEvaluator,
     TestCase,
     TrajectoryEvaluator,
@@ -53,7 +45,6 @@ from tnsai_eval.scoring import (
 
 __all__ = ["CaseRun", "TargetEvaluation", "ascore_target", "score_target", "target_name"]
 
-Target: TypeAlias = Callable[..., Any]
 EvaluatorInput: TypeAlias = (
     "PromptEvaluator | TrajectoryEvaluator | Sequence[PromptEvaluator | TrajectoryEvaluator]"
 )
@@ -65,46 +56,6 @@ def target_name(target: object) -> str:
     name = getattr(target, "__qualname__", None) or type(target).__qualname__
     name = name.split("<locals>.")[-1]  # a function defined in a test: its own name
     return f"{module}:{name}" if module else name
-
-
-def _is_factory(target: Target) -> bool:
-    try:
-        signature = inspect.signature(target)
-    except (TypeError, ValueError):
-        return False
-    return not any(
-        p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        for p in signature.parameters.values()
-    )
-
-
-async def _run(target: Target, factory: bool, text: str) -> object:
-    if factory:
-        agent = await asyncio.to_thread(target)
-        arun = getattr(agent, "arun", None)
-        if arun is not None and inspect.iscoroutinefunction(arun):
-            return await arun(text)
-        run = getattr(agent, "run", None)
-        if not callable(run):
-            raise TypeError(f"the agent factory returned {agent!r}, which has no run(input)")
-        return await asyncio.to_thread(run, text)
-    if inspect.iscoroutinefunction(target):
-        return await target(text)
-    found = await asyncio.to_thread(target, text)  # copies the context: the case goes along
-    if inspect.isawaitable(found):
-        return await found
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class CaseRun:
-    """What one case's run of the target showed besides its record: the trajectory (a
-    plain output is one with no steps), and the system prompts and call parameters its
-    calls sent (each distinct one once, in order)."""
-
-    trajectory: Trajectory | None
-    systems: tuple[str, ...] = ()
-    params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,172 +91,6 @@ class TargetEvaluation(PromptEvaluation):
         return tuple(dict.fromkeys(p for run in self.runs for p in run.params))
 
 
-def _canonical(params: Mapping[str, Any]) -> str:
-    return json.dumps(json_ready(params), sort_keys=True, ensure_ascii=False, default=str)
-
-
-@dataclass
-class _Seen:
-    """The calls one case made, as their events arrived (from any thread of the case)."""
-
-    events: list[CallEvent] = field(default_factory=list)
-
-    def add(self, event: CallEvent) -> None:
-        self.events.append(event)
-
-    def failed_with(self, kind: type[Exception]) -> Exception | None:
-        return next((e.error for e in self.events if isinstance(e.error, kind)), None)
-
-    def run(self, trajectory: Trajectory | None) -> CaseRun:
-        systems = dict.fromkeys(e.system for e in self.events if e.system)
-        params = dict.fromkeys(_canonical(e.params) for e in self.events)
-        return CaseRun(trajectory, tuple(systems), tuple(params))
-
-
-def _summary(trajectory: Trajectory | None) -> TrajectorySummary | None:
-    """What the report keeps of a run (a plain output: nothing)."""
-    return None if trajectory is None else TrajectorySummary.of(trajectory)
-
-
-def _failure(exc: BaseException) -> tuple[str, str]:
-    kind = type(exc).__name__
-    return f"{kind}: {mask(str(exc))}", kind
-
-
-@dataclass(frozen=True, slots=True)
-class _Done:
-    """One case done: its record, each metric's record, what its run showed, its calls."""
-
-    record: CaseRecord
-    per_metric: list[CaseRecord]
-    run: CaseRun
-    calls: int
-
-
-class _Runner:
-    def __init__(
-        self,
-        target: Target,
-        metrics: Sequence[Metric],
-        budgets: Sequence[CallBudget],
-        case_threshold: float,
-    ) -> None:
-        self.target = target
-        self.factory = _is_factory(target)
-        self.metrics = metrics
-        self.budgets = tuple(budgets)
-        self.case_threshold = case_threshold
-
-    async def case(self, case: TestCase, case_id: str, index: int) -> _Done:
-        """Run the target on one case and score its output with every metric."""
-        base = CaseRecord(case_id, case.input, case.expected, index=index)
-        if any(budget.left <= 0 for budget in self.budgets):
-            skipped = replace(base, state=CaseState.NOT_RUN, error="not run: budget")
-            return self._unscored(skipped, CaseRun(None), 0)
-        seen = _Seen()
-        started = time.perf_counter()
-        output: object = None
-        failure: Exception | None = None
-        with running_case(case_id), observing(seen.add), _all_active(self.budgets):
-            try:
-                output = await _run(self.target, self.factory, case.input)
-            except Exception as exc:  # contained to this case: typed and shown
-                failure = exc
-        trajectory = output if isinstance(output, Trajectory) else None
-        run = seen.run(trajectory)
-        calls = sum(1 for e in seen.events if e.attempts > 0)
-        tokens = sum(e.total_tokens for e in seen.events)
-        if trajectory is not None and not seen.events:
-            tokens = trajectory.tokens  # a client outside tnsai-eval: the run's own count
-        record = replace(
-            base,
-            tokens=tokens,
-            latency_s=time.perf_counter() - started,
-            cached=bool(seen.events) and all(e.cached for e in seen.events),
-        )
-        # A miss anywhere inside the target, even one it caught and answered
-        # around, means the case was never asked: no score at all.
-        for kind, state in ((ReplayMissError, CaseState.UNRECORDED),
-                            (CallBudgetExceeded, CaseState.NOT_RUN)):  # fmt: skip
-            found = seen.failed_with(kind) or (failure if isinstance(failure, kind) else None)
-            if found is not None:
-                error, name = _failure(found)
-                return self._unscored(
-                    replace(record, state=state, error=error, error_type=name), run, calls
-                )
-        if failure is None and not isinstance(output, str | Trajectory):
-            failure = TypeError(
-                f"the target returned a {type(output).__name__}; expected a str or a Trajectory"
-            )
-        if failure is not None or not isinstance(output, str | Trajectory):
-            error, name = _failure(failure or TypeError("no output"))
-            failed = replace(record, state=CaseState.ERROR, error=error, error_type=name)
-            return self._unscored(failed, run, calls)
-        record = replace(record, output=output if isinstance(output, str) else output.output)
-        scored = [await self._metric(metric, output, case, record) for metric in self.metrics]
-        per_metric = [found for found, _ in scored]
-        verdicts = tuple(
-            self._verdict(metric, found, violations)
-            for metric, (found, violations) in zip(self.metrics, scored, strict=True)
-        )
-        # The trajectory and the verdicts go on the case's own record only: each
-        # metric's records (``metric_cases``) would repeat them once per metric.
-        combined = replace(
-            self._combined(record, per_metric),
-            trajectory=_summary(trajectory),
-            metric_scores=verdicts,
-        )
-        return _Done(combined, per_metric, run, calls)
-
-    async def _metric(
-        self, metric: Metric, output: str | Trajectory, case: TestCase, record: CaseRecord
-    ) -> tuple[CaseRecord, tuple[str, ...]]:
-        """The metric's record of the case, and the norms it found violated."""
-        try:
-            found = await metric.ascore(output, case)
-        except Exception as exc:  # an evaluator's failure is this case's error
-            error, name = _failure(exc)
-            failed = replace(record, metric=metric.name, state=CaseState.ERROR,
-                             error=f"evaluator {error}", error_type=name)  # fmt: skip
-            return failed, ()
-        reason = mask(found.reason) if found.reason else None
-        violations = tuple(mask(v) for v in found.violations)
-        return replace(record, metric=metric.name, score=found.score, reason=reason), violations
-
-    def _verdict(
-        self, metric: Metric, found: CaseRecord, violations: tuple[str, ...]
-    ) -> CaseMetric:
-        if found.score is None:
-            return CaseMetric(metric.name, reason=found.error)
-        passed = metric.passes(found.score, self.case_threshold)
-        return CaseMetric(metric.name, found.score, passed, found.reason, violations)
-
-    def _unscored(self, record: CaseRecord, run: CaseRun, calls: int) -> _Done:
-        """A case that was not scored: every metric shares its state and error; the case
-        keeps the summary of what its run did, when it returned a trajectory."""
-        per_metric = [replace(record, metric=m.name) for m in self.metrics]
-        kept = replace(record, trajectory=_summary(run.trajectory))
-        return _Done(kept, per_metric, run, calls)
-
-    def _combined(self, record: CaseRecord, per_metric: list[CaseRecord]) -> CaseRecord:
-        if len(per_metric) == 1:
-            return replace(per_metric[0], metric=record.metric)
-        failed = [r for r in per_metric if r.state is CaseState.ERROR]
-        if failed:
-            return replace(record, state=CaseState.ERROR, error=failed[0].error,
-                           error_type=failed[0].error_type)  # fmt: skip
-        verdicts = []
-        for metric, found in zip(self.metrics, per_metric, strict=True):
-            assert found.score is not None
-            passed = metric.passes(found.score, self.case_threshold)
-            verdicts.append((metric.name, found.score, passed, found.reason))
-        reason = "; ".join(
-            f"{name} {score:.2f} " + ("pass" if ok else "fail" + (f" ({why})" if why else ""))
-            for name, score, ok, why in verdicts
-        )
-        return replace(record, score=1.0 if all(v[2] for v in verdicts) else 0.0, reason=reason)
-
-
 async def ascore_target(
     target: Target,
     cases: Sequence[TestCase],
@@ -316,6 +101,7 @@ async def ascore_target(
     on_case: Callable[[CaseRecord], None] | None = None,
     budget: CallBudget | None = None,
     case_threshold: float = 0.5,
+    route: Mapping[FrontClient, FrontClient] | None = None,
 ) -> TargetEvaluation:
     """Like ``score_target``, in a running event loop."""
     if not callable(target):
@@ -332,11 +118,11 @@ async def ascore_target(
     metrics = metrics_of(DefaultPromptEvaluator() if evaluator is None else evaluator)
     own = CallBudget(max_calls) if max_calls is not None else None
     budgets = [b for b in (own, budget) if b is not None]
-    runner = _Runner(target, metrics, budgets, case_threshold)
+    runner = TargetRunner(target, metrics, budgets, case_threshold, route)
     ids = case_ids((c.input, c.expected, c.id) for c in items)
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(index: int) -> _Done:
+    async def one(index: int) -> CaseDone:
         async with gate:
             found = await runner.case(items[index], ids[index], index)
         if on_case is not None:
@@ -369,6 +155,7 @@ def score_target(
     on_case: Callable[[CaseRecord], None] | None = None,
     budget: CallBudget | None = None,
     case_threshold: float = 0.5,
+    route: Mapping[FrontClient, FrontClient] | None = None,
 ) -> TargetEvaluation:
     """Score what the app actually runs: ``target`` once per case, each output scored.
 
@@ -385,7 +172,12 @@ def score_target(
     bounds them (HTTP attempts; cases beyond it are ``not_run``), and so does
     ``budget``, shared with other work. A target that raises makes an
     ``error`` case; a replay miss inside it an ``unrecorded`` one, even when
-    the target caught it. Works inside a running event loop (a notebook).
+    the target caught it. ``route`` (``{client: other}``, see
+    ``llm.routing``) sends the calls the target makes through ``client`` to
+    ``other`` instead, while the target runs (the evaluators' calls stay
+    where they are): pytest's ``--tnsai-model`` runs an app written against
+    the ``llm`` fixture on each named model this way. Works inside a running
+    event loop (a notebook).
 
     >>> from tnsai_eval.scoring import ContainsEvaluator
     >>> def shout(text: str) -> str:
@@ -405,13 +197,6 @@ def score_target(
             on_case=on_case,
             budget=budget,
             case_threshold=case_threshold,
+            route=route,
         )
     )
-
-
-@contextmanager
-def _all_active(budgets: Sequence[CallBudget]) -> Iterator[None]:
-    with ExitStack() as stack:
-        for budget in budgets:
-            stack.enter_context(budget.active())
-        yield

@@ -25,8 +25,8 @@ case_deltas            case in both runs of a comparison: ``CASE_DELTA_COLUMNS``
 compare_models         (model, case) of one prompt scored with several models
 model_summary          model of a ``compare_models`` frame: score, cost, latency
 model_verdict          each model against the first, case by case (flips, sign test)
-trajectory_steps       (case, step) of a target's run: ``TRAJECTORY_STEP_COLUMNS``
-case_metrics           case of a target's run: ``CASE_METRIC_COLUMNS`` + one per metric
+trajectory_steps       (case, step) of a target's run or report: ``TRAJECTORY_STEP_COLUMNS``
+case_metrics           case of a target's run or report: ``CASE_METRIC_COLUMNS`` + metrics
 =====================  ==========================================================
 
 >>> import pandas as pd

@@ -28,6 +28,7 @@ from tnsai_eval.llm._front import (
     current_sample,
     metered_call,
     observing,
+    routing,
     running_case,
     sampling,
 )
@@ -58,6 +59,7 @@ from tnsai_eval.llm._types import (
     last_user_message,
     normalize_messages,
 )
+from tnsai_eval.llm._usage import PrunedCassette, PruneReport, new_run_id
 from tnsai_eval.settings import RecordMode
 
 __all__ = [
@@ -82,6 +84,8 @@ __all__ = [
     "ModelTable",
     "NamedModel",
     "OpenAIClient",
+    "PruneReport",
+    "PrunedCassette",
     "RecordMode",
     "Recording",
     "ResponseFormatStyle",
@@ -105,9 +109,11 @@ __all__ = [
     "json_schema_format",
     "last_user_message",
     "metered_call",
+    "new_run_id",
     "normalize_messages",
     "observing",
     "only_budgets",
+    "routing",
     "running_case",
     "sampling",
     "serve_local_model",

@@ -100,6 +100,7 @@ __all__ = [
     "current_sample",
     "metered_call",
     "observing",
+    "routing",
     "running_case",
     "sampling",
 ]
@@ -148,6 +149,10 @@ _SAMPLE: ContextVar[int] = ContextVar("tnsai_eval_sample", default=0)
 # Listeners of every FrontClient's calls made in a context (``observing``).
 _OBSERVERS: ContextVar[tuple[CallListener, ...]] = ContextVar("tnsai_eval_observers", default=())
 _CASE: ContextVar[str | None] = ContextVar("tnsai_eval_case", default=None)
+# Front clients whose calls another answers, in a context (``routing``).
+_ROUTES: ContextVar[Mapping[FrontClient, FrontClient]] = ContextVar(
+    "tnsai_eval_routes", default=MappingProxyType({})
+)
 
 
 @contextmanager
@@ -212,6 +217,38 @@ def observing(listener: CallListener) -> Iterator[CallListener]:
         yield listener
     finally:
         _OBSERVERS.reset(token)
+
+
+@contextmanager
+def routing(routes: Mapping[FrontClient, FrontClient]) -> Iterator[None]:
+    """Calls made inside the block through each key of ``routes`` are answered by its value.
+
+    The app under test holds one client (pytest's ``llm`` fixture) in its own
+    code; to run that code against another model (``--tnsai-model``), the
+    scoring of a target routes the client's calls to that model's client,
+    around the target only, so that an evaluator sharing the client is not
+    moved. The answering client does everything a call does (its store, its
+    budget, its listeners and events); the routed one is not touched. Like
+    the case, routes travel into tasks and worker threads.
+
+    >>> from tnsai_eval.testing import ScriptedLLM
+    >>> app, other = FrontClient(ScriptedLLM(default="a")), FrontClient(ScriptedLLM(default="b"))
+    >>> with routing({app: other}):
+    ...     app.chat("hi").text
+    'b'
+    >>> app.chat("hi").text, other.hits + other.misses
+    ('a', 1)
+    """
+    for source, target in routes.items():
+        if not isinstance(source, FrontClient) or not isinstance(target, FrontClient):
+            raise ConfigError(
+                f"routing maps FrontClients to FrontClients, got {source!r}: {target!r}"
+            )
+    token = _ROUTES.set(MappingProxyType({**_ROUTES.get(), **routes}))
+    try:
+        yield
+    finally:
+        _ROUTES.reset(token)
 
 
 def current_case() -> str | None:
@@ -459,6 +496,9 @@ class FrontClient:
         ``sample`` (default: the context's, see ``sample``) tells apart several
         recorded replies to the same request; it is not sent to the model.
         """
+        route = _ROUTES.get().get(self)
+        if route is not None and route is not self:
+            return route.chat(messages, sample=sample, **params)
         started = time.perf_counter()
         params = {**params, **self.params} if self.params else params
         with self._call(messages, params, sample, started) as call:
@@ -470,6 +510,9 @@ class FrontClient:
         self, messages: MessagesInput, *, sample: int | None = None, **params: Any
     ) -> Completion:
         """Like ``chat``, using the model client's ``achat`` when it has one."""
+        route = _ROUTES.get().get(self)
+        if route is not None and route is not self:
+            return await route.achat(messages, sample=sample, **params)
         started = time.perf_counter()
         params = {**params, **self.params} if self.params else params
         with self._call(messages, params, sample, started) as call:
@@ -541,7 +584,13 @@ class FrontClient:
             and self.store is not None
             and self.mode in (RecordMode.RECORD, RecordMode.REFRESH)
         ):
-            self.store.put(request, reply, server=self.server, cassette=self.cassette)
+            self.store.put(
+                request,
+                reply,
+                server=self.server,
+                cassette=self.cassette,
+                refresh=self.mode is RecordMode.REFRESH,
+            )
 
     def _emit(self, event: CallEvent) -> None:
         for listener in self._listeners:

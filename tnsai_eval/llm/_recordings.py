@@ -33,13 +33,17 @@ MAX_DEPTH = 64
 
 
 def encode_entry(
-    request: dict[str, Any], completion: Completion, server: str | None, prompt_start: str
+    request: dict[str, Any],
+    completion: Completion,
+    server: str | None,
+    prompt_start: Callable[[], str],
 ) -> dict[str, Any]:
     """The entry recording ``completion`` as the reply to ``request`` (a ``to_dict()``),
     answered by ``server`` (an address already redacted).
 
     Not masked yet (``masker()`` does that before it is written); a NaN or
-    infinite log-probability (not JSON) raises ``ConfigError`` naming the prompt.
+    infinite log-probability (not JSON) raises ``ConfigError`` naming the prompt
+    (``prompt_start()``, asked only then: masking it reads the environment).
     """
     response: dict[str, Any] = {
         "text": completion.text,
@@ -72,10 +76,10 @@ def encode_entry(
     }
 
 
-def _finite(value: float, prompt_start: str) -> float:
+def _finite(value: float, prompt_start: Callable[[], str]) -> float:
     if not math.isfinite(value):
         raise ConfigError(
-            f"the reply to {prompt_start!r} cannot be recorded: log-probability {value!r} "
+            f"the reply to {prompt_start()!r} cannot be recorded: log-probability {value!r} "
             "is not a JSON number"
         )
     return value

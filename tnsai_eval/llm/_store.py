@@ -56,6 +56,14 @@ from today's raises ``OldStoreKeyWarning`` (re-record it). ``migrate()`` (the
 ``tnsai-eval store migrate DIR`` command) moves them into the ``default``
 cassette, keeping their old keys (marked ``"key_format": 2``).
 
+Usage and pruning: the store notes which replies each run used, per cassette
+(``_usage``: a reply found or recorded there), so that ``prune()`` (the
+``tnsai-eval store prune DIR`` command) can keep only the replies the last run
+used, in the cassettes that run opened, and leave every other cassette as it
+is. A cassette written in refresh mode (``put(..., refresh=True)``) is
+rewritten the same way each time it is written: it keeps the replies this run
+used, so a refreshed reply replaces the old one instead of the cassette growing.
+
 A file that cannot be read (not UTF-8, a directory, nested too deeply,
 ``Infinity``/``NaN``, a wrong field type) raises ``StoreError`` naming it. Only
 regular files are read: a cassette that is (or links to) a FIFO or a device
@@ -65,6 +73,7 @@ such as ``/dev/zero``, or that is larger than ``MAX_CASSETTE_BYTES``, is a
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -75,6 +84,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +111,13 @@ from tnsai_eval.llm._recordings import (
     masker,
 )
 from tnsai_eval.llm._types import Completion, Message, MessagesInput, normalize_messages
+from tnsai_eval.llm._usage import (
+    PrunedCassette,
+    PruneReport,
+    new_run_id,
+    read_usage,
+    write_usage,
+)
 
 __all__ = [
     "DEFAULT_CASSETTE",
@@ -310,6 +327,13 @@ class _Cassette:
     held: int = 0
     # (inode, mtime, size) of the file when this process last read or wrote it.
     seen: tuple[int, int, int] | None = None
+    used: set[str] = field(default_factory=set)  # keys this run found or recorded here
+    opened: bool = False  # used since its usage record was last written
+    refresh: bool = False  # recorded in refresh mode: written with this run's replies only
+
+
+# The run of every store of this process that is not given one (see ``_usage``).
+_PROCESS_RUN = new_run_id()
 
 
 _SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
@@ -413,8 +437,14 @@ class ResponseStore:
     (2, ['default', 'tests/test_math.py::test_add'])
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 60.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, lock_timeout: float = 60.0, run: str | None = None
+    ) -> None:
         self.path = Path(path)
+        #: The run whose usage this store notes (``_usage``): by default this
+        #: process's; the pytest plugin gives its session's (shared by xdist workers).
+        self.run = run or _PROCESS_RUN
+        self._at_exit = False
         self._root = os.fspath(self.path)
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"response store path {str(self.path)!r} is not a directory")
@@ -505,20 +535,22 @@ class ResponseStore:
         request's format-2 key: among migrated replies and in per-reply files
         of formats 1 and 2.
         """
-        key = request.key
+        return self._lookup(request.key, request.format2_key, cassette)
+
+    def _lookup(self, key: str, old: str, cassette: str) -> Recording | None:
+        """The reply under ``key`` in ``cassette`` or ``default``, else under the format-2
+        key ``old`` among migrated replies and in per-reply files of formats 1 and 2."""
         with self._lock:
-            own = self._cassette(cassette)
-            chain = (
-                [own] if cassette == DEFAULT_CASSETTE else [own, self._cassette(DEFAULT_CASSETTE)]
-            )
+            chain = [self._cassette(name) for name in dict.fromkeys([cassette, DEFAULT_CASSETTE])]
             for held in chain:
                 entry = held.replies.get(key)
                 if entry is not None:
+                    self._use(held, key)
                     return self._recording(entry, held.name, held.file)
-            old = request.format2_key
             for held in chain:
                 entry = held.format2.get(old)
                 if entry is not None:
+                    self._use(held, old)
                     return self._recording(entry, held.name, held.file, old_key=old != key)
         found = self._legacy_entry(old)
         if found is None:
@@ -561,18 +593,8 @@ class ResponseStore:
         or a per-reply file of format 1 or 2; ``None`` when there is none."""
         if not _is_key(key):
             raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
-        with self._lock:
-            names = dict.fromkeys([cassette, DEFAULT_CASSETTE])
-            for name in names:
-                held = self._cassette(name)
-                entry = held.replies.get(key) or held.format2.get(key)
-                if entry is not None:
-                    return self._recording(entry, name, held.file).completion
-        found = self._legacy_entry(key)
-        if found is None:
-            return None
-        entry, file = found
-        return self._recording(entry, None, file).completion
+        found = self._lookup(key, key, cassette)
+        return None if found is None else found.completion
 
     @staticmethod
     def _recording(
@@ -638,23 +660,28 @@ class ResponseStore:
         *,
         server: str | None = None,
         cassette: str = DEFAULT_CASSETTE,
+        refresh: bool = False,
     ) -> Path:
         """Record ``completion`` as the reply to ``request`` in ``cassette``; returns its file.
 
         Written at once (atomically) unless the cassette is held, then when it
         is released. ``server`` is stored with credentials redacted; every
-        known secret is masked in the entry when it is written.
+        known secret is masked in the entry when it is written. ``refresh``:
+        the cassette is being recorded again, so it is written with the
+        replies this run used only (see the module docstring).
         """
         shown = None
         if server:
             shown = self._servers.get(server)
             if shown is None:
                 shown = self._servers[server] = redact_url(server)
-        entry = encode_entry(request.to_dict(), completion, shown, request.prompt_start)
+        entry = encode_entry(request.to_dict(), completion, shown, lambda: request.prompt_start)
         with self._lock:
             held = self._cassette(cassette)
             held.replies[request.key] = entry
             held.pending[request.key] = entry
+            held.refresh = held.refresh or refresh
+            self._use(held, request.key)
             if not held.held:
                 self._save(held)
         return held.path
@@ -666,7 +693,10 @@ class ResponseStore:
         the process (see the module docstring).
         """
         with self._lock:
-            self._cassette(cassette).held += 1
+            held = self._cassette(cassette)
+            held.held += 1
+            # A held cassette that exists is opened by this run, used or not.
+            held.opened = held.opened or held.seen is not None
             _SIGTERM_WRITER.add(self)
 
     def release(self, cassette: str) -> Path | None:
@@ -686,6 +716,9 @@ class ResponseStore:
             if written:
                 # A failed write keeps the replies in memory (and SIGTERM's writer on).
                 self._save(held)
+            elif held.opened:
+                with self._exclusive():
+                    self._note_usage(held)
             if cassette != DEFAULT_CASSETTE:
                 del self._cassettes[cassette]
             if not any(c.held for c in self._cassettes.values()):
@@ -702,11 +735,17 @@ class ResponseStore:
             self.release(cassette)
 
     def save(self) -> list[Path]:
-        """Write every cassette with replies not written yet, held or not; the files written."""
+        """Write every cassette with replies not written yet, held or not, and the usage
+        not noted yet; the cassette files written."""
         with self._lock:
             waiting = [c for c in self._cassettes.values() if c.pending]
             for cassette in waiting:
                 self._save(cassette)
+            used = [c for c in self._cassettes.values() if c.opened]
+            if used:
+                with self._exclusive():
+                    for cassette in used:
+                        self._note_usage(cassette)
         return [c.path for c in waiting]
 
     def _save(self, cassette: _Cassette) -> None:
@@ -720,6 +759,13 @@ class ResponseStore:
             for key, entry in list(cassette.pending.items()):
                 target = cassette.format2 if entry.get("key_format") == 2 else cassette.replies
                 target[key] = masked(entry)
+            if cassette.refresh:
+                # Recorded again: what this run did not use goes (xdist workers of
+                # one run add up through the usage record).
+                keep = cassette.used | self._same_run_keys(cassette.path.name)
+                for kept in (cassette.replies, cassette.format2):
+                    for key in [k for k in kept if k not in keep]:
+                        del kept[key]
             replies = {**cassette.format2, **cassette.replies}
             document = {
                 "format": FORMAT_VERSION,
@@ -736,6 +782,74 @@ class ResponseStore:
                 ) from exc
             cassette.seen = _stat(cassette.file)
             cassette.pending.clear()
+            self._note_usage(cassette)
+
+    # -- usage ----------------------------------------------------------------
+    def _use(self, cassette: _Cassette, key: str) -> None:
+        """This run used ``key`` of ``cassette`` (hold the lock)."""
+        cassette.used.add(key)
+        cassette.opened = True
+        if not self._at_exit:
+            # What no release or save noted (a replay outside pytest) is noted at exit.
+            self._at_exit = True
+            atexit.register(_save_at_exit, weakref.ref(self))
+
+    def _note_usage(self, cassette: _Cassette) -> None:
+        """Write what this run used of ``cassette`` (hold the lock and the store's flock)."""
+        if cassette.opened:
+            write_usage(
+                self._root,
+                cassette.path.name,
+                shown_cassette_name(cassette.name),
+                self.run,
+                cassette.used,
+            )
+            cassette.opened = False
+
+    def _same_run_keys(self, file_name: str) -> set[str]:
+        noted = read_usage(self._root, file_name)
+        return noted[1] if noted is not None and noted[0] == self.run else set()
+
+    def prune(self, *, dry_run: bool = False) -> PruneReport:
+        """Keep only the replies the last run used, in each cassette that run opened.
+
+        The last run is the latest that left a usage record (see ``_usage``);
+        a cassette it opened keeps the replies it used (a cassette left with
+        none is deleted), and every other cassette file is left as it is,
+        named in ``untouched``. ``dry_run``: change nothing, say what would go.
+        Per-reply files of formats 1 and 2 are never touched (``migrate`` first).
+        """
+        files = self._cassette_files()
+        noted = {f: read_usage(self._root, f.name) for f in files}
+        runs = [n[0] for n in noted.values() if n is not None]
+        if not runs:
+            return PruneReport(None, (), tuple(files))
+        last = max(runs)
+        pruned: list[PrunedCassette] = []
+        untouched: list[Path] = []
+        with self._lock, self._exclusive():
+            for file in files:
+                usage = noted[file]
+                if usage is None or usage[0] != last:
+                    untouched.append(file)
+                    continue
+                where = os.fspath(file)
+                document = decode_json(_read_bytes(where) or b"{}", where)
+                name, _ = self._file_cassette(file)
+                current, format2 = _cassette_replies(document, where)
+                replies = {**format2, **current}
+                kept = {k: v for k, v in replies.items() if k in usage[1]}
+                pruned.append(PrunedCassette(file, name, len(replies), len(kept)))
+                if dry_run or len(kept) == len(replies):
+                    continue
+                if kept:
+                    document["replies"] = kept
+                    atomic_write_text(where, dump_json(document) + "\n")
+                else:
+                    file.unlink()
+            # What this process knew of them is out of date now.
+            self._cassettes = {n: c for n, c in self._cassettes.items() if c.held}
+        return PruneReport(last, tuple(pruned), tuple(untouched))
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -942,6 +1056,13 @@ class _SigtermWriter:
 
 
 _SIGTERM_WRITER = _SigtermWriter()
+
+
+def _save_at_exit(ref: weakref.ref[ResponseStore]) -> None:
+    store = ref()
+    if store is not None:
+        with contextlib.suppress(Exception):  # at exit nobody is left to tell
+            store.save()
 
 
 def _said(entry: dict[str, Any], where: str) -> tuple[str, tuple[Any, ...]]:

@@ -43,7 +43,7 @@ from tnsai_eval.optimizer._racing import RACING_BOUNDS, RacingBound
 from tnsai_eval.optimizer._records import ProgressEvent
 from tnsai_eval.optimizer._search import SEARCHES
 from tnsai_eval.optimizer._strategies import DEFAULT_STRATEGIES, PromptStrategy
-from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator
+from tnsai_eval.scoring import DefaultPromptEvaluator, PromptEvaluator, TrajectoryEvaluator
 
 __all__ = ["DEFAULT_CONFIG", "OptimizerConfig", "SearchMode"]
 
@@ -64,7 +64,7 @@ class OptimizerConfig:
     max_iterations: int = 5
     target_score: float = 0.9
     candidate_strategies: Sequence[PromptStrategy | str] = DEFAULT_STRATEGIES
-    evaluator: PromptEvaluator = field(default_factory=DefaultPromptEvaluator)
+    evaluator: PromptEvaluator | TrajectoryEvaluator = field(default_factory=DefaultPromptEvaluator)
     search: SearchMode = "exhaustive"
     max_calls: int | None = None
     max_tokens: int | None = None
@@ -211,8 +211,9 @@ _RULES: tuple[_Rule, ...] = (
     _rule("rewrite", lambda v: isinstance(v, bool), "True or False"),
     _rule(
         "evaluator",
-        _or_none(_has_method("evaluate")),
-        "a PromptEvaluator (with evaluate(actual, expected)) or None",
+        _or_none(lambda v: _has_method("evaluate")(v) or _has_method("evaluate_trajectory")(v)),
+        "a PromptEvaluator (with evaluate(actual, expected)), a trajectory evaluator (with "
+        "evaluate_trajectory(trajectory, case), for optimize(target=...)) or None",
         show_type=True,
     ),
     _rule(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tnsai_eval._util.aio import run_sync
@@ -143,8 +143,23 @@ class PromptOptimizer:
         *,
         validation_cases: Sequence[TestCase] | None = None,
         stop_event: threading.Event | None = None,
+        target: Callable[[str], Any] | None = None,
     ) -> OptimizationResult:
         """Run the search from ``prompt``; see the class docstring.
+
+        ``target`` optimizes a prompt inside the app: ``target(prompt)`` returns
+        the target that uses that prompt (``fn(input) -> str | Trajectory``,
+        sync or async, or an agent factory; for example an agent with that
+        system prompt), and each variant is scored by running it on the cases
+        as ``score_target`` does (its calls through any ``FrontClient`` are the
+        case's and draw on the run's budgets; a raising target, or a factory
+        that raises, is an errored case). ``evaluator`` may then be a
+        trajectory evaluator (``ToolCallMatch``...). The split, the held-out
+        check and its paired test, the constant-answer check and the budgets
+        work as for a prompt; the held-out reserve counts a case at the calls
+        per case observed. The optimizer's own ``llm`` writes the rewrites.
+        Demo sets and a starting ``PromptVariant`` with more than an
+        instruction need the optimizer's own calls (``ConfigError``).
 
         The best prompt is chosen on selection cases only and then scored,
         with the initial prompt, on held-out cases, giving ``validation_score``,
@@ -167,7 +182,7 @@ class PromptOptimizer:
             stop.set()  # from any thread
         """
         coroutine = self.aoptimize(
-            prompt, cases, validation_cases=validation_cases, stop_event=stop_event
+            prompt, cases, validation_cases=validation_cases, stop_event=stop_event, target=target
         )
         return run_sync(coroutine)
 
@@ -178,8 +193,9 @@ class PromptOptimizer:
         *,
         validation_cases: Sequence[TestCase] | None = None,
         stop_event: threading.Event | None = None,
+        target: Callable[[str], Any] | None = None,
     ) -> OptimizationResult:
-        """``optimize`` for async callers (``stop_event`` as there)."""
+        """``optimize`` for async callers (``stop_event`` and ``target`` as there)."""
         if isinstance(prompt, str):
             prompt = PromptVariant(prompt)
         elif not isinstance(prompt, PromptVariant):
@@ -190,9 +206,39 @@ class PromptOptimizer:
             raise ConfigError(
                 f"stop_event must be a threading.Event or None, got {type(stop_event).__name__}"
             )
+        self._check_target(target, prompt)
         selection, validation = self.split_cases(cases, validation_cases)
-        run = Run(self.llm, self.config, prompt, selection, validation, stop_event=stop_event)
+        run = Run(
+            self.llm, self.config, prompt, selection, validation, stop_event=stop_event,
+            target=target,
+        )  # fmt: skip
         return await run.execute()
+
+    def _check_target(self, target: object, prompt: PromptVariant) -> None:
+        """What ``target=`` needs, checked before any call."""
+        evaluator = self.config.evaluator
+        if target is None:
+            if not callable(getattr(evaluator, "evaluate", None)):
+                raise ConfigError(
+                    f"evaluator {evaluator!r} scores trajectories, not replies: give the "
+                    "target that makes them (optimize(..., target=factory))"
+                )
+            return
+        if not callable(target):
+            raise ConfigError(
+                f"target must be a factory: target(prompt) returns the target that uses the "
+                f"prompt, got {target!r}"
+            )
+        if self.config.demo_sets:
+            raise ConfigError(
+                f"demo_sets={self.config.demo_sets} adds chat turns that only the optimizer's "
+                "own calls send; with target= give demo_sets=0"
+            )
+        if prompt.system is not None or prompt.demos or prompt.response_format is not None:
+            raise ConfigError(
+                "with target= the prompt is the text the target is made with: give a str "
+                f"(or a PromptVariant with an instruction only), got {prompt.describe()!r}"
+            )
 
     def split_cases(
         self, cases: Sequence[TestCase], validation_cases: Sequence[TestCase] | None = None

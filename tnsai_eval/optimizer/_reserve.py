@@ -19,6 +19,10 @@ the rest:
 - **seconds**: ``k`` times the run's seconds per call so far (wall time over
   calls sent, so the run's concurrency is in it), times ``MARGIN``.
 
+A prompt makes one model call per case; a target (``optimize(target=...)``,
+an agent) may make several, so its ``2 x n`` cases count at the calls per
+case observed so far (at least one each).
+
 Before anything is observed, tokens and seconds reserve nothing (the first
 calls of the starting prompt give the figures); calls reserve ``k``.
 ``Run`` updates the reserve after every scored case, and before the check
@@ -67,6 +71,8 @@ class Observed:
     elapsed_s: float
     initial_tokens: float | None
     best_tokens: float | None
+    #: Model calls per case: 1 for a prompt; a target's (an agent's) as observed.
+    calls_per_case: float = 1.0
 
 
 def estimate(held_out: int, *, best_is_initial: bool, seen: Observed) -> CheckCost:
@@ -79,7 +85,8 @@ def estimate(held_out: int, *, best_is_initial: bool, seen: Observed) -> CheckCo
     >>> estimate(10, best_is_initial=True, seen=Observed(0, 0, 0.0, None, None)).calls
     10
     """  # noqa: E501
-    case_calls = held_out if best_is_initial else 2 * held_out
+    cases = held_out if best_is_initial else 2 * held_out
+    case_calls = math.ceil(cases * seen.calls_per_case - 1e-9)
     sent = seen.attempts - seen.retries
     rho = seen.attempts / sent if sent > 0 else 1.0
     calls = math.ceil(case_calls * rho + 2.0 * math.sqrt(case_calls * (rho - 1.0)) - 1e-9)

@@ -6,8 +6,9 @@ import dataclasses
 import math
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tnsai_eval._util.stats import (
     mean_interval,
@@ -66,8 +67,11 @@ class Run:
         validation: list[TestCase],
         *,
         stop_event: threading.Event | None = None,
+        target: Callable[[str], Any] | None = None,
     ) -> None:
         self.options = options
+        #: ``factory(prompt) -> target``: each variant is scored by the target it makes.
+        self.target = target
         self.prompt = prompt
         self.cases = cases
         self.validation = validation
@@ -91,6 +95,7 @@ class Run:
             params=options.call_params,
             template=options.template,
             on_case=self._on_case,
+            target=target,
         )
         self.variants: list[Variant] = []
         self.by_key: dict[str, int] = {}
@@ -171,6 +176,15 @@ class Run:
                 )
         self._reserve(self._check_cost(final=False))
 
+    def _calls_per_case(self) -> float:
+        """Model calls per case: 1 for a prompt; for a target (an agent takes several), as
+        observed so far (replies from a store included), and at least 1."""
+        if self.target is None:
+            return 1.0
+        cases = sum(len(v.rows) for v in self.variants)
+        calls = self.budget.calls - self.budget.retries + self.budget.cache_hits
+        return max(1.0, calls / cases) if cases else 1.0
+
     def _tokens_per_call(self, variant: Variant) -> float | None:
         spent = self.case_tokens.get(variant.id)
         return spent[0] / spent[1] if spent and spent[1] else None
@@ -190,6 +204,7 @@ class Run:
             elapsed_s=self.budget.elapsed(),
             initial_tokens=None if initial is None else self._tokens_per_call(initial),
             best_tokens=best_tokens,
+            calls_per_case=self._calls_per_case(),
         )
         return estimate(
             len(self.validation),

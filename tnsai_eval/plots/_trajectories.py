@@ -1,7 +1,8 @@
 """What agents did, drawn: which tools each case called, and how many steps each took.
 
 Both charts take a ``frames.trajectory_steps`` frame (or what it is built
-from, a ``TargetEvaluation``) and optionally a second one, the baseline
+from: a ``TargetEvaluation``, or a run report of ``evaluate_target`` tests)
+and optionally a second one, the baseline
 (``base``), to draw the two runs of the same cases against each other. Cases
 are matched by ``(nodeid, case_id, sample)``.
 """
@@ -9,7 +10,7 @@ are matched by ``(nodeid, case_id, sample)``.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from tnsai_eval import frames
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.plots._base import (
     BASE_COLOR,
@@ -30,6 +32,8 @@ from tnsai_eval.plots._base import (
 
 __all__ = ["plot_steps_per_case", "plot_tool_use"]
 
+#: What the charts draw: a ``trajectory_steps`` frame, or what it is built from.
+Runs: TypeAlias = "pd.DataFrame | frames.TrajectorySource"
 _Key = tuple[str, str, int]
 # Cells of the tool-use chart with a baseline: no call in either run, the same
 # calls, more calls in head than in base, fewer (a tool head skipped).
@@ -39,13 +43,13 @@ _TOOL_COLOR = "#ff7f0e"
 _LABEL_CHARS = 28
 
 
-def _steps(source: Any, what: str) -> pd.DataFrame:
-    from tnsai_eval.frames import TRAJECTORY_STEP_COLUMNS, require_columns, trajectory_steps
-
+def _steps(source: Runs, what: str) -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
-        require_columns(source, TRAJECTORY_STEP_COLUMNS, what=f"{what} (a trajectory_steps frame)")
+        frames.require_columns(
+            source, frames.TRAJECTORY_STEP_COLUMNS, what=f"{what} (a trajectory_steps frame)"
+        )
         return source
-    return trajectory_steps(source)
+    return frames.trajectory_steps(source)
 
 
 def _keys(frame: pd.DataFrame) -> list[_Key]:
@@ -106,8 +110,8 @@ def _check_limit(max_cases: int) -> None:
 
 
 def plot_tool_use(
-    head: Any,
-    base: Any = None,
+    head: Runs,
+    base: Runs | None = None,
     *,
     labels: tuple[str, str] = ("base", "head"),
     max_cases: int = 60,
@@ -115,12 +119,13 @@ def plot_tool_use(
 ) -> Figure:
     """Which tools each case called: a case x tool grid of call counts.
 
-    ``head`` (and ``base``) are ``frames.trajectory_steps`` frames or
-    ``TargetEvaluation``s. Alone, each cell holds how often the case called
-    the tool (darker: more). With ``base``, each cell compares the two runs:
-    pale where both called the tool as often, blue where head called it more,
-    red where head called it less (a tool it skipped), marked ``base→head``;
-    the labels of the cases whose calls changed are red. At most
+    ``head`` (and ``base``) are ``frames.trajectory_steps`` frames or what
+    they are built from (``TargetEvaluation``s, reports). Alone, each cell
+    holds how often the case called the tool (darker: more). With ``base``,
+    each cell compares the two runs: pale where both called the tool as
+    often, blue where head called it more, red where head called it less (a
+    tool it skipped), marked ``base→head``; the labels of the cases whose
+    calls changed are red. At most
     ``max_cases`` rows are drawn (the changed cases first when there are
     more); the title says how many were left out.
     """
@@ -196,8 +201,8 @@ def _step_kinds(frame: pd.DataFrame) -> dict[_Key, tuple[int, int]]:
 
 
 def plot_steps_per_case(
-    head: Any,
-    base: Any = None,
+    head: Runs,
+    base: Runs | None = None,
     *,
     labels: tuple[str, str] = ("base", "head"),
     max_cases: int = 60,
@@ -205,11 +210,12 @@ def plot_steps_per_case(
 ) -> Figure:
     """How many steps each case took: model turns and tool calls, one bar per case.
 
-    ``head`` (and ``base``) are ``frames.trajectory_steps`` frames or
-    ``TargetEvaluation``s. Alone, each bar stacks the case's model turns and
-    its tool calls. With ``base``, each case has two bars, base (grey) and
-    head, each stacked the same way; the labels of the cases whose step count
-    changed are red. At most ``max_cases`` cases (those that changed first).
+    ``head`` (and ``base``) are ``frames.trajectory_steps`` frames or what
+    they are built from (``TargetEvaluation``s, reports). Alone, each bar
+    stacks the case's model turns and its tool calls. With ``base``, each
+    case has two bars, base (grey) and head, each stacked the same way; the
+    labels of the cases whose step count changed are red. At most
+    ``max_cases`` cases (those that changed first).
     """
     _check_limit(max_cases)
     now = _step_kinds(_steps(head, "head"))

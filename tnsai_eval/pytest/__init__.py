@@ -81,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from tnsai_eval.pytest._hooks import RepeatHooks, TnsaiHooks
 
     options = _options.PluginOptions.from_config(config)
-    session = PluginSession(options)
+    session = PluginSession(options, getattr(config, "workerinput", {}).get(_xdist.RUN_KEY))
     config.stash[SESSION_KEY] = session
     baseline = None
     if options.baseline is not None and not _xdist.is_worker(config):

@@ -39,11 +39,7 @@ def describe_model(options: PluginOptions) -> tuple[str | None, str]:
     return (redact_url(base_url) if base_url else None), settings.model or ""
 
 
-def _store(options: PluginOptions) -> ResponseStore | None:
-    return None if options.record_mode == "off" else ResponseStore(options.store)
-
-
-def build_client(options: PluginOptions) -> FrontClient:
+def build_client(options: PluginOptions, store: ResponseStore | None) -> FrontClient:
     """The ``llm`` fixture's client: the configured model behind the store.
 
     ``default_llm`` reads the API key from ``$TNSAI_LLM_API_KEY``; there is
@@ -53,7 +49,7 @@ def build_client(options: PluginOptions) -> FrontClient:
     server, model = describe_model(options)
     client = FrontClient(
         factory=lambda: default_llm(base_url=options.base_url, model=options.model),
-        store=_store(options),
+        store=store,
         mode=options.record_mode,
         model=model,
         server=server,
@@ -64,13 +60,15 @@ def build_client(options: PluginOptions) -> FrontClient:
     return client
 
 
-def build_named_client(options: PluginOptions, named: NamedModel) -> FrontClient:
+def build_named_client(
+    options: PluginOptions, named: NamedModel, store: ResponseStore | None
+) -> FrontClient:
     """A named model's client (``--tnsai-model``), behind the store like ``build_client``'s.
 
     Its recordings are keyed by its own model name and server, so two named
     models never answer from each other's recordings.
     """
-    client = named.front(_store(options), options.record_mode)
+    client = named.front(store, options.record_mode)
     if options.concurrency is not None:
         client.ensure_concurrency(options.concurrency)
     return client

@@ -96,27 +96,23 @@ def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> s
         if other is not None
         else f"Record them with:\n    {command}"
     )
-    lines = [
-        f"{len(missing)} of {len(result.cases)} case(s) unrecorded ({reason}); they are not "
-        f"scored. {fix}",
-    ]
-    lines.extend(f"  - {excerpt(c.input, 60)!r}" for c in missing[:20])
-    if len(missing) > 20:
-        lines.append(f"  ... and {len(missing) - 20} more")
+    head = f"{len(missing)} of {len(result.cases)} case(s) unrecorded ({reason}); they are not "
+    return _listed(head + f"scored. {fix}", missing)
+
+
+def _listed(head: str, cases: Sequence[CaseRecord]) -> str:
+    """``head``, then the inputs of the first 20 ``cases``, one a line."""
+    lines = [head, *(f"  - {excerpt(c.input, 60)!r}" for c in cases[:20])]
+    if len(cases) > 20:
+        lines.append(f"  ... and {len(cases) - 20} more")
     return "\n".join(lines)
 
 
 def not_run_message(result: PromptEvaluation, limit: int | None) -> str:
     """One message for every case the call budget left unsent."""
     skipped = result.not_run
-    lines = [
-        f"{len(skipped)} of {len(result.cases)} case(s) not run: budget (--llm-max-calls "
-        f"{limit} spent); they are not scored"
-    ]
-    lines.extend(f"  - {excerpt(c.input, 60)!r}" for c in skipped[:20])
-    if len(skipped) > 20:
-        lines.append(f"  ... and {len(skipped) - 20} more")
-    return "\n".join(lines)
+    head = f"{len(skipped)} of {len(result.cases)} case(s) not run: budget (--llm-max-calls "
+    return _listed(head + f"{limit} spent); they are not scored", skipped)
 
 
 def load_prompt(

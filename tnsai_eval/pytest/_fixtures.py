@@ -64,7 +64,7 @@ def llm(pytestconfig: pytest.Config) -> FrontClient:
     session = get_session(pytestconfig)
     base_url, model = describe_model(session.options)
     session.llm_description = {"model": model, "base_url": base_url}
-    return session.adopt(build_client(session.options))
+    return session.adopt(build_client(session.options, session.store()))
 
 
 def _session(request: pytest.FixtureRequest) -> PluginSession:
@@ -399,7 +399,9 @@ class EvaluateTarget(Protocol):
 
 
 @pytest.fixture
-def evaluate_target(request: pytest.FixtureRequest) -> EvaluateTarget:
+def evaluate_target(
+    request: pytest.FixtureRequest, llm: LLMClient, tnsai_model: NamedModel | None
+) -> EvaluateTarget:
     """``evaluate_target(target, cases, *, evaluator=None, min_score=None, name=None,
     case_threshold=None, **options)`` -> ``TargetEvaluation``.
 
@@ -417,8 +419,26 @@ def evaluate_target(request: pytest.FixtureRequest) -> EvaluateTarget:
     a baseline says whether what the app sends changed. Fails as
     ``evaluate_prompt`` does: below ``min_score``, on errored cases, on
     unrecorded ones.
+
+    With ``--tnsai-model NAME`` the calls the target makes through ``llm``
+    go to that model (``llm.routing``, around the target only: an evaluator
+    that shares ``llm`` keeps it), recorded under that model, and with
+    several names the test runs once per model, as ``evaluate_prompt`` does.
+    ``--tnsai-repeat N`` runs it N times, each sample recorded apart.
     """
     session = _session(request)
+    route: dict[FrontClient, FrontClient] = {}
+    if tnsai_model is not None:
+        from tnsai_eval.llm import FrontClient as Front
+
+        if not isinstance(llm, Front):
+            raise pytest.UsageError(
+                f"--tnsai-model {tnsai_model.name}: the llm fixture is {llm!r} (a conftest's "
+                "own client), so the calls a target makes through it cannot be sent to the "
+                "named model; drop the conftest's llm or the --tnsai-model option"
+            )
+        # The calls are counted and recorded by the named model's client.
+        route[session.adopt(llm)] = session.named_client(tnsai_model)
 
     def run(
         target: Callable[..., Any],
@@ -455,6 +475,7 @@ def evaluate_target(request: pytest.FixtureRequest) -> EvaluateTarget:
                 plan.cases,
                 evaluator=evaluator if several else plan.evaluator,
                 case_threshold=plan.threshold,
+                route=route,
                 **options,
             )
         except Exception as exc:

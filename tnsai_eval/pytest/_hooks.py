@@ -197,6 +197,9 @@ class TnsaiHooks:
     # -- the end -------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # The store notes which replies this run used (for `tnsai-eval store prune`).
+        for client in self.session.clients:
+            client.flush()
         if _xdist.is_worker(self.config):
             _xdist.ship(self.config, self.session)
             return

@@ -9,11 +9,10 @@ controller, whose object merges them (see ``_xdist``).
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,8 +22,21 @@ from tnsai_eval.pytest._options import PluginOptions
 # tnsai_eval is imported only once a test touches the plugin: importing it pulls
 # in the HTTP client, and a suite that never uses the plugin must not pay for it.
 if TYPE_CHECKING:
-    from tnsai_eval.llm import CallBudget, CallEvent, FrontClient, LLMClient, NamedModel
-    from tnsai_eval.reports import CaseRecord, IterationRecord, PromptRecord, Report, TrackedTest
+    from tnsai_eval.llm import (
+        CallBudget,
+        CallEvent,
+        FrontClient,
+        LLMClient,
+        NamedModel,
+        ResponseStore,
+    )
+    from tnsai_eval.reports import (
+        CaseRecord,
+        IterationRecord,
+        PromptRecord,
+        Report,
+        TrackedTest,
+    )
 
 __all__ = ["SAMPLES_PROPERTY", "SESSION_KEY", "PluginSession", "get_session"]
 
@@ -45,67 +57,73 @@ class _MetricSeries:
     by_sample: dict[int, float] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
 class _Run:
-    """What one test has done so far (mutable while it runs)."""
+    """What one test has done so far, as parts of its ``reports.TrackedTest`` record.
 
-    nodeid: str
-    metrics: dict[str, _MetricSeries] = field(default_factory=dict)
-    status: str = "passed"  # a tnsai_eval.reports.TestStatus value
-    samples: int = 0
-    passed_samples: int = 0
-    calls: int = 0
-    tokens: int = 0
-    cache_hits: int = 0
-    iterations: int | None = None
-    duration_s: float = 0.0
-    message: str = ""
-    cases: list[CaseRecord] = field(default_factory=list)
-    prompts: dict[str, PromptRecord] = field(default_factory=dict)
-    refinements: list[IterationRecord] = field(default_factory=list)
-    named: NamedModel | None = None  # --tnsai-model: the model this test runs against
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latencies: list[float] = field(default_factory=list)  # of live calls only
+    Each thing the test does (its cases, refinements, each phase pytest
+    reports) is a partial record, folded in by the merge rule each field of
+    ``TrackedTest`` declares: the same rules that merge the records of one
+    test run on several xdist workers. Two things are kept raw until the end:
+    a metric's value per sample (recording a name again replaces it) and the
+    calls (the cheapest thing to keep per call; their latency percentiles
+    need them all).
+    """
+
+    __slots__ = ("content", "events", "metrics", "named", "nodeid", "phases")
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.metrics: dict[str, _MetricSeries] = {}
+        self.events: list[CallEvent] = []  # completed calls (replayed ones too)
+        self.named: NamedModel | None = None  # --tnsai-model: the model it runs against
+        # What the test did, then what pytest said of each phase: folded in
+        # that order, so a case recorded after the call phase is still its sample's.
+        self.content = self.part()
+        self.phases: list[TrackedTest] = []
+
+    def part(self, status: str = "passed", **values: Any) -> TrackedTest:
+        """A partial record of this test: ``values``, and nothing else counted."""
+        from tnsai_eval.reports import TestStatus, TrackedTest
+
+        return TrackedTest(self.nodeid, TestStatus(status), **{"samples": 0, **values})
 
     def finish(self) -> TrackedTest:
-        from tnsai_eval.reports import MetricStats, TestStatus, TrackedTest, latency_figures
+        from tnsai_eval.reports import MetricStats, latency_figures
 
-        live_calls, p50, p95 = latency_figures(self.latencies)
-        return TrackedTest(
-            nodeid=self.nodeid,
-            status=TestStatus(self.status),
-            metrics={
-                name: MetricStats(
-                    name,
-                    tuple(series.by_sample[i] for i in sorted(series.by_sample)),
-                    gate=series.gate,
-                    higher_is_better=series.higher_is_better,
-                    tolerance=series.tolerance,
-                    relative=series.relative,
-                )
-                for name, series in self.metrics.items()
-                if series.by_sample
-            },
-            samples=max(self.samples, 1),
-            passed_samples=self.passed_samples,
-            calls=self.calls,
-            tokens=self.tokens,
-            cache_hits=self.cache_hits,
-            iterations=self.iterations,
-            duration_s=self.duration_s,
-            message=self.message,
-            cases=tuple(self.cases),
-            prompts=tuple(self.prompts.values()),
-            refinements=tuple(self.refinements),
-            model=None if self.named is None else self.named.name,
-            tokens_in=self.tokens_in,
-            tokens_out=self.tokens_out,
-            cost=None if self.named is None else self.named.cost(self.tokens_in, self.tokens_out),
-            live_calls=live_calls,
-            latency_p50_s=p50,
-            latency_p95_s=p95,
+        events = self.events
+        tokens_in = sum(e.prompt_tokens for e in events)
+        tokens_out = sum(e.completion_tokens for e in events)
+        live_calls, p50, p95 = latency_figures(e.latency_s for e in events if e.live)
+        record = self.content.merge(
+            self.part(
+                metrics={
+                    name: MetricStats(
+                        name,
+                        tuple(series.by_sample[i] for i in sorted(series.by_sample)),
+                        gate=series.gate,
+                        higher_is_better=series.higher_is_better,
+                        tolerance=series.tolerance,
+                        relative=series.relative,
+                    )
+                    for name, series in self.metrics.items()
+                    if series.by_sample
+                },
+                calls=len(events),
+                tokens=tokens_in + tokens_out,
+                cache_hits=sum(e.cached for e in events),
+                model=None if self.named is None else self.named.name,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                cost=None if self.named is None else self.named.cost(tokens_in, tokens_out),
+                live_calls=live_calls,
+                latency_p50_s=p50,
+                latency_p95_s=p95,
+            )
         )
+        for phase in self.phases:
+            record = record.merge(phase)
+        # A test that never reached its call phase (an error in setup) is one sample.
+        return replace(record, samples=max(record.samples, 1))
 
 
 class PluginSession:
@@ -117,8 +135,14 @@ class PluginSession:
     per report and never appear.
     """
 
-    def __init__(self, options: PluginOptions) -> None:
+    def __init__(self, options: PluginOptions, run: str | None = None) -> None:
+        from tnsai_eval._util.runs import new_run_id
+
         self.options = options
+        #: This run's id in the response store's usage records (an xdist
+        #: worker gets its controller's, so the whole run is one).
+        self.run = run or new_run_id()
+        self._store: ResponseStore | None = None
         self.runs: dict[str, _Run] = {}
         # Records that arrived finished from xdist workers, one per node id.
         self.merged: dict[str, TrackedTest] = {}
@@ -162,6 +186,16 @@ class PluginSession:
                 self._open_cassette(client, nodeid)
 
     # -- the front clients: counted per test, one cassette per test -------
+    def store(self) -> ResponseStore | None:
+        """The run's response store, shared by its clients (None with --llm-record off)."""
+        if self.options.record_mode == "off":
+            return None
+        if self._store is None:
+            from tnsai_eval.llm import ResponseStore
+
+            self._store = ResponseStore(self.options.store, run=self.run)
+        return self._store
+
     def adopt(self, client: FrontClient) -> FrontClient:
         """Count ``client``'s calls towards the running test, and record its replies per
         test, in a cassette named by the test's node id (once per client)."""
@@ -224,14 +258,7 @@ class PluginSession:
             return
         if run is None:
             return
-        with self._lock:
-            run.calls += 1
-            run.tokens += event.total_tokens
-            run.tokens_in += event.prompt_tokens
-            run.tokens_out += event.completion_tokens
-            run.cache_hits += int(event.cached)
-            if event.live:
-                run.latencies.append(event.latency_s)
+        run.events.append(event)  # atomic: no lock needed
 
     # -- what the running test does -------------------------------------
     def track(self, nodeid: str) -> _Run:
@@ -266,27 +293,11 @@ class PluginSession:
 
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"metric name must be a non-blank str, got {name!r}")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(
-                f"metric {name!r}: value must be an int or float, got {type(value).__name__} "
-                f"{value!r}"
-            )
-        if not math.isfinite(value):
-            raise ConfigError(f"metric {name!r}: value must be a finite number, got {value!r}")
         from tnsai_eval.reports import MetricStats
 
-        # The report's own rule for a sample (its range), checked now rather
-        # than when the report is built after every test has run.
-        MetricStats(name, (float(value),))
-        if tolerance is not None and (
-            isinstance(tolerance, bool)
-            or not isinstance(tolerance, int | float)
-            or not math.isfinite(tolerance)
-            or tolerance < 0
-        ):
-            raise ConfigError(
-                f"metric {name!r}: tolerance must be a finite number >= 0, got {tolerance!r}"
-            )
+        # The report's own rules for a sample and a tolerance, checked now
+        # rather than when the report is built after every test has run.
+        MetricStats(name, (value,), tolerance=tolerance)
         run = self._current_run()
         if run is None:
             raise ConfigError(f"metric {name!r} recorded outside a running test")
@@ -306,10 +317,14 @@ class PluginSession:
 
     def record_iterations(self, count: int) -> None:
         """Add ``count`` refinement iterations to the running test."""
+        self._add(iterations=count)
+
+    def _add(self, **values: Any) -> None:
+        """Fold a part of the running test's record in (see ``_Run``)."""
         run = self._current_run()
         if run is not None:
             with self._lock:
-                run.iterations = (run.iterations or 0) + count
+                run.content = run.content.merge(run.part(**values))
 
     def record_cases(
         self,
@@ -324,26 +339,17 @@ class PluginSession:
         The records are the engine's own, with the report's context added: the
         metric, the sample and, for a case that was asked, pass or fail at ``threshold``.
         """
-        from dataclasses import replace
-
-        run = self._current_run()
-        if run is None:
-            return
         sample = self.sample
-        kept = [
-            replace(c, metric=metric, sample=sample, passed=c.verdict(threshold)) for c in cases
-        ]
-        with self._lock:
-            run.cases.extend(kept)
-            if prompt is not None:
-                run.prompts[metric] = replace(prompt, metric=metric)
+        self._add(
+            cases=tuple(
+                replace(c, metric=metric, sample=sample, passed=c.verdict(threshold)) for c in cases
+            ),
+            prompts=() if prompt is None else (replace(prompt, metric=metric),),
+        )
 
     def record_refinement(self, iterations: Iterable[IterationRecord]) -> None:
         """Keep the iterations of one ``refine()`` run (each naming its run's metric)."""
-        run = self._current_run()
-        if run is not None:
-            with self._lock:
-                run.refinements.extend(iterations)
+        self._add(refinements=tuple(iterations))
 
     def touch(self) -> None:
         """Make the running test tracked (a call is starting; it may fail)."""
@@ -363,7 +369,7 @@ class PluginSession:
         if client is None:
             from tnsai_eval.pytest._client import build_named_client
 
-            made = build_named_client(self.options, named)
+            made = build_named_client(self.options, named, self.store())
             with self._lock:
                 client = self._named_clients.setdefault(named.name, made)
         return self.adopt(client)
@@ -407,24 +413,29 @@ class PluginSession:
     # -- what pytest reports --------------------------------------------
     def on_report(self, report: pytest.TestReport) -> None:
         """Fold one phase's report into its test's record (tracked tests only)."""
+
         run = self.runs.get(report.nodeid)
         if run is None:
             return
+        passed, samples = 0, 0
+        if report.when == "call":
+            # (passed, total) of --tnsai-repeat's samples; a list once xdist has carried it.
+            given: Any = dict(report.user_properties).get(SAMPLES_PROPERTY)
+            passed, samples = (int(given[0]), int(given[1])) if given else (int(report.passed), 1)
+        status = "passed"
+        if report.failed:
+            status = "failed" if report.when == "call" else "error"
+        elif report.skipped:
+            status = "skipped"
+        phase = run.part(
+            status=status,
+            samples=samples,
+            passed_samples=passed,
+            duration_s=report.duration,
+            message=_first_line(report) if report.failed else "",
+        )
         with self._lock:
-            run.duration_s += report.duration
-            if report.when == "call":
-                samples: Any = dict(report.user_properties).get(SAMPLES_PROPERTY)
-                if samples is not None:  # (passed, total); a list once xdist has carried it
-                    run.passed_samples, run.samples = int(samples[0]), int(samples[1])
-                else:
-                    run.samples += 1
-                    run.passed_samples += int(report.passed)
-            if report.failed:
-                run.status = "failed" if report.when == "call" else "error"
-                if not run.message:
-                    run.message = _first_line(report)
-            elif report.skipped and run.status == "passed":
-                run.status = "skipped"
+            run.phases.append(phase)
 
     # -- the end ---------------------------------------------------------
     def merge(self, records: Iterable[Mapping[str, Any]]) -> None:

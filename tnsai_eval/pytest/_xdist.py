@@ -41,6 +41,8 @@ RECORD_PROPERTY = "tnsai_record"
 LLM_KEY = "tnsai_llm"
 #: workerinput key naming the file in which every worker counts --llm-max-calls.
 CALLS_FILE_KEY = "tnsai_calls_file"
+#: workerinput key of the run's id, so that the store's usage records name one run.
+RUN_KEY = "tnsai_run"
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -95,6 +97,7 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[RUN_KEY] = self.session.run
         budget = self.session.budget
         if budget is not None and budget.shared is not None:
             node.workerinput[CALLS_FILE_KEY] = str(budget.shared)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
@@ -169,11 +169,6 @@ class GateSettings:
             **{n: v for n, v in kept.items() if v is not None},
             sources={n: str(sources[n]) for n in GATE_SETTING_NAMES if n in sources},
         )
-
-    def with_sources(self, source: str) -> GateSettings:
-        """The same values, each non-default one now said to come from ``source``."""
-        sources = {n: source for n in GATE_SETTING_NAMES if self.source(n) != _DEFAULT}
-        return replace(self, sources=sources)
 
     def changes(self, current: GateSettings) -> tuple[SettingChange, ...]:
         """The settings whose value differs in ``current`` (this one is the base's)."""

@@ -248,8 +248,9 @@ _SUM = {MERGE: MergeRule.SUM}
 _FIRST = {MERGE: MergeRule.FIRST}
 _CONCAT = {MERGE: MergeRule.CONCATENATE}
 _WORST = {MERGE: MergeRule.WORST}
-# Which status stands when two runs of one test differ: the worst.
-_STATUS_RANK = {"error": 3, "failed": 2, "passed": 1, "skipped": 0}
+# Which status stands when two runs (or two phases) of one test differ: the
+# worst, where a skip is worse than a pass (that run gave no evidence).
+_STATUS_RANK = {"error": 3, "failed": 2, "skipped": 1, "passed": 0}
 
 
 def _sum(a: Any, b: Any, first: Any) -> Any:
@@ -257,6 +258,11 @@ def _sum(a: Any, b: Any, first: Any) -> Any:
 
 
 def _first(a: Any, b: Any, first: Any) -> Any:
+    if isinstance(a, tuple) and b:  # prompts: the first of each metric
+        kept: dict[str, Any] = {}
+        for prompt in (*a, *b):
+            kept.setdefault(prompt.metric, prompt)
+        return tuple(kept.values())
     return a or b
 
 
@@ -297,8 +303,10 @@ class TrackedTest:
     xdist workers of ``--dist each``, each a run of the test): counts add up
     (``sum``), lists follow one another (``concatenate``: a later run's
     metric samples and cases are later samples), the worst status and
-    latency stand (``worst``), and the rest is the first record's
-    (``first``).
+    latency stand (``worst``: error, failed, skipped, passed), and the rest
+    is the first record's (``first``; prompts: the first of each metric).
+    The plugin builds each test's own record by the same rules, from a part
+    per thing the test did (``pytest._session``).
     """
 
     nodeid: str = field(metadata=_FIRST)

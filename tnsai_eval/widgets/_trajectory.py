@@ -22,7 +22,8 @@ class TrajectoryExplorer(DisplayMixin):
     """Choose a case, then step through what the agent did for it.
 
     ``source`` is what ``frames.trajectory_steps`` and ``frames.case_metrics``
-    read (a ``TargetEvaluation``). The header shows the chosen case: its
+    read: a ``TargetEvaluation``, or a run report of ``evaluate_target`` tests
+    (a ``Report`` or its JSON file). The header shows the chosen case: its
     input, expected and final answers, whether it passed, why the run stopped
     and each metric's score. The slider (or ``previous`` / ``next``) picks a
     step: a model turn shows its reply, a tool call its arguments and result
@@ -36,11 +37,9 @@ class TrajectoryExplorer(DisplayMixin):
         explorer.next_button.click()
     """
 
-    def __init__(
-        self, source: frames.TrajectorySource, *, case: str | None = None, threshold: float = 0.5
-    ) -> None:
+    def __init__(self, source: frames.TrajectorySource, *, case: str | None = None) -> None:
         self.steps = frames.trajectory_steps(source)
-        self.cases = frames.case_metrics(source, threshold=threshold)
+        self.cases = frames.case_metrics(source)
         if self.cases.empty:
             raise ConfigError("the evaluation has no cases to explore")
         self.metrics = [c for c in self.cases.columns if c not in frames.CASE_METRIC_COLUMNS]
