@@ -160,7 +160,9 @@ def test_works_inside_a_running_event_loop() -> None:
         ({"cases": [("a", "b")]}, "cases[0] must be a TestCase, got tuple"),
         ({"template": "{prompt}"}, "template must contain {prompt} and {input}"),
         ({"concurrency": 0}, "concurrency must be an int >= 1, got 0"),
-        ({"max_calls": -1}, "max_calls must be >= 0 or None, got -1"),
+        ({"max_calls": -1}, "max_calls must be an int >= 0 or None, got -1"),
+        # A str crashed with TypeError (comparing it with 0) before the one check.
+        ({"max_calls": "3"}, "max_calls must be an int >= 0 or None, got '3'"),
         ({"evaluator": object()}, "evaluator must have evaluate(actual, expected)"),
     ],
 )

@@ -52,6 +52,7 @@ __all__ = [
     "Engine",
     "Variant",
     "check_concurrency",
+    "check_max_calls",
     "check_template",
 ]
 
@@ -84,6 +85,14 @@ def check_concurrency(concurrency: int) -> None:
     """Raise ``ConfigError`` unless ``concurrency`` is an int >= 1."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
+
+
+def check_max_calls(max_calls: int | None) -> None:
+    """Raise ``ConfigError`` unless ``max_calls`` is ``None`` or an int >= 0."""
+    if max_calls is not None and (
+        isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0
+    ):
+        raise ConfigError(f"max_calls must be an int >= 0 or None, got {max_calls!r}")
 
 
 class _Skipped:

@@ -36,6 +36,7 @@ from tnsai_eval.evaluation._engine import (
     Engine,
     Variant,
     check_concurrency,
+    check_max_calls,
     check_template,
 )
 from tnsai_eval.evaluation._stop import StopReason
@@ -197,8 +198,7 @@ async def ascore_prompt(
     checked = check_cases(cases, "cases")
     check_template(template)
     check_concurrency(concurrency)
-    if max_calls is not None and (isinstance(max_calls, bool) or max_calls < 0):
-        raise ConfigError(f"max_calls must be >= 0 or None, got {max_calls!r}")
+    check_max_calls(max_calls)
     if evaluator is None:
         evaluator = DefaultPromptEvaluator()
     elif not callable(getattr(evaluator, "evaluate", None)):

@@ -23,7 +23,7 @@ from typing import TypeAlias
 
 from tnsai_eval._util.aio import run_sync
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.evaluation._engine import check_concurrency
+from tnsai_eval.evaluation._engine import check_concurrency, check_max_calls
 from tnsai_eval.evaluation._runner import CaseDone, CaseRun, Target, TargetRunner
 from tnsai_eval.evaluation._scoring import PromptEvaluation
 from tnsai_eval.evaluation._stop import StopReason
@@ -111,10 +111,7 @@ async def ascore_target(
         )
     items = check_cases(cases, "cases")
     check_concurrency(concurrency)
-    if max_calls is not None and (
-        isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0
-    ):
-        raise ConfigError(f"max_calls must be an int >= 0 or None, got {max_calls!r}")
+    check_max_calls(max_calls)
     metrics = metrics_of(DefaultPromptEvaluator() if evaluator is None else evaluator)
     own = CallBudget(max_calls) if max_calls is not None else None
     budgets = [b for b in (own, budget) if b is not None]
