@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tnsai_eval._util.aio import run_sync
+from tnsai_eval._util.aio import blocking
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation._engine import (
     DEFAULT_CALL_PARAMS,
@@ -130,7 +130,7 @@ class PromptEvaluation:
         return self.to_dataframe()
 
 
-def score_prompt(
+async def ascore_prompt(
     llm: LLMClient,
     prompt: str,
     cases: Sequence[TestCase],
@@ -156,43 +156,10 @@ def score_prompt(
     evaluator's calls (a judge's) draw on the same budgets, or on
     ``judge_budget`` alone when given. ``on_case`` receives each case as it
     is scored. A client that can grow its pool (``OpenAIClient``,
-    ``FrontClient``) gets room for ``concurrency`` requests in flight. Works
-    inside a running event loop (a notebook) by running in a thread.
+    ``FrontClient``) gets room for ``concurrency`` requests in flight.
+    ``score_prompt`` is the same for synchronous callers; it works inside a
+    running event loop (a notebook) by running in a thread.
     """
-    return run_sync(
-        ascore_prompt(
-            llm,
-            prompt,
-            cases,
-            evaluator=evaluator,
-            template=template,
-            params=params,
-            concurrency=concurrency,
-            max_calls=max_calls,
-            on_case=on_case,
-            clock=clock,
-            budget=budget,
-            judge_budget=judge_budget,
-        )
-    )
-
-
-async def ascore_prompt(
-    llm: LLMClient,
-    prompt: str,
-    cases: Sequence[TestCase],
-    *,
-    evaluator: PromptEvaluator | None = None,
-    template: str = DEFAULT_TEMPLATE,
-    params: Mapping[str, Any] | None = None,
-    concurrency: int = 4,
-    max_calls: int | None = None,
-    on_case: Callable[[CaseRecord], None] | None = None,
-    clock: Clock = time.monotonic,
-    budget: CallBudget | None = None,
-    judge_budget: CallBudget | None = None,
-) -> PromptEvaluation:
-    """``score_prompt`` for async callers."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise ConfigError(f"prompt must be a non-empty str, got {prompt!r}")
     checked = check_cases(cases, "cases")
@@ -238,6 +205,9 @@ async def ascore_prompt(
         for i, case in enumerate(checked)
     )
     return PromptEvaluation(prompt, scored, calls=spent.calls, stop_reason=spent.stop_reason)
+
+
+score_prompt = blocking(ascore_prompt)
 
 
 def _ignore(row: CaseRecord) -> None:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tnsai_eval._util.aio import run_sync
+from tnsai_eval._util.aio import blocking
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation import PromptVariant
 from tnsai_eval.llm import LLMClient
@@ -136,7 +136,7 @@ class PromptOptimizer:
 
     suggest_strategies = staticmethod(suggest_strategies)
 
-    def optimize(
+    async def aoptimize(
         self,
         prompt: str | PromptVariant,
         cases: Sequence[TestCase],
@@ -168,7 +168,8 @@ class PromptOptimizer:
         all of ``cases``), else a seeded ``split`` share of ``cases``
         (``split_cases``: stratified by label, same inputs on one side); with
         ``split=None`` and no ``validation_cases`` nothing is held out.
-        Works inside a running event loop (a notebook) by running in a thread.
+        ``optimize`` is the same for synchronous callers; it works inside a
+        running event loop (a notebook) by running in a thread.
 
         ``stop_event``, a ``threading.Event`` that another thread (a Stop
         button) may set, ends the run at the next call boundary: no call
@@ -181,21 +182,6 @@ class PromptOptimizer:
             worker.start()
             stop.set()  # from any thread
         """
-        coroutine = self.aoptimize(
-            prompt, cases, validation_cases=validation_cases, stop_event=stop_event, target=target
-        )
-        return run_sync(coroutine)
-
-    async def aoptimize(
-        self,
-        prompt: str | PromptVariant,
-        cases: Sequence[TestCase],
-        *,
-        validation_cases: Sequence[TestCase] | None = None,
-        stop_event: threading.Event | None = None,
-        target: Callable[[str], Any] | None = None,
-    ) -> OptimizationResult:
-        """``optimize`` for async callers (``stop_event`` and ``target`` as there)."""
         if isinstance(prompt, str):
             prompt = PromptVariant(prompt)
         elif not isinstance(prompt, PromptVariant):
@@ -213,6 +199,8 @@ class PromptOptimizer:
             target=target,
         )  # fmt: skip
         return await run.execute()
+
+    optimize = blocking(aoptimize)
 
     def _check_target(self, target: object, prompt: PromptVariant) -> None:
         """What ``target=`` needs, checked before any call."""
