@@ -22,8 +22,9 @@ import argparse
 import json
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from urllib.parse import urlsplit
 
 from tnsai_eval._util.files import atomic_write_text
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
     from tnsai_eval.cli._targets import UserCode
 
 __all__ = ["DEFAULT_PROMPTS", "add_parser"]
+
+_N = TypeVar("_N", int, float)
 
 #: The starting prompt for each shipped dataset when ``--prompt`` is not given.
 DEFAULT_PROMPTS = {
@@ -263,34 +266,26 @@ def _target_option(args: argparse.Namespace) -> tuple[float, UserCode | None]:
     return score, None
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+def _argument(
+    parse: Callable[[str], _N], accepts: Callable[[_N], bool], expected: str
+) -> Callable[[str], _N]:
+    """An argparse ``type=``: ``parse(text)`` when ``accepts`` it, else an error naming it."""
+
+    def convert(text: str) -> _N:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return convert
 
 
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a level in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a level in (0, 1), got {text!r}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}")
-    return value
+_non_negative_int = _argument(int, lambda value: value >= 0, "an integer >= 0")
+_level = _argument(float, lambda value: 0.0 < value < 1.0, "a level in (0, 1)")
+_share = _argument(float, lambda value: 0.0 <= value < 1.0, "a share in [0, 1)")
 
 
 def _rewrite_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
