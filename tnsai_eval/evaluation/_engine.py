@@ -16,13 +16,13 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
-from tnsai_eval.evaluation._runner import TargetRunner
+from tnsai_eval.evaluation._runner import TargetRunner, all_active
 from tnsai_eval.evaluation._stop import StopReason, VariantStatus
 from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE, PromptVariant
 from tnsai_eval.llm import (
@@ -155,13 +155,9 @@ class Budget:
         """The budgets every call of this run draws on (its own, then the shared one)."""
         return tuple(b for b in (self.calls_budget, self.shared) if b is not None)
 
-    @contextmanager
-    def active(self) -> Iterator[None]:
+    def active(self) -> AbstractContextManager[None]:
         """Make the call budgets bound the calls made inside the block."""
-        with ExitStack() as stack:
-            for budget in self.call_budgets:
-                stack.enter_context(budget.active())
-            yield
+        return all_active(self.call_budgets)
 
     @contextmanager
     def judging(self) -> Iterator[None]:

@@ -33,7 +33,7 @@ from tnsai_eval.records import (
 )
 from tnsai_eval.scoring import Metric, TestCase
 
-__all__ = ["CaseDone", "CaseRun", "Target", "TargetRunner"]
+__all__ = ["CaseDone", "CaseRun", "Target", "TargetRunner", "all_active"]
 
 Target: TypeAlias = Callable[..., Any]
 
@@ -154,7 +154,7 @@ class TargetRunner:
         with (
             running_case(case_id),
             observing(seen.add),
-            _all_active(self.budgets),
+            all_active(self.budgets),
             routing(self.route),
         ):
             try:
@@ -260,7 +260,8 @@ class TargetRunner:
 
 
 @contextmanager
-def _all_active(budgets: Sequence[CallBudget]) -> Iterator[None]:
+def all_active(budgets: Sequence[CallBudget]) -> Iterator[None]:
+    """Make every one of ``budgets`` bound the calls made inside the block."""
     with ExitStack() as stack:
         for budget in budgets:
             stack.enter_context(budget.active())

@@ -220,9 +220,8 @@ class Run:
         of reserves); ``Budget``'s token and time limits, which it checks
         before each call, are the given ones less the estimate.
         """
-        for budget in self.budget.call_budgets:
-            budget.release()
-            budget.hold(min(need.calls, budget.left))
+        self.budget.release()
+        self.budget.hold(need.calls)
         if self.max_tokens is not None:
             self.budget.max_tokens = max(0, self.max_tokens - need.tokens)
         if self.max_seconds is not None:
@@ -369,7 +368,10 @@ class Run:
             if score <= self.best_score:
                 continue
             self.best = variant
-            problem = self._check_problem_after_unreserve(self._check_cost(final=True))
+            need = self._check_cost(final=True)
+            self._unreserve()
+            problem = self._check_problem(need)
+            self._reserve(need)
             if problem is None:
                 variant.became_best = True
                 self.budget_notes.append(
@@ -398,12 +400,6 @@ class Run:
                 failed_calls=last.failed_calls + self.budget.failed_calls - before[2],
                 elapsed_s=self.budget.elapsed(),
             )
-
-    def _check_problem_after_unreserve(self, need: CheckCost) -> str | None:
-        self._unreserve()
-        problem = self._check_problem(need)
-        self._reserve(need)
-        return problem
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
         if self.budget.stopped():  # a stop_event set between two rounds
