@@ -490,28 +490,14 @@ class OptimizationResult:
         import pandas as pd
 
         details = {v.id: v.details for v in self.variants}
-
+        # Each column is the record's field of that name, but for these three.
+        renamed = {"case": "index", "latency": "latency_s", "case_id": "id"}
         rows = [
-            (
-                r.round,
-                r.variant,
-                r.strategy,
-                r.index,
-                r.input,
-                r.expected,
-                r.output,
-                r.score,
-                r.tokens,
-                r.latency_s,
-                r.cached,
-                r.error,
-                r.split,
-                details.get(r.variant, ""),
-                r.reason,
-                r.id,
-                r.state.value,
-                r.error_type,
-            )
+            {
+                **{c: getattr(r, renamed.get(c, c)) for c in CASE_COLUMNS if c != "details"},
+                "details": details.get(r.variant, ""),
+                "state": r.state.value,
+            }
             for r in self.case_results
         ]
         return pd.DataFrame(rows, columns=list(CASE_COLUMNS))

@@ -197,12 +197,7 @@ def task_words(task: str, cases: Iterable[TestCase] = ()) -> frozenset[str]:
     >>> sorted(task_words("Classify the sentiment.", [TestCase("great!", "positive")]))
     ['class', 'posit', 'senti']
     """
-    text = " ".join([task, *(case.expected for case in cases)])
-    return frozenset(
-        _stem(word)
-        for word in normalize_answer(text).split()
-        if len(word) >= 3 and word.isalpha() and word not in _COMMON
-    )
+    return frozenset(_content_words(" ".join([task, *(case.expected for case in cases)])))
 
 
 def _content_words(text: str) -> list[str]:
