@@ -525,28 +525,24 @@ def _print_report(result: OptimizationResult) -> None:
 
 
 def _write_outputs(result: OptimizationResult, out: Path) -> None:
-    with frozen_secrets():  # every cell is masked: the secrets are read once
-        _write_files(result, out)
-
-
-def _write_files(result: OptimizationResult, out: Path) -> None:
     from tnsai_eval.plots import plot_optimizer_rounds
 
     out.mkdir(parents=True, exist_ok=True)
-    # Files meant to be kept and shared: every text in them is masked (a case
-    # or a prompt can quote a key) and encodable (a lone surrogate in a case).
-    _shareable(result.to_dataframe()).to_csv(out / "results.csv", index=False)
-    _shareable(result.rounds_dataframe()).to_csv(out / "rounds.csv", index=False)
-    variants = mask_deep(
-        {
-            "best_variant": result.best_variant,
-            "held_out": result.held_out_dict(),
-            "variants": [v.to_dict() for v in result.variants],
-        }
-    )
-    atomic_write_text(out / "variants.json", json.dumps(variants, indent=2) + "\n")
-    figure = plot_optimizer_rounds(result, title="Score progression")
-    figure.savefig(out / "score_progression.png", dpi=100)
+    with frozen_secrets():  # every cell is masked: the secrets are read once
+        # Files meant to be kept and shared: every text in them is masked (a case
+        # or a prompt can quote a key) and encodable (a lone surrogate in a case).
+        _shareable(result.to_dataframe()).to_csv(out / "results.csv", index=False)
+        _shareable(result.rounds_dataframe()).to_csv(out / "rounds.csv", index=False)
+        variants = mask_deep(
+            {
+                "best_variant": result.best_variant,
+                "held_out": result.held_out_dict(),
+                "variants": [v.to_dict() for v in result.variants],
+            }
+        )
+        atomic_write_text(out / "variants.json", json.dumps(variants, indent=2) + "\n")
+        figure = plot_optimizer_rounds(result, title="Score progression")
+        figure.savefig(out / "score_progression.png", dpi=100)
     written = ("results.csv", "rounds.csv", "variants.json", "score_progression.png")
     print(f"wrote {', '.join(str(out / name) for name in written)}")
 

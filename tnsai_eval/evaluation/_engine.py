@@ -399,14 +399,13 @@ class Engine:
         its evaluator's included, is attributed to it.
         """
         case_id = self.case_ids(cases)[index]
+        score = self._score_prompt_case if self.target is None else self._score_target_case
         with running_case(case_id):
-            return await self._score_case(variant, index, cases, case_id, split)
+            return await score(variant, index, cases, case_id, split)
 
-    async def _score_case(
+    async def _score_prompt_case(
         self, variant: Variant, index: int, cases: Sequence[TestCase], case_id: str, split: str
     ) -> CaseRecord | None:
-        if self.target is not None:
-            return await self._score_target_case(variant, index, cases, case_id, split)
         case = cases[index]
         sent = await self.send(self.case_messages(variant, case.input), self.case_params(variant))
         if isinstance(sent.reply, _Skipped):

@@ -138,21 +138,15 @@ class ModelResult:
     def summary_row(self) -> dict[str, Any]:
         """This model's row of ``ModelEvaluation.summary``."""
         low, high = self.interval
-        return {
+        own = {
             "model": self.name,
             "cases": len(self.evaluation.cases),
-            "score": self.score,
             "score_low": low,
             "score_high": high,
-            "pass_rate": self.pass_rate,
             "errors": len(self.evaluation.errors),
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "cost": self.cost,
-            "live_calls": self.live_calls,
-            "latency_p50_s": self.latency_p50_s,
-            "latency_p95_s": self.latency_p95_s,
         }
+        # The other columns are this result's properties of the same names.
+        return {c: own[c] if c in own else getattr(self, c) for c in MODEL_SUMMARY_COLUMNS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,24 +257,19 @@ class ModelEvaluation:
         """The tidy view: one row per model and case (``MODEL_CASE_COLUMNS``)."""
         import pandas as pd
 
-        rows = [
-            {
-                "model": result.name,
-                "case": case.index,
-                "input": case.input,
-                "expected": case.expected,
-                "output": case.output,
-                "score": case.score,
-                "passed": case.verdict(result.threshold),
-                "state": case.state.value,
-                "tokens": case.tokens,
-                "cached": case.cached,
-                "latency_s": case.latency_s,
-                "error": case.error,
-            }
-            for result in self.results
-            for case in result.evaluation.cases
-        ]
+        rows = []
+        for result in self.results:
+            for case in result.evaluation.cases:
+                own = {
+                    "model": result.name,
+                    "case": case.index,
+                    "passed": case.verdict(result.threshold),
+                    "state": case.state.value,
+                }
+                # The other columns are the case record's fields of the same names.
+                rows.append(
+                    {c: own[c] if c in own else getattr(case, c) for c in MODEL_CASE_COLUMNS}
+                )
         return pd.DataFrame(rows, columns=list(MODEL_CASE_COLUMNS))
 
     def summary(self) -> pd.DataFrame:

@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tnsai_eval._util.plain import json_ready
 from tnsai_eval._util.stats import sign_test
 from tnsai_eval.evaluation import DEFAULT_TEMPLATE, PromptVariant, demos_text
 from tnsai_eval.llm import Message
@@ -530,15 +529,11 @@ class OptimizationResult:
         columns = [f.name for f in dataclasses.fields(VariantRecord)] + ["details"]
         rows = []
         for v in self.variants:
-            row = {name: getattr(v, name) for name in columns}
+            row = v.to_dict()  # its fields, the status's value and its details
+            shape = row["response_format"]
             row.update(
-                status=v.status.value,
                 demos=demos_text(v.demos),
-                response_format=(
-                    None
-                    if v.response_format is None
-                    else json.dumps(json_ready(v.response_format), sort_keys=True)
-                ),
+                response_format=None if shape is None else json.dumps(shape, sort_keys=True),
             )
             rows.append(row)
         return pd.DataFrame(rows, columns=columns)
