@@ -111,17 +111,9 @@ def add_parser(subparsers: Any) -> None:
         f"choices: {', '.join(s.value for s in PromptStrategy)}; "
         f"{','.join(s.value for s in SMALL_MODEL_STRATEGIES)} help a small model)",
     )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=DEFAULT_CONFIG.max_iterations,
-        help=f"at most N rounds (default: {DEFAULT_CONFIG.max_iterations})",
-    )
-    parser.add_argument(
-        "--target-score",
-        type=finite_float,
-        default=DEFAULT_CONFIG.target_score,
-        help=f"stop at this score (default: {DEFAULT_CONFIG.target_score})",
+    _option(parser, "--rounds", positive_int, DEFAULT_CONFIG.max_iterations, "at most N rounds")
+    _option(
+        parser, "--target-score", finite_float, DEFAULT_CONFIG.target_score, "stop at this score"
     )
     code = parser.add_mutually_exclusive_group()
     code.add_argument(
@@ -178,20 +170,15 @@ def add_parser(subparsers: Any) -> None:
         "--validation",
         help="a dataset held out to report the best prompt on (instead of --split)",
     )
-    parser.add_argument(
-        "--split",
-        type=_share,
-        default=DEFAULT_CONFIG.split or 0.0,
-        help="share of the cases held out to report on, 0 for none "
-        f"(default: {DEFAULT_CONFIG.split or 0})",
+    split = DEFAULT_CONFIG.split or 0.0
+    _option(
+        parser, "--split", _share, split, "share of the cases held out to report on, 0 for none"
     )
-    parser.add_argument(
-        "--demo-sets",
-        type=_non_negative_int,
-        default=DEFAULT_CONFIG.demo_sets,
-        help="demo sets to try each round, bootstrapped from the model's correct "
-        f"replies and from expected answers (default: {DEFAULT_CONFIG.demo_sets})",
+    demo_sets = (
+        "demo sets to try each round, bootstrapped from the model's correct replies and from "
+        "expected answers"
     )
+    _option(parser, "--demo-sets", _non_negative_int, DEFAULT_CONFIG.demo_sets, demo_sets)
     parser.add_argument(
         "--racing-bound",
         choices=get_args(RacingBound),
@@ -206,37 +193,28 @@ def add_parser(subparsers: Any) -> None:
         help="the level of the held-out paired test and of the gain's interval "
         f"(default: {DEFAULT_CONFIG.alpha}: a {1 - DEFAULT_CONFIG.alpha:.0%}% interval)",
     )
-    parser.add_argument(
-        "--reply-tokens",
-        type=positive_int,
-        default=_REPLY_TOKENS,
-        help=f"max reply tokens (default: {_REPLY_TOKENS})",
-    )
+    _option(parser, "--reply-tokens", positive_int, _REPLY_TOKENS, "max reply tokens")
     parser.add_argument("--max-calls", type=positive_int, help="stop after N model calls")
     parser.add_argument("--max-tokens", type=positive_int, help="stop after N tokens")
     parser.add_argument("--max-seconds", type=positive_float, help="stop after S seconds")
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=DEFAULT_CONFIG.concurrency,
-        help=f"calls in flight (default: {DEFAULT_CONFIG.concurrency})",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=DEFAULT_CONFIG.seed,
-        help=f"racing order and few-shot examples (default: {DEFAULT_CONFIG.seed})",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("optimize-out"),
-        help="output directory (default: optimize-out)",
-    )
+    _option(parser, "--concurrency", positive_int, DEFAULT_CONFIG.concurrency, "calls in flight")
+    _option(parser, "--seed", int, DEFAULT_CONFIG.seed, "racing order and few-shot examples")
+    _option(parser, "--out", Path, Path("optimize-out"), "output directory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_options(parser)
     add_store_options(parser)
     parser.set_defaults(func=_run)
+
+
+def _option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    kind: Callable[[str], Any],
+    default: object,
+    text: str,
+) -> None:
+    """An option of type ``kind`` whose help ends with its ``default``."""
+    parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: {default})")
 
 
 def _target_option(args: argparse.Namespace) -> tuple[float, UserCode | None]:
