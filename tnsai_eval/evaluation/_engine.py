@@ -15,8 +15,8 @@ import inspect
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast
 
@@ -159,15 +159,9 @@ class Budget:
         """Make the call budgets bound the calls made inside the block."""
         return all_active(self.call_budgets)
 
-    @contextmanager
-    def judging(self) -> Iterator[None]:
+    def judging(self) -> AbstractContextManager[None]:
         """The budgets an evaluator's calls draw on: ``judge`` alone when given, else the run's."""
-        if self.judge is None:
-            with self.active():
-                yield
-        else:
-            with only_budgets(self.judge):
-                yield
+        return self.active() if self.judge is None else only_budgets(self.judge)
 
     def hold(self, count: int) -> None:
         """Hold ``count`` attempts back in every call budget for a later phase."""
@@ -281,7 +275,7 @@ class Engine:
         concurrency: int,
         params: Mapping[str, Any],
         template: str,
-        on_case: Callable[[CaseRecord], None],
+        on_case: Callable[[CaseRecord], None] | None = None,
         target: Callable[[str], Any] | None = None,
     ) -> None:
         self.llm = llm
@@ -467,7 +461,8 @@ class Engine:
         variant.rows.append(row)
         variant.calls += attempts
         variant.tokens += tokens
-        self._on_case(row)
+        if self._on_case is not None:
+            self._on_case(row)
         return row
 
     def _runner(self, variant: Variant) -> TargetRunner | Exception:

@@ -193,7 +193,7 @@ async def ascore_prompt(
         concurrency=concurrency,
         params=DEFAULT_CALL_PARAMS if params is None else params,
         template=template,
-        on_case=on_case or _ignore,
+        on_case=on_case,
     )
     variant = Variant(id=0, round=0, strategy="initial", spec=PromptVariant(prompt), parent=None)
     await engine.score(variant, range(len(checked)), checked)
@@ -208,7 +208,3 @@ async def ascore_prompt(
 
 
 score_prompt = blocking(ascore_prompt)
-
-
-def _ignore(row: CaseRecord) -> None:
-    """The ``on_case`` of a caller that gave none."""

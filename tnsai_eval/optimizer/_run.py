@@ -263,12 +263,8 @@ class Run:
         first = search.first_cases(n, demo_sets=self.options.demo_sets)
         planned = self.order[:first] if first < n else range(n)
         await self.engine.score(initial, planned, self.cases)
-        partial_mean = initial.mean()
-        if (
-            len(planned) < n
-            and partial_mean is not None
-            and partial_mean >= self.options.target_score
-        ):
+        mean = initial.mean()
+        if len(planned) < n and mean is not None and mean >= self.options.target_score:
             # At the target on the first rung: the likeliest winner, and whether
             # the run is already done needs its complete score (exhaustive
             # search stops here without a round; so does racing).
@@ -573,8 +569,7 @@ class Run:
         if not self.raced or len(self.history) < 2:
             return None
         saved, dropped, dropped_last = self.race_totals
-        cut = stop in (StopReason.MAX_CALLS, StopReason.MAX_TOKENS, StopReason.MAX_SECONDS,
-                       StopReason.STOPPED)  # fmt: skip
+        cut = stop in (*_LIMITS, StopReason.STOPPED)
         return savings_report(
             self.options.search,
             saved,
