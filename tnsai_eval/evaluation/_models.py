@@ -397,10 +397,9 @@ def evaluate_models(
     unknown = sorted(set(extra) - set(labels))
     if unknown:
         raise ConfigError(f"model_params names {unknown}, not among the models {labels}")
-    clients = _fronts(resolved, store, record_mode, cassette)
     base = dict(DEFAULT_CALL_PARAMS if params is None else params)
     results: list[ModelResult] = []
-    for (label, named, _), client in zip(resolved, clients, strict=True):
+    for label, named, client in _fronts(resolved, store, record_mode, cassette):
 
         def score(
             seen: Callable[[CaseRecord], None], client: FrontClient = client, label: str = label
@@ -466,24 +465,26 @@ def _fronts(
     store: ResponseStore | str | os.PathLike[str] | None,
     record_mode: RecordMode | str,
     cassette: str,
-) -> list[FrontClient]:
-    """Each model's one client, behind ``store`` in ``record_mode``; key variables checked."""
+) -> list[tuple[str, NamedModel | None, FrontClient]]:
+    """Each model's label, table entry and one client, behind ``store`` in ``record_mode``;
+    key variables checked."""
     mode = RecordMode.parse(record_mode)
     cached_store = None if store is None else (
         store if isinstance(store, ResponseStore) else ResponseStore(store)
     )  # fmt: skip
-    clients: list[FrontClient] = []
-    for _, named, client in resolved:
+    fronts: list[tuple[str, NamedModel | None, FrontClient]] = []
+    for label, named, client in resolved:
         if client is None:
             assert named is not None
             if named.api_key_env is not None and not (cached_store and mode is RecordMode.REPLAY):
                 named.api_key()  # an unset key variable fails here, before any call
-            clients.append(named.front(cached_store, mode, cassette=cassette))
+            front = named.front(cached_store, mode, cassette=cassette)
         elif isinstance(client, FrontClient):
-            clients.append(client)  # already the model's one client: its own store
+            front = client  # already the model's one client: its own store
         else:
-            clients.append(FrontClient(client, cached_store, mode, cassette=cassette))
-    return clients
+            front = FrontClient(client, cached_store, mode, cassette=cassette)
+        fronts.append((label, named, front))
+    return fronts
 
 
 def _bar(label: str, total: int) -> Any:
@@ -525,13 +526,9 @@ def evaluate_target_models(
     from tnsai_eval.llm import observing
 
     checked = check_cases(cases, "cases")
-    runs: list[tuple[str, NamedModel | None, LLMClient | None]] = [("app", None, None)]
+    runs: Sequence[tuple[str, NamedModel | None, FrontClient | None]] = [("app", None, None)]
     if models is not None:
-        resolved = _resolve(models, table)
-        fronts = _fronts(resolved, store, record_mode, cassette)
-        runs = [
-            (label, named, front) for (label, named, _), front in zip(resolved, fronts, strict=True)
-        ]
+        runs = _fronts(_resolve(models, table), store, record_mode, cassette)
     results: list[ModelResult] = []
     for label, named, client in runs:
 

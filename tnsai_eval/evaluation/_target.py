@@ -1,17 +1,5 @@
-"""Scoring a target on cases: the app's own code path, case by case.
-
-A *target* turns a case's input into an output: a function ``fn(input) -> str |
-Trajectory`` (sync or async) or an agent factory (``factory() -> agent`` whose
-``run(input)`` returns a ``Trajectory``). ``score_target`` runs it once per case
-under ``llm.running_case(case_id)``, so that every call the target makes through
-a ``FrontClient`` is attributed to the case (its calls, tokens, replay misses),
-under the run's call budget (``max_calls``), and scores the output with each
-metric of ``evaluator`` (one evaluator or a list; see ``scoring.metrics_of``).
-
-A target that raises is an errored case (its type and message kept, masked); a
-replay miss anywhere inside it makes the case ``unrecorded`` (never a score,
-even when the target caught the error and answered something else); a spent
-budget makes it ``not_run``.
+"""Scoring a target on cases: the app's own code path, case by case (``score_target``;
+``_runner.TargetRunner`` runs one case).
 """
 
 from __future__ import annotations

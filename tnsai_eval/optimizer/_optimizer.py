@@ -161,15 +161,9 @@ class PromptOptimizer:
         Demo sets and a starting ``PromptVariant`` with more than an
         instruction need the optimizer's own calls (``ConfigError``).
 
-        The best prompt is chosen on selection cases only and then scored,
-        with the initial prompt, on held-out cases, giving ``validation_score``,
-        ``initial_validation_score`` and the paired test between them. The
-        held-out cases are ``validation_cases`` when given (selection then uses
-        all of ``cases``), else a seeded ``split`` share of ``cases``
-        (``split_cases``: stratified by label, same inputs on one side); with
-        ``split=None`` and no ``validation_cases`` nothing is held out.
-        ``optimize`` is the same for synchronous callers; it works inside a
-        running event loop (a notebook) by running in a thread.
+        The held-out split is the class docstring's (``split_cases``: same
+        inputs on one side). ``optimize`` is the same for synchronous callers;
+        it works inside a running event loop (a notebook) by running in a thread.
 
         ``stop_event``, a ``threading.Event`` that another thread (a Stop
         button) may set, ends the run at the next call boundary: no call
@@ -259,21 +253,17 @@ class PromptOptimizer:
         would leave ``prompt`` unchanged not at all. Retries are not foreseen,
         but they too count against ``max_calls``, which caps the estimate.
         """
+        c = self.config
         text = prompt.instruction if isinstance(prompt, PromptVariant) else prompt
         checked, validation = self.split_cases(cases, validation_cases)
         n = len({case.input for case in checked})
-        examples = [checked[i] for i in reversed(example_order(len(checked), self.config.seed))]
+        examples = [checked[i] for i in reversed(example_order(len(checked), c.seed))]
         first = sum(
-            1
-            for strategy in self.config.strategies
-            if strategy.apply(
-                text, examples, examples=self.config.few_shot_examples, labels=self.config.labels
-            )
-            != text
+            s.apply(text, examples, examples=c.few_shot_examples, labels=c.labels) != text
+            for s in c.strategies
         )
-        c = self.config
         per_round = (1 + n if c.rewrite else 0) + c.demo_sets * n
         total = n + first * n + per_round
         total += (c.max_iterations - 1) * (len(c.strategies) * n + per_round)
         total += 2 * len({case.input for case in validation})
-        return total if self.config.max_calls is None else min(total, self.config.max_calls)
+        return total if c.max_calls is None else min(total, c.max_calls)

@@ -476,10 +476,8 @@ class OptimizationResult:
     def to_dataframe(self) -> pd.DataFrame:
         """One row per (round, variant, case) scored, in that order.
 
-        Columns: round, variant, strategy, case, input, expected, output,
-        score, tokens, latency, cached, error, split, details, reason,
-        case_id, state, error_type: the fields of each ``CaseRecord`` (``case``
-        is its ``index``, ``latency`` its ``latency_s``). Failed calls are rows
+        Columns: ``CASE_COLUMNS``, the fields of each ``CaseRecord`` (``case`` is its
+        ``index``, ``latency`` its ``latency_s``, ``case_id`` its ``id``). Failed calls are rows
         with a ``None`` output and score, the error's text and its type.
         ``details`` says what the variant carries beyond its instruction
         ("system message; 3 demo(s) as chat"; ``''`` for a bare instruction):
@@ -504,8 +502,7 @@ class OptimizationResult:
     def rounds_dataframe(self) -> pd.DataFrame:
         """One row per round (0 is the initial prompt): best score so far and costs.
 
-        Columns, the fields of ``RoundRecord``: round, best_score, best_variant,
-        improved, variants, calls, tokens, failed_calls, elapsed_s.
+        Columns: the fields of ``RoundRecord``.
         """
         import pandas as pd
 
@@ -515,14 +512,11 @@ class OptimizationResult:
     def variants_dataframe(self) -> pd.DataFrame:
         """One row per variant tried, in the order they were made.
 
-        Columns, the fields of ``VariantRecord`` (``status`` as its string value):
-        id, round, strategy, prompt, parent, status, score, partial_score,
-        cases_scored, cases_failed, calls, tokens, became_best, duplicate_of,
-        system, demos, demo_style, response_format; then details. So that a
-        table (or a CSV file) shows them, ``demos`` is text (``input -> output``
-        pairs, see ``demos_text``) and ``response_format`` JSON text; the
-        records themselves (``variants``, ``VariantRecord.to_dict()``) keep them
-        as data.
+        Columns: the fields of ``VariantRecord`` (``status`` as its string value),
+        then details. So that a table (or a CSV file) shows them, ``demos`` is text
+        (``input -> output`` pairs, see ``demos_text``) and ``response_format`` JSON
+        text; the records themselves (``variants``, ``VariantRecord.to_dict()``) keep
+        them as data.
         """
         import pandas as pd
 
