@@ -362,7 +362,7 @@ def _run(args: argparse.Namespace) -> int:
     own = None if code is None else code.default_prompt()  # the app's own prompt
     prompt = args.prompt or own or DEFAULT_PROMPTS.get(Path(args.dataset).stem, _GENERIC_PROMPT)
     rewrite_llm, rewriter = _rewrite_client(args)
-    bar = None if args.no_progress else _ProgressBar()
+    bar = _ProgressBar()
     # One client for the model: the target's calls and the rewrites, behind --store.
     llm = front_from_args(args)
     optimizer = PromptOptimizer(
@@ -380,7 +380,7 @@ def _run(args: argparse.Namespace) -> int:
         rewrite=not args.no_rewrite,
         rewrite_llm=rewrite_llm,
         call_params=call_params,
-        progress=bar.update if bar is not None else None,
+        progress=None if args.no_progress else bar.update,
         split=args.split or None,
         demo_sets=args.demo_sets,
         racing_bound=args.racing_bound,
@@ -404,7 +404,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"rewrites by {rewriter}", flush=True)
     if constrain:
         print(f"replies constrained to the labels: {', '.join(meta.labels)}", flush=True)
-    if bar is not None:
+    if not args.no_progress:
         bar.open(most_calls)
     try:
         result = optimizer.optimize(
@@ -414,8 +414,7 @@ def _run(args: argparse.Namespace) -> int:
             target=None if code is None else code.factory(llm),
         )
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     _print_report(result)
     _write_outputs(result, args.out)
     return 0

@@ -311,7 +311,7 @@ class Engine:
 
     async def send(
         self,
-        messages: str | list[Message],
+        message: str | list[Message],
         params: Mapping[str, Any],
         *,
         llm: LLMClient | None = None,
@@ -321,11 +321,8 @@ class Engine:
         ``llm`` replaces the task model for this call (the rewrite model); its
         calls count against the same budget.
         """
-        message = messages
         shown = (
-            (message,)
-            if isinstance(message, str)
-            else tuple(f"{m.role}:{m.content}" for m in message)
+            [message] if isinstance(message, str) else [f"{m.role}:{m.content}" for m in message]
         )
         key: CacheKey = (
             "rewrite-llm" if llm is not None else "",

@@ -63,10 +63,8 @@ def examples_block(demos: Sequence[Demo]) -> str:
     """
     if not demos:
         return ""
-    lines = [_EXAMPLES_HEADER]
-    for demo in demos:
-        lines.append(f"Input: {demo.input.strip()}\nOutput: {demo.output.strip()}")
-    return "\n".join(lines)
+    pairs = (f"Input: {d.input.strip()}\nOutput: {d.output.strip()}" for d in demos)
+    return "\n".join([_EXAMPLES_HEADER, *pairs])
 
 
 def demos_text(demos: Sequence[Demo], style: str | None = None) -> str:

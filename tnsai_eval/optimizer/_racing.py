@@ -190,12 +190,8 @@ def look_level(looks: Sequence[int], test: RacingBound) -> float:
 
 def paired_differences(challenger: Variant, incumbent: Variant, seen: Sequence[int]) -> list[float]:
     """``challenger - incumbent`` on each case of ``seen`` that both scored."""
-    diffs = []
-    for case in seen:
-        mine, theirs = challenger.scores.get(case), incumbent.scores.get(case)
-        if mine is not None and theirs is not None:
-            diffs.append(mine - theirs)
-    return diffs
+    pairs = ((challenger.scores.get(case), incumbent.scores.get(case)) for case in seen)
+    return [mine - theirs for mine, theirs in pairs if mine is not None and theirs is not None]
 
 
 def final_bounds(variant: Variant, n: int) -> tuple[float, float]:
