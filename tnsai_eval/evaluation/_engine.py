@@ -129,10 +129,10 @@ class Budget:
     given (``judge_budget=``).
     """
 
-    max_calls: int | None
-    max_tokens: int | None
-    max_seconds: float | None
-    clock: Clock
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    max_seconds: float | None = None
+    clock: Clock = time.monotonic
     stop_event: threading.Event | None = None
     shared: CallBudget | None = None
     started: float = 0.0

@@ -178,14 +178,7 @@ async def ascore_prompt(
     for name, given in (("budget", budget), ("judge_budget", judge_budget)):
         if given is not None and not isinstance(given, CallBudget):
             raise ConfigError(f"{name} must be an llm.CallBudget or None, got {given!r}")
-    spent = Budget(
-        max_calls=max_calls,
-        max_tokens=None,
-        max_seconds=None,
-        clock=clock,
-        shared=budget,
-        judge=judge_budget,
-    )
+    spent = Budget(max_calls=max_calls, clock=clock, shared=budget, judge=judge_budget)
     engine = Engine(
         llm,
         evaluator=evaluator,

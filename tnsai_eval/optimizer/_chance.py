@@ -180,9 +180,8 @@ def confusion_frame(
                 counts[reader.label_of(row.output) or NO_LABEL] += 1
             index.append((name, expected))
             cells.append([counts[column] for column in columns])
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         cells,
         index=pd.MultiIndex.from_tuples(index, names=["prompt", "expected"]),
         columns=pd.Index(columns, name="answered"),
     )
-    return frame

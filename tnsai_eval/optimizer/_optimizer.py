@@ -78,22 +78,17 @@ class PromptOptimizer:
     better half at each doubling of the cases, with no test: cheaper, and
     it may drop the best variant (same module). ``max_calls``, ``max_tokens`` and
     ``max_seconds`` bound the run (``result.stop_reason`` says which ended
-    it); ``max_calls`` bounds HTTP attempts, retries included (a retry the
-    budget has no room for is refused: the call fails instead), replies from
-    a client's response store are counted apart, and the budget covers the
-    optimizer's own calls (the rewrite model's too), not those an evaluator
-    makes. ``budget=`` (an ``llm.CallBudget``) is a budget shared with other
-    work, such as the pytest plugin's ``--llm-max-calls``; the run draws on
-    it as well as on its own ``max_calls``. An attempt is taken from the
-    budget when it is sent, after the wait for one of the ``concurrency``
-    slots. The held-out check's calls (two per held-out case) are set aside
-    first: a budget with fewer attempts left than that refuses the run at
-    start (``ConfigError``), and the search spends the rest. A round that the
-    budget ends part-way is cut: its variants keep the cases they were scored
-    on (status ``INCOMPLETE``, a partial mean) and cannot become best; the
-    held-out check then runs on what was set aside. ``seed`` also fixes the
-    racing order; with a deterministic client the same inputs give the same
-    result, call for call. ``progress``
+    it); ``max_calls`` bounds HTTP attempts, retries included, of every call
+    the run makes (a judge's and the rewrite model's too; ``evaluation.Budget``
+    says when an attempt is taken), and ``budget=`` (an ``llm.CallBudget``)
+    is one shared with other work (the pytest plugin's ``--llm-max-calls``),
+    drawn on as well. The held-out check's calls (two per held-out case) are
+    set aside first: a budget with fewer attempts left than that refuses the
+    run at start (``ConfigError``), and the search spends the rest. A round
+    the budget ends part-way is cut: its variants keep the cases they were
+    scored on (status ``INCOMPLETE``) and cannot become best. ``seed`` also
+    fixes the racing order; with a deterministic client the same inputs give
+    the same result, call for call. ``progress``
     receives a ``ProgressEvent`` after every scored case and every round.
 
     >>> from tnsai_eval.testing import ScriptedLLM

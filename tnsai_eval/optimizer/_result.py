@@ -87,16 +87,10 @@ class OptimizationResult:
     or 1, else a paired bootstrap seeded by the run's seed.
     On a label task (``labels``), ``constant_baseline`` says what answering
     one label to every held-out case scores (the label chosen on the
-    selection cases) and the held-out majority class's share; ``confusion()``
-    tabulates expected by answered labels, and ``chance_flag`` says when the
-    best prompt's held-out replies are 90% or more one label or score no
-    higher than the constant answer. ``was_improved`` is the verdict's
-    "improved" (a significant held-out gain at ``alpha`` that beats the
-    constant answer); ``training_improved`` is the search's own view (a
-    higher selection score). ``headline`` says it all in one line.
-    ``best_prompt`` is the winning instruction text (inline demos included);
-    ``best_spec`` the whole winning variant and ``best_messages(input)`` its
-    messages for one input.
+    selection cases) and the held-out majority class's share. The
+    properties and methods below (``headline``, ``verdict``, ``chance_flag``,
+    ``confusion()``...) say what they read. ``best_prompt`` is the winning
+    instruction text (inline demos included), ``best_spec`` the whole variant.
     ``rejected_rewrites`` holds, for each model rewrite that was not a prompt
     for the task (a greeting, a question back, empty, off the task: see
     ``check_rewrite``), why it was rejected; rejected rewrites are never scored.

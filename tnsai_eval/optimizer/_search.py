@@ -172,12 +172,9 @@ class SearchRegistry:
 
     def get(self, name: str) -> Search:
         """The mode called ``name``; a ``ConfigError`` naming the choices otherwise."""
-        try:
-            return self._modes[name]
-        except (KeyError, TypeError):
-            raise ConfigError(
-                f"search must be one of {', '.join(self._modes)}, got {name!r}"
-            ) from None
+        if name not in self:
+            raise ConfigError(f"search must be one of {', '.join(self._modes)}, got {name!r}")
+        return self._modes[name]
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in self._modes
