@@ -31,6 +31,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.stats import mean_interval, percentile
@@ -378,16 +379,12 @@ def evaluate_models(
     prompt, every name and every key variable (``ConfigError``). A failed
     call is recorded on its case, like everywhere else.
     """
+    text = prompt
     if isinstance(prompt, os.PathLike):
-        from pathlib import Path
-
-        path = Path(prompt)
         try:
-            text = path.read_text(encoding="utf-8-sig")
+            text = Path(prompt).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read prompt file {str(path)!r}: {exc}") from exc
-    else:
-        text = prompt
+            raise ConfigError(f"cannot read prompt file {str(Path(prompt))!r}: {exc}") from exc
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"prompt must be a non-empty str, got {prompt!r}")
     checked = check_cases(cases, "cases")

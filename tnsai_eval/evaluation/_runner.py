@@ -120,8 +120,7 @@ class CaseDone:
 
 
 class TargetRunner:
-    """Runs a target on one case and scores it: ``score_target``'s unit, and the optimizer's
-    when it optimizes a prompt inside a target."""
+    """Runs a target on one case and scores it (module docstring)."""
 
     def __init__(
         self,

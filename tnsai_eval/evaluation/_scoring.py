@@ -1,13 +1,8 @@
-"""Scoring one prompt on a set of cases: the optimizer's engine, without the search.
-
-This is the library's one path for "how well does this prompt do on these
-cases": the pytest plugin's ``evaluate_prompt`` fixture calls ``score_prompt``,
-and the optimizer scores every variant with the same ``Engine``. So the
-template, the call parameters, the in-run cache of repeated requests, the
-budget and the error rules are the same everywhere: a case whose call raises
-``LLMError``, or whose evaluator raises or returns a value outside [0, 1],
-is recorded for that case with the error's type and message, and the other
-cases keep their scores.
+"""Scoring one prompt on a set of cases (``score_prompt``): the optimizer's ``Engine``
+without the search, so the template, call parameters, in-run cache, budgets and error
+rules are the optimizer's and the pytest plugin's. A case whose call or evaluator fails
+(or returns a value outside [0, 1]) is recorded with the error's type and message; the
+other cases keep their scores.
 
 >>> from tnsai_eval.testing import ScriptedLLM
 >>> llm = ScriptedLLM(rules=[(r"France", "Paris")], default="Rome")

@@ -11,7 +11,7 @@ from typing import TypeAlias
 
 from tnsai_eval._util.aio import blocking
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.evaluation._engine import check_concurrency, check_max_calls
+from tnsai_eval.evaluation._engine import Budget, check_concurrency, check_max_calls
 from tnsai_eval.evaluation._runner import CaseDone, CaseRun, Target, TargetRunner
 from tnsai_eval.evaluation._scoring import PromptEvaluation
 from tnsai_eval.evaluation._stop import StopReason
@@ -131,8 +131,7 @@ async def ascore_target(
     check_concurrency(concurrency)
     check_max_calls(max_calls)
     metrics = metrics_of(DefaultPromptEvaluator() if evaluator is None else evaluator)
-    own = CallBudget(max_calls) if max_calls is not None else None
-    budgets = [b for b in (own, budget) if b is not None]
+    budgets = Budget(max_calls=max_calls, shared=budget).call_budgets  # its own, then shared
     runner = TargetRunner(target, metrics, budgets, case_threshold, route)
     ids = case_ids((c.input, c.expected, c.id) for c in items)
     gate = asyncio.Semaphore(concurrency)

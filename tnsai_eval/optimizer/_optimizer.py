@@ -60,23 +60,16 @@ class PromptOptimizer:
     Beyond the original: cases are scored concurrently (at most
     ``concurrency`` calls in flight) through the client's async path; within a
     run the same request is never sent twice, and a variant equal to an
-    earlier one is not scored again. A variant is a ``PromptVariant``: the
-    instruction plus an optional system message, demos and
-    ``response_format`` (``optimize`` also takes one as its starting prompt);
-    ``FEW_SHOT`` adds the last ``few_shot_examples`` cases of the racing order
-    as inline demos, and ``demo_sets=N`` tries N demo sets per round, drawn
-    from the selection cases and the model's own replies that scored 1.0,
-    as chat turns and inline (a case is never scored with itself as a demo).
-    ``labels`` are the task's labels (by default a ``LabelEvaluator``'s):
-    the ``LABELS`` strategy states them as the answer format.
-    The rewrite request shows the best instruction, its score, the other
-    instructions tried and the cases it fails; ``rewrite_llm`` sends it to
-    another (stronger) model, with ``rewrite_max_tokens`` reply tokens.
-    ``search="racing"`` scores challengers on growing slices of the cases and
-    drops only those a paired bound says are worse (``racing_bound``, rule in
-    ``tnsai_eval.optimizer._racing``); ``search="halving"`` keeps the
-    better half at each doubling of the cases, with no test: cheaper, and
-    it may drop the best variant (same module). ``max_calls``, ``max_tokens`` and
+    earlier one is not scored again. A variant is a ``PromptVariant`` (also
+    a starting prompt): ``FEW_SHOT`` adds the last ``few_shot_examples``
+    cases of the racing order as inline demos, ``demo_sets=N`` tries N demo
+    sets per round (``_demos``), ``labels`` (by default a
+    ``LabelEvaluator``'s) are what the ``LABELS`` strategy states, and
+    ``rewrite_llm`` (another, stronger model) writes the rewrites
+    (``_rewrite.rewrite_request``) in ``rewrite_max_tokens`` tokens.
+    ``search`` names a mode of ``SEARCHES`` (``racing`` and ``halving``
+    score fewer cases: ``tnsai_eval.optimizer._racing``, ``racing_bound``
+    its test). ``max_calls``, ``max_tokens`` and
     ``max_seconds`` bound the run (``result.stop_reason`` says which ended
     it); ``max_calls`` bounds HTTP attempts, retries included, of every call
     the run makes (a judge's and the rewrite model's too; ``evaluation.Budget``

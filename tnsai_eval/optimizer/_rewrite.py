@@ -307,8 +307,7 @@ def check_rewrite(
         return f"repeats the model's reply to a case ({_shown(reply)!r})"
     quoted = _quoted_case(text, task, cases)
     if quoted is not None:
-        shown = quoted.input if len(quoted.input) <= 60 else quoted.input[:57] + "..."
-        return f"quotes a case's input ({shown!r})"
+        return f"quotes a case's input ({_shown(quoted.input)!r})"
     # A short input (too few words for the paraphrase test) copied word for word.
     copied = _repeated(text, (case.input for case in cases), task)
     if copied is not None:

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import random
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -720,11 +721,9 @@ def gain_interval(
     (0.25, 0.5)
     """
     if all(v in (0.0, 1.0) for pair in pairs for v in pair):
-        both = sum(1 for a, b in pairs if a == b == 1.0)
-        only_after = sum(1 for a, b in pairs if a == 1.0 and b == 0.0)
-        only_before = sum(1 for a, b in pairs if a == 0.0 and b == 1.0)
-        neither = len(pairs) - both - only_after - only_before
-        return paired_proportions_interval(both, only_after, only_before, neither, alpha=alpha)
+        # (after, before): both right, only after, only before, neither.
+        n = Counter(pairs)
+        return paired_proportions_interval(n[1, 1], n[1, 0], n[0, 1], n[0, 0], alpha=alpha)
     return paired_bootstrap_interval([a - b for a, b in pairs], alpha=alpha, seed=seed)
 
 
