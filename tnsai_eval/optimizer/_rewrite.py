@@ -67,16 +67,14 @@ def rewrite_request(
     shown = worst[:REWRITE_CASES] or list(range(min(REWRITE_CASES, len(cases))))
     lines += ["", "Cases it got wrong or least right:"]
     for index in shown:
-        case = cases[index]
-        output = best.outputs.get(index)
-        score = best.scores.get(index)
-        lines.append(f"Input: {case.input.strip()}")
-        lines.append(f"Expected: {case.expected.strip()}")
-        lines.append(
-            f"Got: {output.strip() if output is not None else '(no reply: the call failed)'}"
-        )
-        lines.append(f"Score: {score:.2f}" if score is not None else "Score: none")
-        lines.append("")
+        case, output, score = cases[index], best.outputs.get(index), best.scores.get(index)
+        lines += [
+            f"Input: {case.input.strip()}",
+            f"Expected: {case.expected.strip()}",
+            f"Got: {output.strip() if output is not None else '(no reply: the call failed)'}",
+            f"Score: {score:.2f}" if score is not None else "Score: none",
+            "",
+        ]
     lines.append(
         "Write one improved instruction that makes the model reply with exactly the "
         "expected output for inputs like these. Reply with the instruction only."

@@ -145,13 +145,10 @@ class Run:
     ) -> Variant:
         variant = Variant(len(self.variants), round_no, strategy, spec, parent)
         self.variants.append(variant)
-        key = spec.key()
-        earlier = self.by_key.get(key)
-        if earlier is not None:
+        earlier = self.by_key.setdefault(spec.key(), variant.id)
+        if earlier != variant.id:
             variant.status = VariantStatus.DUPLICATE
             variant.duplicate_of = earlier
-        else:
-            self.by_key[key] = variant.id
         return variant
 
     def _set_aside_held_out(self) -> None:
