@@ -23,7 +23,7 @@ from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._chance import constant_baseline
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
-from tnsai_eval.optimizer._racing import savings_report
+from tnsai_eval.optimizer._racing import RaceSummary, savings_report
 from tnsai_eval.optimizer._records import (
     EventKind,
     ProgressEvent,
@@ -105,10 +105,8 @@ class Run:
         self.best: Variant | None = None
         # Rewrite replies that were not prompts for the task (check_rewrite), with why.
         self.rejected_rewrites: list[str] = []
-        # Over the run's races: case scorings saved, racers dropped, dropped at the last look.
-        self.race_totals = [0, 0, 0]
-        # Whether the search mode raced (returned a summary) in some round.
-        self.raced = False
+        # What the search mode's races decided (the rounds it returned a summary for).
+        self.races: list[RaceSummary] = []
         # The limits as given: during the search, Budget's own are lowered by
         # what the held-out check is estimated to need (_reserve).
         self.max_tokens = options.max_tokens
@@ -308,10 +306,7 @@ class Run:
             note = None
             if summary is not None:
                 note = summary.note
-                self.raced = True
-                self.race_totals[0] += summary.saved
-                self.race_totals[1] += summary.dropped
-                self.race_totals[2] += summary.dropped_last
+                self.races.append(summary)
             self._finish_statuses([incumbent, *scored])
             improved = self._select(scored, incumbent)
             self._record_round(
@@ -564,17 +559,16 @@ class Run:
         )
 
     def _racing_report(self, stop: StopReason) -> str | None:
-        if not self.raced or len(self.history) < 2:
+        if not self.races or len(self.history) < 2:
             return None
-        saved, dropped, dropped_last = self.race_totals
         cut = stop in (*_LIMITS, StopReason.STOPPED)
         return savings_report(
             self.options.search,
-            saved,
+            sum(race.saved for race in self.races),
             # Requests: live calls and replies a response store served alike.
             self.budget.calls + self.budget.cache_hits,
-            dropped=dropped,
-            dropped_last=dropped_last,
+            dropped=sum(race.dropped for race in self.races),
+            dropped_last=sum(race.dropped_last for race in self.races),
             complete=not cut,
         )
 
