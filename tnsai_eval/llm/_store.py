@@ -128,6 +128,7 @@ __all__ = [
     "Recording",
     "ResponseStore",
     "StoredRequest",
+    "check_sample",
 ]
 
 # Bumped when the layout changes, so old stores are detected, not misread.
@@ -165,6 +166,12 @@ _MERGED_PARAM = "extra_body"
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace: equal values give equal text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def check_sample(sample: object) -> None:
+    """``ConfigError`` unless ``sample`` (a repeat sample index) is an int >= 0."""
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
 
 
 def _is_client_credential(name: str) -> bool:
@@ -233,8 +240,7 @@ class StoredRequest:
         sample: int = 0,
     ) -> StoredRequest:
         """Normalize ``messages``, drop the client's credentials from ``params``, check JSON."""
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-            raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
+        check_sample(sample)
         given = params or {}
         kept = _key_params(given)
         # Formats 1 and 2 differ only where a value nests a credential-like name;
