@@ -163,16 +163,12 @@ class CallBudget:
         """The error saying that this budget refused ``what``."""
         spent = self.spent
         if self._problem is not None:
-            return CallBudgetExceeded(
-                f"call budget of {self.limit} attempt(s): {self._problem}, so no attempt is "
-                f"taken (the budget fails closed): {what} was not sent",
-                limit=self.limit,
-                spent=spent,
-            )
-        held = f" ({self._held} held back for a later phase)" if self._held else ""
+            why = f": {self._problem}, so no attempt is taken (the budget fails closed)"
+        else:
+            held = f" ({self._held} held back for a later phase)" if self._held else ""
+            why = f" spent ({spent} made){held}"
         return CallBudgetExceeded(
-            f"call budget of {self.limit} attempt(s) spent ({spent} made){held}: "
-            f"{what} was not sent",
+            f"call budget of {self.limit} attempt(s){why}: {what} was not sent",
             limit=self.limit,
             spent=spent,
         )

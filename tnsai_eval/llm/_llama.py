@@ -31,7 +31,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ __all__ = [
     "import_llama_cpp",
     "library_files",
     "new_llama",
+    "run_python",
     "supports_extra_bufts_switch",
 ]
 
@@ -171,18 +172,9 @@ def build_features(environ: Mapping[str, str] | None = None) -> str | None:
     """The CPU features the installed llama.cpp was built with (``AVX2 AMX_INT8
     REPACK ...``), read in a subprocess so that a broken build cannot take this
     one down; ``None`` when it cannot be read."""
-    env = os.environ if environ is None else environ
     code = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            env=child_env(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = run_python(code, [], environ, 120)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:
@@ -195,6 +187,21 @@ def build_features(environ: Mapping[str, str] | None = None) -> str | None:
         if name and value.strip() == "1":
             on.append(name)
     return " ".join(on) or done.stdout.strip() or None
+
+
+def run_python(
+    code: str, args: Sequence[str], environ: Mapping[str, str] | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code *args`` in a ``child_env``, no stdin, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=child_env(environ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
