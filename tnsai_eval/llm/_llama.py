@@ -26,7 +26,6 @@ would load without the extra buffer types too: slower, never broken.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from typing import Any
 
 from tnsai_eval._util.secrets import is_secret_env_name
 from tnsai_eval.errors import LocalModelUnavailable
-from tnsai_eval.llm._model_path import INSTALL_HINT
+from tnsai_eval.llm._model_path import INSTALL_HINT, package_dirs
 
 __all__ = [
     "build_features",
@@ -150,22 +149,13 @@ def library_files() -> list[Path]:
     Empty when it is not installed. These are what a rebuild replaces, so their
     paths, sizes and modification times key the probe's cached verdict.
     """
-    try:
-        spec = importlib.util.find_spec("llama_cpp")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    found: list[Path] = []
-    for location in spec.submodule_search_locations:
-        folder = Path(location) / "lib"
-        if folder.is_dir():
-            found.extend(
-                p
-                for p in folder.iterdir()
-                if p.is_file() and any(s in p.name for s in _LIBRARY_SUFFIXES)
-            )
-    return sorted(found)
+    folders = [f / "lib" for f in package_dirs("llama_cpp") if (f / "lib").is_dir()]
+    return sorted(
+        p
+        for folder in folders
+        for p in folder.iterdir()
+        if p.is_file() and any(s in p.name for s in _LIBRARY_SUFFIXES)
+    )
 
 
 def build_features(environ: Mapping[str, str] | None = None) -> str | None:

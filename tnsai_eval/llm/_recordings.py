@@ -175,24 +175,20 @@ def dump_json(value: Any, *, level: int = 0) -> str:
 def decode_json(data: bytes, where: str) -> Any:
     """The JSON value in ``data``; a StoreError naming ``where`` and what is wrong."""
 
+    def bad(problem: str) -> StoreError:
+        return StoreError(f"recorded response {where!r} {problem}", location=where)
+
     try:
-        text = data.decode("utf-8")
         # Only a hand edit or a bad merge can make a file unreadable; writes are atomic.
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError as exc:
-        raise StoreError(
-            f"recorded response {where!r} is not UTF-8 (byte {exc.start})", location=where
-        ) from exc
+        raise bad(f"is not UTF-8 (byte {exc.start})") from exc
     except RecursionError as exc:
-        raise StoreError(
-            f"recorded response {where!r} is nested too deeply", location=where
-        ) from exc
+        raise bad("is nested too deeply") from exc
     except ValueError as exc:
-        raise StoreError(
-            f"recorded response {where!r} is not valid JSON: {exc}", location=where
-        ) from exc
+        raise bad(f"is not valid JSON: {exc}") from exc
     if _depth(value) > MAX_DEPTH:
-        raise StoreError(f"recorded response {where!r} is nested too deeply", location=where)
+        raise bad("is nested too deeply")
     return value
 
 
