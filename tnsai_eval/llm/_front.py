@@ -649,16 +649,12 @@ class _Call:
     cached: bool = False
 
     def event(self, reply: Completion | None, error: Exception | None) -> CallEvent:
-        usage = Usage() if reply is None else call_usage(reply, self.messages)
-        if reply is not None:
-            attempts = _attempts(reply.attempts)
+        if reply is None:
+            usage, latency = Usage(), 0.0
+            attempts = _attempts(error.attempts) if isinstance(error, LLMError) else 0
         else:
-            attempts = (
-                _attempts(getattr(error, "attempts", 1)) if isinstance(error, LLMError) else 0
-            )
-        latency = 0.0
-        if reply is not None and not self.cached:
-            latency = reply.latency_s or time.perf_counter() - self.started
+            usage, attempts = call_usage(reply, self.messages), _attempts(reply.attempts)
+            latency = 0.0 if self.cached else reply.latency_s or time.perf_counter() - self.started
         return CallEvent(
             model=self.front.model,
             cached=self.cached,
