@@ -166,18 +166,12 @@ class ProbeVerdict:
 
     @property
     def extra_bufts(self) -> bool | None:
-        for attempt in self.attempts:
-            if attempt.ok:
-                return attempt.extra_bufts
-        return None
+        return next((a.extra_bufts for a in self.attempts if a.ok), None)
 
     @property
     def crashed(self) -> ProbeAttempt | None:
         """The first attempt that died by a signal or hung, if any."""
-        for attempt in self.attempts:
-            if attempt.outcome in ("signal", "timeout"):
-                return attempt
-        return None
+        return next((a for a in self.attempts if a.outcome in ("signal", "timeout")), None)
 
     @property
     def conclusive(self) -> bool:

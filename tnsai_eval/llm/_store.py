@@ -906,9 +906,7 @@ class ResponseStore:
             entry_completion(entry.get("response"), where)  # refuse a broken file before moving it
             moved[key] = {
                 "key_format": 2,
-                "request": entry.get("request"),
-                "response": entry.get("response"),
-                "server": entry.get("server"),
+                **{k: entry.get(k) for k in ("request", "response", "server")},
             }
             sources.append(file)
             if progress is not None:
