@@ -433,14 +433,9 @@ class FrontClient:
         return int(grow(concurrency)) if callable(grow) else concurrency
 
     # -- the store ------------------------------------------------------------------
-    @contextlib.contextmanager
-    def holding(self) -> Iterator[None]:
+    def holding(self) -> contextlib.AbstractContextManager[None]:
         """Keep the cassette's new replies in memory for the block; write them once at its end."""
-        if self.store is None:
-            yield
-            return
-        with self.store.holding(self.cassette):
-            yield
+        return nullcontext() if self.store is None else self.store.holding(self.cassette)
 
     def flush(self) -> list[Path]:
         """Write every reply recorded but not written yet (held ones too); the files written."""

@@ -286,13 +286,8 @@ def _logprobs(value: Any, bad: Any) -> tuple[TokenLogprob, ...] | None:
                 item,
                 "{token: str, logprob: number, top_logprobs: [[str, number]]}",
             )
-        out.append(
-            TokenLogprob(
-                item["token"],
-                float(item["logprob"]),
-                tuple((str(t), float(lp)) for t, lp in top),
-            )
-        )
+        pairs = tuple((str(t), float(lp)) for t, lp in top)
+        out.append(TokenLogprob(item["token"], float(item["logprob"]), pairs))
     return tuple(out)
 
 
