@@ -152,12 +152,8 @@ class CallBudget:
         ``asyncio`` tasks and ``asyncio.to_thread`` / ``OpenAIClient`` worker
         threads, and never leaks into unrelated calls.
         """
-        current = _ACTIVE.get()
-        token = _ACTIVE.set(current if self in current else (*current, self))
-        try:
+        with only_budgets(*_ACTIVE.get(), self):
             yield self
-        finally:
-            _ACTIVE.reset(token)
 
     def exceeded(self, what: str = "the call") -> CallBudgetExceeded:
         """The error saying that this budget refused ``what``."""

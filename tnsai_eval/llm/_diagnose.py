@@ -120,9 +120,8 @@ def diagnose(
     ]
     settings = resolve_model(environ=env)
     remember(settings.api_key)  # masked in every item, whichever environment it came from
-    embedded = settings.embedded
     client, why, client_ok = _client(settings.base_url, settings.model)
-    items.extend(_local_items(embedded, fresh, env))
+    items.extend(_local_items(settings.embedded, fresh, env))
     items.append(DiagnosisItem("default client", f"{client}: {why}", client_ok))
     if settings.base_url is not None:
         # Asked even when the model name is missing: its list says which to set.

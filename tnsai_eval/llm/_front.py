@@ -348,9 +348,8 @@ class FrontClient:
         #: parametrized are).
         self.fallback: str | None = None
         if server is None:
-            base_url = getattr(client, "base_url", None)
-            server = base_url if isinstance(base_url, str) and base_url else None
-        self.server = redact_url(server) if server else None
+            server = getattr(client, "base_url", None)
+        self.server = redact_url(server) if isinstance(server, str) and server else None
         self.budget = budget
         #: Call parameters of this model, sent with (and over) every call's own.
         self.params = dict(params or {})

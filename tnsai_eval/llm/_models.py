@@ -296,10 +296,8 @@ class ModelTable:
         """A table from ``{name: {base_url, model, api_key_env, price_in, price_out}}``."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: the models table must be a table of tables")
-        models = {EMBEDDED_MODEL: _EMBEDDED}
-        for name, entry in data.items():
-            models[name] = _entry(name, entry, source)
-        return cls(models, source)
+        named = {name: _entry(name, entry, source) for name, entry in data.items()}
+        return cls({EMBEDDED_MODEL: _EMBEDDED, **named}, source)
 
     @classmethod
     def load(

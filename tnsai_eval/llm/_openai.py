@@ -170,12 +170,7 @@ class OpenAIClient:
         self._base_url = _check_base_url(base_url)
         self._url = self._base_url + "/chat/completions"
         self._request_url = httpx.URL(self._url)
-        self._policy = RetryPolicy(
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            retry_after_max=retry_after_max,
-        )
+        self._policy = RetryPolicy(max_retries, backoff_base, backoff_max, retry_after_max)
         self._max_concurrency = max_concurrency
         key = _resolve_key(api_key, self._base_url)
         self._key = Secret(key) if key else None

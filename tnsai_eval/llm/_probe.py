@@ -384,14 +384,8 @@ def probe(
             # (a bad model file...) would be the same without the extra buffer types.
             if attempt.outcome not in ("signal", "timeout"):
                 break
-        verdict = ProbeVerdict(
-            model_path,
-            n_threads,
-            tuple(attempts),
-            False,
-            cache_file,
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        )
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        verdict = ProbeVerdict(model_path, n_threads, tuple(attempts), False, cache_file, now)
         if verdict.conclusive:
             _store(verdict, key, _entry_name(model_path, n_threads))
     return verdict

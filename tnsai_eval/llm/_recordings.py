@@ -16,6 +16,7 @@ log-probability token or a tool call, does not get it committed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -48,10 +49,7 @@ def encode_entry(
     response: dict[str, Any] = {
         "text": completion.text,
         "model": completion.model,
-        "usage": {
-            "prompt_tokens": completion.usage.prompt_tokens,
-            "completion_tokens": completion.usage.completion_tokens,
-        },
+        "usage": dataclasses.asdict(completion.usage),
         "finish_reason": completion.finish_reason,
         "tool_calls": [
             {"id": call.id, "name": call.name, "arguments": call.arguments}
@@ -199,11 +197,10 @@ def _reject_constant(name: str) -> Any:
 def _depth(value: Any, level: int = 0) -> int:
     if level > MAX_DEPTH:
         return level
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+    if not isinstance(value, dict | list):
+        return level
+    children = value.values() if isinstance(value, dict) else value
+    return max((_depth(v, level + 1) for v in children), default=level + 1)
 
 
 def entry_completion(response: Any, where: str) -> Completion:

@@ -180,23 +180,16 @@ def _is_client_credential(name: str) -> bool:
 
 def _key_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` without the client's credentials (top level, and top of ``extra_body``)."""
-    kept = {}
-    for name, value in params.items():
-        if _is_client_credential(name):
-            continue
-        if name == _MERGED_PARAM and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if not _is_client_credential(k)}
-        kept[name] = value
+    kept = {k: v for k, v in params.items() if not _is_client_credential(k)}
+    merged = kept.get(_MERGED_PARAM)
+    if isinstance(merged, Mapping):
+        kept[_MERGED_PARAM] = {k: v for k, v in merged.items() if not _is_client_credential(k)}
     return kept
 
 
 def _format2_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters as formats 1 and 2 keyed them: credential names dropped at any depth."""
-    return {
-        k: drop_credentials(v)
-        for k, v in params.items()
-        if k not in EXCLUDED_PARAMS and not is_credential_name(k)
-    }
+    return {k: drop_credentials(v) for k, v in params.items() if not _is_client_credential(k)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,10 +461,7 @@ class ResponseStore:
 
     def legacy_path(self, key: str) -> Path:
         """The per-reply file that formats 1 and 2 used for ``key``."""
-        return Path(self._legacy_file(key))
-
-    def _legacy_file(self, key: str) -> str:
-        return os.path.join(self._root, _checked_key(key)[:2], key + ".json")
+        return Path(self._root, _checked_key(key)[:2], key + ".json")
 
     def cassettes(self) -> list[str]:
         """The names of the cassettes on disk or waiting to be written, sorted.
@@ -535,7 +525,7 @@ class ResponseStore:
                 # without it (every store made since format 3) never pays a failed
                 # open per miss.
                 self._has_legacy = any(self._legacy_dirs())
-        file = self._legacy_file(old)
+        file = os.fspath(self.legacy_path(old))
         entry = _read_legacy(file) if self._has_legacy else None
         return None if entry is None else self._recording(entry, None, file, old_key=old != key)
 

@@ -99,12 +99,9 @@ class TokenLogprob:
     def __post_init__(self) -> None:
         # Normalized here, whoever builds it (a live reply, a replayed one, a
         # fake): every log-probability lies in [LOGPROB_FLOOR, 0].
+        top = tuple((token, clamp_logprob(value)) for token, value in self.top_logprobs)
         object.__setattr__(self, "logprob", clamp_logprob(self.logprob))
-        object.__setattr__(
-            self,
-            "top_logprobs",
-            tuple((token, clamp_logprob(value)) for token, value in self.top_logprobs),
-        )
+        object.__setattr__(self, "top_logprobs", top)
 
 
 # A log-probability of -inf (probability 0) is stored as this: JSON has no
