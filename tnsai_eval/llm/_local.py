@@ -391,6 +391,7 @@ def _grammar(response_format: Mapping[str, Any]) -> Any:
 
     grammar: Any = None
     if schema is not None:
+        warning = ""
         try:
             text = llama_grammar.json_schema_to_gbnf(key)
             if len(text) > GRAMMAR_LIMITS["grammar_chars"]:
@@ -402,21 +403,18 @@ def _grammar(response_format: Mapping[str, Any]) -> Any:
         except ConfigError:
             raise
         except Exception as exc:  # the converter raises bare Exception/ValueError
-            warnings.warn(
+            warning = (
                 f"llama.cpp cannot compile this JSON schema ({exc}); the reply is "
-                f"constrained to any JSON instead: {key[:200]}",
-                StructuredOutputWarning,
-                stacklevel=4,
+                f"constrained to any JSON instead: {key[:200]}"
             )
         else:
-            ignored = unenforced_keywords(schema)
-            if ignored:
-                warnings.warn(
+            if ignored := unenforced_keywords(schema):
+                warning = (
                     f"llama.cpp's grammar does not enforce the schema keyword(s) "
-                    f"{', '.join(ignored)}; replies may break them",
-                    StructuredOutputWarning,
-                    stacklevel=4,
+                    f"{', '.join(ignored)}; replies may break them"
                 )
+        if warning:
+            warnings.warn(warning, StructuredOutputWarning, stacklevel=4)
     if grammar is None:
         grammar = llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
     with _GRAMMAR_LOCK:
