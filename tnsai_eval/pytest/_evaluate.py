@@ -163,7 +163,7 @@ def verdict(
     """Why the test fails (unrecorded cases, failed calls, a low score), or ``None``."""
     problems = []
     # --tnsai-allow-unrecorded accepts them: the gate and the test agree.
-    if result.unrecorded and not session.options.allow_unrecorded:
+    if result.unrecorded and not session.options.gate_settings.allow_unrecorded:
         command = f"pytest --llm-record record {nodeid}"
         options = session.options
         reason = (
