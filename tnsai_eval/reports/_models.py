@@ -96,24 +96,13 @@ def compare_report_models(
     old, new = run.for_model(baseline), run.for_model(candidate)
     comparison = compare(new, old, **gate)
     changes: dict[str, list[MetricChange]] = {}
-    for change in _changes(comparison):
+    for change in comparison.judged:
         changes.setdefault(change.nodeid, []).append(change)
     rows = []
     for nodeid in dict.fromkeys([*(t.nodeid for t in old.tests), *(t.nodeid for t in new.tests)]):
         found = changes.get(nodeid, [])
         rows.append(_row(nodeid, old.get(nodeid), new.get(nodeid), found, comparison))
     return ModelComparison(baseline, candidate, comparison, tuple(rows))
-
-
-def _changes(comparison: Comparison) -> list[MetricChange]:
-    """Every judged metric, whatever the gate called it."""
-    return [
-        *comparison.regressions,
-        *comparison.inconclusive,
-        *comparison.dropped,
-        *comparison.improved,
-        *comparison.unchanged,
-    ]
 
 
 def _row(

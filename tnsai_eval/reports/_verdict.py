@@ -34,7 +34,6 @@ from tnsai_eval.reports._compare import (
     ChangeKind,
     Comparison,
     EvidenceKind,
-    MetricChange,
     Shortfall,
     count_labels,
 )
@@ -268,21 +267,11 @@ def _passing_headline(
         return "ACCEPTS " + ", ".join(parts)
     if comparison is None:
         return "PASS: nothing to gate (no baseline)"
-    if pr is not None and pr.mode == "first" and not _judged(comparison):
+    if pr is not None and pr.mode == "first" and not comparison.judged:
         return "PASS: nothing to gate (the base branch has no baseline yet)"
     if comparison.dropped:
         return f"PASS: no regressions; {len(comparison.dropped)} dropped score(s) not significant"
     return "PASS: no regressions"
-
-
-def _judged(comparison: Comparison) -> list[MetricChange]:
-    return [
-        *comparison.regressions,
-        *comparison.inconclusive,
-        *comparison.dropped,
-        *comparison.improved,
-        *comparison.unchanged,
-    ]
 
 
 def _given_up(old_new: Comparison) -> str:
@@ -295,7 +284,7 @@ def _given_up(old_new: Comparison) -> str:
         before = math.fsum(c.baseline_score for c in changes) / len(changes)
         after = math.fsum(c.current_score for c in changes) / len(changes)
         return f"{text} ({before:.3f} -> {after:.3f})"
-    moved = [c for c in _judged(old_new) if c.kind is not ChangeKind.UNCHANGED]
+    moved = [c for c in old_new.judged if c.kind is not ChangeKind.UNCHANGED]
     if len(moved) == 1:
         return f"{text} ({moved[0].baseline:.3f} -> {moved[0].current:.3f})"
     return text
@@ -315,7 +304,7 @@ def _checks(
             if metric.gate:
                 key(test.nodeid, name)
     if comparison is not None:
-        for change in _judged(comparison):
+        for change in comparison.judged:
             found = key(change.nodeid, change.metric)
             if change.kind is ChangeKind.REGRESSED:
                 found.append(
