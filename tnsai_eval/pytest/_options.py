@@ -329,13 +329,16 @@ def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:
     if given is None:
         default, source = RecordMode.default()
         return default.value, source
-    value, origin = given
-    mode = value.strip().lower()
-    if mode not in tuple(RecordMode):
+    return _choice(given, "record mode", tuple(RecordMode)), given[1]
+
+
+def _choice(given: tuple[str, str], what: str, choices: tuple[str, ...]) -> str:
+    word = given[0].strip().lower()
+    if word not in choices:
         raise pytest.UsageError(
-            f"{origin}: record mode {value!r} is not one of {', '.join(RecordMode)}"
+            f"{given[1]}: {what} {given[0]!r} is not one of {', '.join(choices)}"
         )
-    return mode, origin
+    return word
 
 
 def _number(
@@ -358,18 +361,14 @@ def _number(
         raise pytest.UsageError(
             f"{origin}: expected a whole number up to {_MAX_COUNT}, got {value!r}"
         )
-    if isinstance(number, int) and number < minimum:  # before isfinite: -10**400 overflows it
-        raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
-    if not math.isfinite(number) or number < minimum:
+    if number < minimum or not math.isfinite(number):  # in this order: -10**400 overflows isfinite
         raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
     return number
 
 
 def _gate_mode(given: tuple[str, str]) -> str:
-    mode = given[0].strip().lower()
-    if mode not in ("tolerance", "paired"):  # GateMode's: the report code is not loaded here
-        raise pytest.UsageError(f"{given[1]}: gate {given[0]!r} is not one of tolerance, paired")
-    return mode
+    # GateMode's values: the report code is not loaded at start-up.
+    return _choice(given, "gate", ("tolerance", "paired"))
 
 
 def _ratio(given: tuple[str, str]) -> float:
