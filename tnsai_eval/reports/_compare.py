@@ -389,7 +389,12 @@ class _Found:
 
 def _compare_test(test: TrackedTest, old: TrackedTest, found: _Found) -> None:
     """Every step for one test that both runs have, in the order the reports list them."""
-    by_metric = _case_comparisons(test, old)
+    # The case-level comparison of each metric with case records in both runs.
+    by_metric = {
+        name: cases
+        for name in dict.fromkeys(c.metric for c in test.cases)
+        if (cases := _cases_of(test, old, name)) is not None
+    }
     found.cases.extend(by_metric.values())
     _judge_unscored(test, old, by_metric, found)
     _judge_scores(test, old, by_metric, found)
@@ -402,16 +407,6 @@ def _compare_test(test: TrackedTest, old: TrackedTest, found: _Found) -> None:
     if missing:
         found.vanished.extend(f"{test.nodeid} :: {name}" for name in missing)
         found.absent(old, missing, test)
-
-
-def _case_comparisons(test: TrackedTest, old: TrackedTest) -> dict[str, CaseComparison]:
-    """The case-level comparison of each metric with case records in both runs."""
-    by_metric: dict[str, CaseComparison] = {}
-    for name in dict.fromkeys(c.metric for c in test.cases):
-        cases = _cases_of(test, old, name)
-        if cases is not None:
-            by_metric[name] = cases
-    return by_metric
 
 
 def _judge_unscored(

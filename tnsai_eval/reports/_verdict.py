@@ -227,25 +227,23 @@ def describe_missing(shortfalls: Sequence[Shortfall]) -> str:
     '2 errored (ServerError HTTP 500)'
     """
     parts: list[str] = []
-    by_kind: dict[EvidenceKind, list[Shortfall]] = {}
-    for s in shortfalls:
-        by_kind.setdefault(s.kind, []).append(s)
-    for kind in EvidenceKind:
-        found = by_kind.get(kind)
-        if not found:
-            continue
-        if kind is EvidenceKind.ERRORED:
-            labels = [label for s in found for label in s.errors]
-            parts.append(f"{sum(s.cases for s in found)} errored ({count_labels(labels)})")
-        elif kind is EvidenceKind.NOT_RUN:
-            parts.append(f"{sum(s.cases for s in found)} case(s) not run")
-        elif kind is EvidenceKind.INCONCLUSIVE:
-            parts.append(f"{len(found)} inconclusive score(s)")
-        elif kind is EvidenceKind.ABSENT:
-            parts.append(f"{len(found)} gated score(s) did not run")
-        else:
-            parts.append(f"{len(found)} score(s) of errored test(s)")
+    for kind, phrase in _MISSING.items():
+        found = [s for s in shortfalls if s.kind is kind]
+        if found:
+            cases, scores = sum(s.cases for s in found), len(found)
+            labels = count_labels(label for s in found for label in s.errors)
+            parts.append(phrase.format(cases=cases, scores=scores, labels=labels))
     return ", ".join(parts)
+
+
+#: How each kind of missing evidence is summed up, in ``EvidenceKind``'s order.
+_MISSING = {
+    EvidenceKind.NOT_RUN: "{cases} case(s) not run",
+    EvidenceKind.ERRORED: "{cases} errored ({labels})",
+    EvidenceKind.INCONCLUSIVE: "{scores} inconclusive score(s)",
+    EvidenceKind.ABSENT: "{scores} gated score(s) did not run",
+    EvidenceKind.TEST_ERROR: "{scores} score(s) of errored test(s)",
+}
 
 
 def _passing_headline(
