@@ -152,20 +152,12 @@ _SPECS = (
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("tnsai", "tnsai-eval: LLM prompt regression tests")
     for spec in _SPECS:
-        dest = spec.ini
-        if spec.boolean:
-            group.addoption(
-                spec.flag,
-                dest=dest,
-                default=None,
-                action="store_const",
-                const="true",
-                help=spec.help,
-            )
-        else:
-            group.addoption(
-                spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help
-            )
+        takes = (
+            {"action": "store_const", "const": "true"}
+            if spec.boolean
+            else {"metavar": spec.metavar}
+        )
+        group.addoption(spec.flag, dest=spec.ini, default=None, help=spec.help, **takes)
         # The ini help has no %-formatting; undo the argparse escape.
         parser.addini(spec.ini, help=spec.help.replace("%%", "%"), default=None)
     add_model_options(parser)

@@ -429,10 +429,13 @@ class PluginSession:
         from tnsai_eval.reports import SCHEMA_VERSION, decode_test
 
         for record in records:
-            test = decode_test(record, SCHEMA_VERSION, "$")
-            with self._lock:
-                earlier = self.merged.get(test.nodeid)
-                self.merged[test.nodeid] = test if earlier is None else earlier.merge(test)
+            self._keep(decode_test(record, SCHEMA_VERSION, "$"))
+
+    def _keep(self, test: TrackedTest) -> None:
+        """Add a finished record, merged into an earlier one of its node id."""
+        with self._lock:
+            earlier = self.merged.get(test.nodeid)
+            self.merged[test.nodeid] = test if earlier is None else earlier.merge(test)
 
     def record_crash(self, nodeid: str, detail: str) -> None:
         """An xdist worker crashed running ``nodeid``: an error record, never a vanished test."""
@@ -440,10 +443,7 @@ class PluginSession:
         from tnsai_eval.reports import TestStatus, TrackedTest
 
         message = mask_then_cut(" ".join(detail.split()) or "worker crashed", _MESSAGE_CHARS)
-        crashed = TrackedTest(nodeid=nodeid, status=TestStatus.ERROR, message=message)
-        with self._lock:
-            earlier = self.merged.get(nodeid)
-            self.merged[nodeid] = crashed if earlier is None else earlier.merge(crashed)
+        self._keep(TrackedTest(nodeid=nodeid, status=TestStatus.ERROR, message=message))
 
     def take_finished(self, nodeid: str) -> TrackedTest | None:
         """The finished record of ``nodeid``, removed from this process (None: untracked)."""

@@ -140,24 +140,15 @@ def decode_test(data: object, version: int, path: str) -> TrackedTest:
     prompts: tuple[PromptRecord, ...] = ()
     refinements: tuple[IterationRecord, ...] = ()
     if version >= 2:
-        cases = tuple(
-            _case(c, f"{path}.cases[{i}]")
-            for i, c in enumerate(_list(entry.get("cases", []), f"{path}.cases"))
-        )
+        cases = _each(_case, entry, "cases", path)
         keys: set[tuple[str, int, str]] = set()
         for i, case in enumerate(cases):
             key = (case.metric, case.sample, case.id)
             if key in keys:
                 _fail(f"{path}.cases[{i}].id", f"case {case.id!r} appears twice")
             keys.add(key)
-        prompts = tuple(
-            _prompt(p, f"{path}.prompts[{i}]")
-            for i, p in enumerate(_list(entry.get("prompts", []), f"{path}.prompts"))
-        )
-        refinements = tuple(
-            _iteration(r, f"{path}.refinements[{i}]")
-            for i, r in enumerate(_list(entry.get("refinements", []), f"{path}.refinements"))
-        )
+        prompts = _each(_prompt, entry, "prompts", path)
+        refinements = _each(_iteration, entry, "refinements", path)
     return TrackedTest(
         nodeid=nodeid,
         status=status,
@@ -240,9 +231,8 @@ def _case(data: object, path: str) -> CaseRecord:
 
 def _trajectory(data: object, path: str) -> TrajectorySummary:
     entry = _object(data, path)
-    steps = _list(entry.get("steps", []), f"{path}.steps")
     return TrajectorySummary(
-        steps=tuple(_step(s, f"{path}.steps[{i}]") for i, s in enumerate(steps)),
+        steps=_each(_step, entry, "steps", path),
         stop_reason=_member(
             entry.get("stop_reason", "answered"), f"{path}.stop_reason", StopReason
         ),
@@ -292,13 +282,9 @@ def _prompt(data: object, path: str) -> PromptRecord:
 
 def _iteration(data: object, path: str) -> IterationRecord:
     entry = _object(data, path)
-    if "checks" in entry:
-        checks = tuple(
-            _check(c, f"{path}.checks[{i}]")
-            for i, c in enumerate(_list(entry["checks"], f"{path}.checks"))
-        )
-    else:
-        checks = _older_checks(entry, path)
+    checks = (
+        _each(_check, entry, "checks", path) if "checks" in entry else _older_checks(entry, path)
+    )
     return IterationRecord(
         iteration=_integer(_required(entry, "iteration", path), f"{path}.iteration"),
         output=_string(entry.get("output", ""), f"{path}.output"),
@@ -387,6 +373,14 @@ def _optional(
     """``entry[key]`` read by ``read`` (with ``checks``), or ``None`` when absent or null."""
     value = entry.get(key)
     return None if value is None else read(value, f"{path}.{key}", **checks)
+
+
+def _each(
+    read: Callable[[object, str], _T], entry: Mapping[str, object], key: str, path: str
+) -> tuple[_T, ...]:
+    """Each item of the array ``entry[key]`` (absent: none) read by ``read``."""
+    items = _list(entry.get(key, []), f"{path}.{key}")
+    return tuple(read(item, f"{path}.{key}[{i}]") for i, item in enumerate(items))
 
 
 def _required(entry: Mapping[str, object], key: str, path: str) -> object:

@@ -536,11 +536,10 @@ class Report:
         """
         import pandas as pd
 
-        report = self
-        by_model = bool(report.models) or report.cost is not None
-        timed = report.timed
+        by_model = bool(self.models) or self.cost is not None
+        timed = self.timed
         rows: list[dict[str, Any]] = []
-        for test in report.tests:
+        for test in self.tests:
             if long:
                 # After the test and the metric's name, each column is a MetricStats field.
                 rows.extend(
@@ -586,8 +585,8 @@ class Report:
             rows.append(row)
         columns = list(_LONG_COLUMNS) if long else None
         frame = pd.DataFrame(rows, columns=columns) if columns or rows else pd.DataFrame()
-        frame.attrs["schema_version"] = report.schema_version
-        frame.attrs["config"] = dict(report.config)
+        frame.attrs["schema_version"] = self.schema_version
+        frame.attrs["config"] = dict(self.config)
         return frame
 
 

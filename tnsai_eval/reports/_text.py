@@ -51,25 +51,19 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool
 def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for c in changes:
+        head = (shown_label(c.nodeid), shown_label(c.metric), f"{c.baseline:.3f}")
         if math.isnan(c.current):  # nothing in common with the baseline
-            rows.append(
-                (shown_label(c.nodeid), shown_label(c.metric), f"{c.baseline:.3f}", "-", "-", "-")
-            )
+            rows.append((*head, "-", "-", "-"))
             continue
-        current = f"{c.current:.3f}"
-        if c.current_low != c.current_high:
-            current += f" [{c.current_low:.3f}, {c.current_high:.3f}]"
-        rows.append(
-            (
-                shown_label(c.nodeid),
-                shown_label(c.metric),
-                f"{c.baseline:.3f}",
-                current,
-                f"{c.delta:+.3f}",
-                "-" if c.p_value is None else f"{c.p_value:.3g}",
-            )
-        )
+        current = _interval(c.current, c.current_low, c.current_high)
+        p_value = "-" if c.p_value is None else f"{c.p_value:.3g}"
+        rows.append((*head, current, f"{c.delta:+.3f}", p_value))
     return rows
+
+
+def _interval(mean: float, low: float, high: float) -> str:
+    """``0.500 [0.400, 0.600]``, or ``0.500`` when the interval is the value itself."""
+    return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low != high else "")
 
 
 _METRIC_HEADERS = ("test", "metric", "baseline", "current", "delta", "sign test p")
@@ -402,12 +396,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
     timed = report.timed
     for test in report.tests:
         interval = score_interval(test)
-        if interval is None:
-            shown = "-"
-        elif interval[1] != interval[2]:
-            shown = f"{interval[0]:.3f} [{interval[1]:.3f}, {interval[2]:.3f}]"
-        else:
-            shown = f"{interval[0]:.3f}"
+        shown = "-" if interval is None else _interval(*interval)
         status = test.status.value
         if test.samples > 1:
             status += f" ({test.passed_samples}/{test.samples})"
