@@ -162,13 +162,10 @@ def tool_calls_from(
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
         raise ConfigError(f"{what} must be a list of tool calls, got {items!r}")
-    out = []
-    for index, item in enumerate(items):
-        if isinstance(item, ToolCall):
-            out.append(item)
-        else:
-            out.append(ToolCall.from_dict(item, where=f"{what}[{index}]"))
-    return tuple(out)
+    return tuple(
+        item if isinstance(item, ToolCall) else ToolCall.from_dict(item, where=f"{what}[{i}]")
+        for i, item in enumerate(items)
+    )
 
 
 def _plain(value: Any) -> Any:
