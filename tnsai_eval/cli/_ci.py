@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.settings import ACCEPT_LABEL
 
@@ -90,12 +91,7 @@ class CiState:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "ci",
-        help="pull-request steps: choose the base branch's baseline, write the PR comment",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = subcommand(subparsers, "ci", __doc__)
     steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
     base = steps.add_parser(
         "baseline",

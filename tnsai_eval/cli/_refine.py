@@ -24,6 +24,7 @@ from tnsai_eval.cli._common import (
     client_from_args,
     positive_float,
 )
+from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement import (
     CompletionCriteria,
@@ -41,12 +42,7 @@ _HEADER = f"{'iter':>4}  {'score':>5}  {'tokens':>6}  {'call_s':>6}  failed chec
 
 
 def add_parser(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "refine",
-        help="revise a draft with the model until it passes the given checks",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = subcommand(subparsers, "refine", __doc__)
     parser.add_argument("--task", required=True, help="what the output must do")
     parser.add_argument(
         "--draft-file", required=True, help="file holding the first draft ('-' for stdin)"

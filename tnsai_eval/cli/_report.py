@@ -28,6 +28,7 @@ from typing import Any
 
 from tnsai_eval._util.secrets import frozen_secrets
 from tnsai_eval._util.text import escape_markdown, shown_label
+from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
     Comparison,
@@ -74,12 +75,7 @@ def _share(text: str) -> float:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "report",
-        help="summarize a --tnsai-report JSON file, optionally against a baseline",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = subcommand(subparsers, "report", __doc__)
     parser.add_argument("report", help="a report written by pytest --tnsai-report")
     parser.add_argument("--baseline", help="an earlier report to compare against")
     parser.add_argument(
