@@ -26,7 +26,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval._util.enums import parse_member
+from tnsai_eval._util.enums import ParsedEnum
 
 __all__ = [
     "ACCEPT_LABEL",
@@ -87,7 +87,7 @@ PYTEST_CONFIG_FILES = (
 )
 
 
-class RecordMode(StrEnum):
+class RecordMode(ParsedEnum, StrEnum):
     """How ``CachedLLM`` (and the plugin's ``--llm-record``) uses a response store."""
 
     OFF = "off"
@@ -98,11 +98,6 @@ class RecordMode(StrEnum):
     """Reply from the store when recorded, else call the model and record."""
     REFRESH = "refresh"
     """Always call the model and overwrite the recording."""
-
-    @classmethod
-    def parse(cls, value: RecordMode | str) -> RecordMode:
-        """A mode from itself or its name in any case; anything else is a ConfigError."""
-        return parse_member(cls, value, what="record mode")
 
     @classmethod
     def default(cls) -> tuple[RecordMode, str]:

@@ -79,10 +79,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
-from tnsai_eval._util.enums import parse_member
+from tnsai_eval._util.enums import ParsedEnum
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._store import FeedbackStore
@@ -97,17 +96,12 @@ __all__ = [
 ]
 
 
-class LearningStrategy(Enum):
+class LearningStrategy(ParsedEnum):
     """What ``FeedbackLearner.learn`` derives from feedback."""
 
     PROMPT_ADJUSTMENT = "prompt_adjustment"
     PREFERENCE_LEARNING = "preference_learning"
     EXAMPLE_COLLECTION = "example_collection"
-
-    @classmethod
-    def parse(cls, value: LearningStrategy | str) -> LearningStrategy:
-        """The member named ``value`` in any case; ``ConfigError`` otherwise."""
-        return parse_member(cls, value, what="learning strategy")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,17 +6,16 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from tnsai_eval._util.enums import parse_member
+from tnsai_eval._util.enums import ParsedEnum
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["Feedback", "FeedbackType"]
 
 
-class FeedbackType(Enum):
+class FeedbackType(ParsedEnum):
     """What a piece of feedback says about the agent's behaviour.
 
     >>> FeedbackType.parse("Correction")
@@ -27,15 +26,6 @@ class FeedbackType(Enum):
     NEGATIVE = "negative"
     CORRECTION = "correction"
     PREFERENCE = "preference"
-
-    @classmethod
-    def parse(cls, value: FeedbackType | str) -> FeedbackType:
-        """The member named ``value`` in any case (surrounding spaces ignored).
-
-        Raises ``ConfigError`` (a ``ValueError``) naming the value and the
-        accepted names for anything else.
-        """
-        return parse_member(cls, value, what="feedback type")
 
 
 def _kind(value: object) -> str:

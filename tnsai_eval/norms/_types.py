@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tnsai_eval._util.enums import parse_member
+from tnsai_eval._util.enums import ParsedEnum
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["CheckResult", "NormEntry", "NormType", "NormViolation"]
 
 
-class NormType(enum.Enum):
-    """What a norm says about its action.
+class NormType(ParsedEnum):
+    """What a norm says about its action (``parse`` reads it from a name in any case).
 
     A PERMISSION documents that an action is explicitly allowed; it never
     cancels an active PROHIBITION of the same action (deny wins, as in most
@@ -23,15 +22,6 @@ class NormType(enum.Enum):
     OBLIGATION = "obligation"
     PROHIBITION = "prohibition"
     PERMISSION = "permission"
-
-    @classmethod
-    def parse(cls, text: str) -> NormType:
-        """The type named by ``text`` in any case (``"prohibition"``, ``"PROHIBITION"``).
-
-        >>> NormType.parse("Obligation")
-        <NormType.OBLIGATION: 'obligation'>
-        """
-        return parse_member(cls, text, what="norm type")
 
 
 @dataclass(frozen=True, slots=True)
