@@ -6,6 +6,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from tnsai_eval._util.checks import whole
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._learned import DEFAULT_MAX_LEARNED_ITEMS, render_learned
 from tnsai_eval.feedback._types import Feedback, FeedbackType
@@ -46,12 +47,7 @@ class FeedbackCollector:
         enabled: bool = True,
         max_learned_items: int = DEFAULT_MAX_LEARNED_ITEMS,
     ) -> None:
-        if (
-            isinstance(max_learned_items, bool)
-            or not isinstance(max_learned_items, int)
-            or max_learned_items < 1
-        ):
-            raise ConfigError(f"max_learned_items must be an int >= 1, got {max_learned_items!r}")
+        whole("max_learned_items", max_learned_items, 1)
         self.session_id = session_id
         self.enabled = enabled
         self.max_learned_items = max_learned_items

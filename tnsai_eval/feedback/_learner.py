@@ -81,6 +81,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tnsai_eval._util.checks import whole
 from tnsai_eval._util.enums import ParsedEnum
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
@@ -273,8 +274,7 @@ class FeedbackLearner:
             ("max_item_chars", max_item_chars, 1),
             ("max_tokens", max_tokens, 1),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
+            whole(name, value, least)
         self.llm = llm
         self.feedback_store = feedback_store
         # dict.fromkeys: parsed, de-duplicated, in the order given.
