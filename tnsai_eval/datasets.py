@@ -36,6 +36,7 @@ TestCase(input='What is the capital of France?', expected='Paris')
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -305,18 +306,13 @@ def load_meta(name_or_path: str | os.PathLike[str]) -> DatasetMeta:
         raise DatasetError(f"{str(path)!r} must hold a JSON object, got {type(data).__name__}")
     meta, problems = _parse_meta(data)
     if problems:
-        listing = "\n  ".join(problems)
-        raise DatasetError(
-            f"{str(path)!r} has {len(problems)} problem(s):\n  {listing}",
-            problems=tuple(problems),
-        )
-    return DatasetMeta(
-        evaluator=meta.evaluator,
-        labels=meta.labels,
-        threshold=meta.threshold,
-        constrain=meta.constrain,
-        path=path,
-    )
+        raise _listed(f"{str(path)!r} has {len(problems)} problem(s)", problems)
+    return dataclasses.replace(meta, path=path)
+
+
+def _listed(head: str, problems: list[str]) -> DatasetError:
+    listing = "\n  ".join(problems)
+    return DatasetError(f"{head}:\n  {listing}", problems=tuple(problems))
 
 
 def _parse_meta(data: Mapping[str, Any]) -> tuple[DatasetMeta, list[str]]:
@@ -399,11 +395,7 @@ def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
         elif case is not None:
             cases.append(case)
     if problems:
-        listing = "\n  ".join(problems)
-        raise DatasetError(
-            f"dataset {str(path)!r} has {len(problems)} bad line(s):\n  {listing}",
-            problems=tuple(problems),
-        )
+        raise _listed(f"dataset {str(path)!r} has {len(problems)} bad line(s)", problems)
     if not cases:
         raise DatasetError(f"dataset {str(path)!r} holds no test cases")
     return cases
