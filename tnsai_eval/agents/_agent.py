@@ -105,7 +105,6 @@ class Agent:
             whole("max_steps", max_steps, 1)
         if max_tool_rounds is not None:
             whole("max_tool_rounds", max_tool_rounds, 0)
-        if max_tool_rounds is not None:
             if max_steps is not None and max_steps != max_tool_rounds + 1:
                 raise ConfigError(
                     f"max_steps={max_steps} and max_tool_rounds={max_tool_rounds} disagree "
