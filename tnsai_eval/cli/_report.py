@@ -162,13 +162,8 @@ def _check_output(path: str | None, option: str) -> None:
         raise ConfigError(f"{option} {path!r}: {str(target.parent)!r} is not a directory")
 
 
+@frozen_secrets()  # every output masks every id and text: the secrets are read once for all
 def _run(args: argparse.Namespace) -> int:
-    # Every output masks every id and text: the secrets are read once for all.
-    with frozen_secrets():
-        return _report(args)
-
-
-def _report(args: argparse.Namespace) -> int:
     _check_output(args.junit, "--junit")
     _check_output(args.html, "--html")
     if args.baseline is not None and not args.baseline.strip():
