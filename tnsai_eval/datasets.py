@@ -210,8 +210,7 @@ def scoring_plan(
     _check_expected(cases, evaluator)
     if threshold is None:
         threshold = 0.5 if meta.threshold is None else meta.threshold
-    number = not isinstance(threshold, bool) and isinstance(threshold, int | float)
-    if not number or not 0.0 <= threshold <= 1.0:  # the comparison also refuses NaN
+    if not is_share(threshold):
         raise ConfigError(f"case threshold must be a number in [0, 1], got {threshold!r}")
     if constrain is None:
         constrain = meta.constrain
