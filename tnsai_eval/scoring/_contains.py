@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from tnsai_eval.scoring._evaluator import ComparesExpected
 from tnsai_eval.scoring._normalize import normalize_answer
 
 __all__ = ["ContainsEvaluator"]
 
 
-class ContainsEvaluator:
+class ContainsEvaluator(ComparesExpected):
     """1.0 when the expected answer appears in the answer as whole words, else 0.0.
 
     Both sides are normalized first, so "The capital is Paris." contains
@@ -16,12 +17,6 @@ class ContainsEvaluator:
     >>> ContainsEvaluator().evaluate("The capital is Paris.", "Paris")
     1.0
     """
-
-    #: It compares each reply with the expected answer (see ``uses_expected``).
-    uses_expected = True
-
-    def __repr__(self) -> str:
-        return "ContainsEvaluator()"
 
     def evaluate(self, actual: str, expected: str) -> float:
         needle = normalize_answer(expected)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from tnsai_eval.scoring._evaluator import ComparesExpected
 from tnsai_eval.scoring._normalize import normalize_answer
 
 __all__ = ["ExactMatchEvaluator"]
 
 
-class ExactMatchEvaluator:
+class ExactMatchEvaluator(ComparesExpected):
     """1.0 when the answer equals the expected one, else 0.0.
 
     With ``normalize=True`` (the default) both sides are compared after
@@ -16,9 +17,6 @@ class ExactMatchEvaluator:
     >>> ExactMatchEvaluator().evaluate("Paris.", "paris")
     1.0
     """
-
-    #: It compares each reply with the expected answer (see ``uses_expected``).
-    uses_expected = True
 
     def __init__(self, *, normalize: bool = True) -> None:
         self.normalize = normalize

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from tnsai_eval.scoring._evaluator import ComparesExpected
 from tnsai_eval.scoring._normalize import answer_tokens
 
 __all__ = ["TokenF1Evaluator"]
 
 
-class TokenF1Evaluator:
+class TokenF1Evaluator(ComparesExpected):
     """SQuAD's token F1: harmonic mean of token precision and recall.
 
     Tokens are the words of the normalized texts, counted with multiplicity.
@@ -18,12 +19,6 @@ class TokenF1Evaluator:
     >>> round(TokenF1Evaluator().evaluate("Paris France", "Paris"), 3)
     0.667
     """
-
-    #: It compares each reply with the expected answer (see ``uses_expected``).
-    uses_expected = True
-
-    def __repr__(self) -> str:
-        return "TokenF1Evaluator()"
 
     def evaluate(self, actual: str, expected: str) -> float:
         got, want = answer_tokens(actual), answer_tokens(expected)

@@ -8,12 +8,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.scoring._evaluator import ComparesExpected
 from tnsai_eval.scoring._normalize import normalize_answer
 
 __all__ = ["LabelEvaluator", "labels_response_format"]
 
 
-class LabelEvaluator:
+class LabelEvaluator(ComparesExpected):
     """1.0 when the reply names the expected label and no other, else 0.0: a mean is accuracy.
 
     The reply's label is found after ``normalize_answer``: the whole reply when
@@ -31,9 +32,6 @@ class LabelEvaluator:
     >>> judge.label_of('{"label": "negative"}')
     'negative'
     """
-
-    #: It compares each reply with the expected answer (see ``uses_expected``).
-    uses_expected = True
 
     def __init__(self, labels: Iterable[str]) -> None:
         self.labels = tuple(labels)
