@@ -233,8 +233,7 @@ class _Renderer:
         text = html.escape(str(state.get("description", "")))
         return f'<span style="{_BUTTON}">{text}</span>'
 
-    def _togglebutton(self, state: Mapping[str, Any]) -> str:
-        return self._button(state)
+    _togglebutton = _button
 
     def _text(self, state: Mapping[str, Any]) -> str:
         shown = _typed(state)
