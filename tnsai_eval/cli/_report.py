@@ -31,6 +31,7 @@ from tnsai_eval._util.text import escape_markdown, shown_label
 from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
+    GATE_SETTING_NAMES,
     Comparison,
     GateMode,
     GateSettings,
@@ -173,15 +174,8 @@ def _run(args: argparse.Namespace) -> int:
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
     models = None
-    given = {
-        "gate": args.gate,
-        "tolerance": args.tolerance,
-        "alpha": args.alpha,
-        "min_common": args.min_common,
-        "allow_unrecorded": args.allow_unrecorded,
-        "gate_costs": args.gate_costs,
-        "gate_latency": args.gate_latency,
-    }
+    # Each setting's option has its name (--min-common: args.min_common).
+    given = {name: getattr(args, name) for name in GATE_SETTING_NAMES}
     settings = GateSettings.resolve([(given, "given"), (report.config, "recorded in the report")])
     if baseline is not None:
         comparison = compare(report, baseline, settings=settings)
@@ -191,7 +185,8 @@ def _run(args: argparse.Namespace) -> int:
         models = compare_report_models(report, *args.compare_models, settings=settings)
     verdict = gate_verdict(report, comparison)
     shown_settings = settings.describe() if comparison is not None or models is not None else ""
-    if args.format == "markdown":
+    markdown = args.format == "markdown"
+    if markdown:
         print(
             render_markdown(
                 report,
@@ -202,19 +197,11 @@ def _run(args: argparse.Namespace) -> int:
                 settings=shown_settings,
             )
         )
-        if baseline is not None:
-            changed = format_model_changes(model_changes(report, baseline), markdown=True)
-            if changed:
-                print(changed)
-        if models is not None:
-            print()
-            print(format_model_comparison(models, markdown=True))
     else:
-        config = report.config
         print(
             f"report {args.report} (schema {report.schema_version}, "
             f"{_models_shown(report)}, "
-            f"record mode {shown_label(str(config.get('record_mode') or '-'))})"
+            f"record mode {shown_label(str(report.config.get('record_mode') or '-'))})"
         )
         print(format_summary(report))
         if comparison is not None:
@@ -222,13 +209,14 @@ def _run(args: argparse.Namespace) -> int:
             print(f"against baseline {args.baseline}:")
             print(shown_settings)
             print(format_comparison(comparison))
-            if baseline is not None:
-                changed = format_model_changes(model_changes(report, baseline))
-                if changed:
-                    print(changed)
-        if models is not None:
-            print()
-            print(format_model_comparison(models))
+    if baseline is not None:
+        changed = format_model_changes(model_changes(report, baseline), markdown=markdown)
+        if changed:
+            print(changed)
+    if models is not None:
+        print()
+        print(format_model_comparison(models, markdown=markdown))
+    if not markdown:
         print(f"tnsai-eval {shown_label(verdict.headline)}")
     if args.junit:
         from tnsai_eval.reports import write_junit
