@@ -184,9 +184,7 @@ def plot_tool_use(
 
 def _step_kinds(frame: pd.DataFrame) -> dict[_Key, tuple[int, int]]:
     """(model turns, tool calls) per case."""
-    out: dict[_Key, tuple[int, int]] = {}
-    for key in _keys(frame):
-        out[key] = (0, 0)
+    out = dict.fromkeys(_keys(frame), (0, 0))
     for nodeid, case_id, sample, kind in frame[["nodeid", "case_id", "sample", "kind"]].itertuples(
         index=False
     ):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+from tnsai_eval.scoring._answers import answer_tokens
 from tnsai_eval.scoring._evaluator import ComparesExpected
-from tnsai_eval.scoring._normalize import answer_tokens
 
 __all__ = ["DefaultPromptEvaluator", "keyword_overlap", "length_similarity", "phrase_overlap"]
 

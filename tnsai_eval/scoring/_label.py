@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
+from tnsai_eval.scoring._answers import ExactMatchEvaluator, normalize_answer
 from tnsai_eval.scoring._evaluator import ComparesExpected
-from tnsai_eval.scoring._normalize import normalize_answer
 
-__all__ = ["LabelEvaluator", "labels_response_format"]
+__all__ = ["LabelEvaluator", "labels_response_format", "score_metric"]
 
 
 class LabelEvaluator(ComparesExpected):
@@ -94,3 +94,15 @@ def labels_response_format(labels: Iterable[str]) -> dict[str, Any]:
             },
         },
     }
+
+
+def score_metric(evaluator: object) -> str:
+    """What a mean of ``evaluator``'s scores is: ``"accuracy"`` when each case scores
+    1 or 0 against one right answer (``LabelEvaluator``, ``ExactMatchEvaluator``),
+    else ``"score"``. Reports and headlines name it.
+
+    >>> from tnsai_eval.scoring import DefaultPromptEvaluator
+    >>> score_metric(LabelEvaluator(["yes", "no"])), score_metric(DefaultPromptEvaluator())
+    ('accuracy', 'score')
+    """
+    return "accuracy" if isinstance(evaluator, LabelEvaluator | ExactMatchEvaluator) else "score"
