@@ -57,7 +57,7 @@ class ParsedEnum(Enum):
     the set by the class's name in words (``FeedbackType``: "feedback type")."""
 
     @classmethod
-    def parse(cls, value: object) -> Self:
+    def parse(cls, value: Self | str) -> Self:
         """The member ``value`` names, in any case (``-`` or spaces for ``_``).
 
         Raises ``ConfigError`` (a ``ValueError``) naming the value and the

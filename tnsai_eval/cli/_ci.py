@@ -348,13 +348,10 @@ def _comment(args: argparse.Namespace) -> int:
         old_new=old_new,
         problems=problems,
     )
-    baseline_name = (
-        f"{state.path} @ {state.base[:12]}"
-        if state.gate_baseline == _BASE
-        else f"{state.path} (this pull request)"
-        if state.gate_baseline
-        else "none: the base branch has no baseline yet"
-    )
+    baseline_name = {
+        _BASE: f"{state.path} @ {state.base[:12]}",
+        _PR: f"{state.path} (this pull request)",
+    }.get(state.gate_baseline or "", "none: the base branch has no baseline yet")
 
     def body(limit: int | None) -> str:
         markdown = render_markdown(

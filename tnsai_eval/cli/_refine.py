@@ -23,6 +23,7 @@ from tnsai_eval.cli._common import (
     check_output_file,
     client_from_args,
     positive_float,
+    positive_int,
 )
 from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
@@ -86,7 +87,7 @@ def add_parser(subparsers: Any) -> None:
     loop = parser.add_argument_group("loop")
     loop.add_argument("--max-iterations", type=int, default=5, metavar="N")
     loop.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="seconds")
-    loop.add_argument("--max-tokens", type=int, default=256, help="per revision reply")
+    loop.add_argument("--max-tokens", type=positive_int, default=256, help="per revision reply")
     loop.add_argument(
         "--first-code-block",
         action="store_true",
@@ -151,8 +152,6 @@ def _read_draft(name: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.max_tokens < 1:
-        raise ConfigError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     criteria = _criteria(args)
     if args.output_file:
         check_output_file(Path(args.output_file), "--output-file")

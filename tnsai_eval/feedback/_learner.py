@@ -268,13 +268,10 @@ class FeedbackLearner:
             raise ConfigError(
                 f"feedback_store must be a FeedbackStore, got {type(feedback_store).__name__}"
             )
-        for name, value, least in (
-            ("min_feedback_for_learning", min_feedback_for_learning, 0),
-            ("max_items_per_call", max_items_per_call, 1),
-            ("max_item_chars", max_item_chars, 1),
-            ("max_tokens", max_tokens, 1),
-        ):
-            whole(name, value, least)
+        whole("min_feedback_for_learning", min_feedback_for_learning, 0)
+        whole("max_items_per_call", max_items_per_call, 1)
+        whole("max_item_chars", max_item_chars, 1)
+        whole("max_tokens", max_tokens, 1)
         self.llm = llm
         self.feedback_store = feedback_store
         # dict.fromkeys: parsed, de-duplicated, in the order given.
