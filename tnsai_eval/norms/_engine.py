@@ -10,7 +10,7 @@ from typing import TypeAlias
 from tnsai_eval.errors import ConditionError, ConfigError
 from tnsai_eval.norms._conditions import ConditionEvaluator
 from tnsai_eval.norms._decorator import declared_norms
-from tnsai_eval.norms._types import CheckResult, NormEntry, NormType, NormViolation
+from tnsai_eval.norms._types import CheckResult, NormEntry, NormType, NormViolation, named_error
 
 __all__ = ["NormEngine", "Predicate"]
 
@@ -83,11 +83,7 @@ class _Activity:
             try:
                 self._held[condition] = self._decide(condition)
             except ConditionError as exc:
-                # Name the norm: a report of many norms must say which one is at fault.
-                raise ConditionError(
-                    f"norm {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
-                    condition=condition,
-                ) from None
+                raise named_error(entry, exc) from None
         return self._held[condition]
 
     def _decide(self, condition: str) -> bool:
@@ -202,10 +198,7 @@ it always applies (no condition)
             try:
                 self._evaluator.check(entry.condition)
             except ConditionError as exc:
-                raise ConditionError(
-                    f"norm {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
-                    condition=entry.condition,
-                ) from None
+                raise named_error(entry, exc) from None
 
     def get_all_norms(self) -> list[NormEntry]:
         """Every norm held, in the order added (a copy)."""

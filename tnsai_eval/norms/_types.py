@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from tnsai_eval._util.enums import ParsedEnum
-from tnsai_eval.errors import ConfigError
+from tnsai_eval.errors import ConditionError, ConfigError
 
-__all__ = ["CheckResult", "NormEntry", "NormType", "NormViolation"]
+__all__ = ["CheckResult", "NormEntry", "NormType", "NormViolation", "named_error"]
 
 
 class NormType(ParsedEnum):
@@ -135,3 +135,12 @@ class CheckResult:
         lines = [f"{count} norm {noun}:"]
         lines.extend(f"- {violation.reason}" for violation in self.violations)
         return "\n".join(lines)
+
+
+def named_error(entry: NormEntry, exc: ConditionError, what: str = "norm") -> ConditionError:
+    """``exc`` naming the norm whose condition it is about: a report (or a class) of
+    many norms must say which one is at fault."""
+    return ConditionError(
+        f"{what} {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
+        condition=entry.condition,
+    )
