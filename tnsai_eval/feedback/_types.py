@@ -105,17 +105,8 @@ class Feedback:
     def __reduce__(self) -> tuple[Any, ...]:
         # The read-only metadata view cannot be pickled; rebuild from a plain
         # dict so records cross process boundaries (multiprocessing, xdist).
-        return (
-            Feedback,
-            (
-                self.type,
-                self.content,
-                self.session_id,
-                self.id,
-                self.timestamp,
-                dict(self.metadata),
-            ),
-        )
+        fields = (self.type, self.content, self.session_id, self.id, self.timestamp)
+        return (Feedback, (*fields, dict(self.metadata)))
 
     @classmethod
     def thumbs_up(cls, content: str, **options: Any) -> Feedback:
