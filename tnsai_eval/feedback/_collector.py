@@ -8,7 +8,7 @@ from typing import Any
 
 from tnsai_eval._util.checks import whole
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.feedback._learned import DEFAULT_MAX_LEARNED_ITEMS, render_learned
+from tnsai_eval.feedback._learned import DEFAULT_MAX_LEARNED_ITEMS, recent_distinct, render_learned
 from tnsai_eval.feedback._types import Feedback, FeedbackType
 
 __all__ = ["TOOL_CALL_SOURCE", "FeedbackCollector"]
@@ -78,14 +78,9 @@ class FeedbackCollector:
         A text recorded twice is kept once, at its newest position. Only the
         newest items are read, so the cost does not grow with the history.
         """
-        kept: dict[str, None] = {}
         with self._lock:
             items = self._by_type.get(type, [])
-            for feedback in reversed(items):
-                if len(kept) >= limit:
-                    break
-                kept.setdefault(feedback.content, None)
-        return list(reversed(kept))
+            return recent_distinct((fb.content for fb in reversed(items)), limit)
 
     def learned_section(self) -> str:
         """The ``# Learned Behavior`` block of what was collected ('' when nothing applies).
