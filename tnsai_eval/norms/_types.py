@@ -78,10 +78,6 @@ class NormEntry:
         return f"{self.type.name.lower()} of {self.action!r}"
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass(frozen=True, slots=True)
 class NormViolation:
     """A norm that an action (or a missing action) broke.
@@ -95,7 +91,7 @@ class NormViolation:
     norm: NormEntry
     action: str
     reason: str
-    timestamp: datetime = field(default_factory=_utc_now)
+    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def __str__(self) -> str:
         return self.reason
