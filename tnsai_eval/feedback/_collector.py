@@ -14,11 +14,6 @@ from tnsai_eval.feedback._types import Feedback, FeedbackType
 __all__ = ["TOOL_CALL_SOURCE", "FeedbackCollector"]
 
 
-def _type_name(value: object) -> str:
-    # A helper because record_user_feedback's parameter `type` shadows the builtin.
-    return type(value).__name__
-
-
 # metadata["source"] of the feedback that record_tool_call creates.
 TOOL_CALL_SOURCE = "tool_call"
 
@@ -142,7 +137,8 @@ class FeedbackCollector:
         """
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ConfigError(
-                f"feedback metadata must be a mapping or None, got {_type_name(metadata)}"
+                # __class__: the parameter `type` shadows the builtin here.
+                f"feedback metadata must be a mapping or None, got {metadata.__class__.__name__}"
             )
         return self.record(Feedback(type, content, metadata={"source": "user", **(metadata or {})}))
 
