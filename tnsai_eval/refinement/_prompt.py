@@ -101,11 +101,7 @@ def _fence_of(line: str) -> str | None:
     """The run of 3+ backticks or tildes that starts ``line``, if any."""
     if not line.startswith(("```", "~~~")):
         return None
-    char = line[0]
-    end = 3
-    while end < len(line) and line[end] == char:
-        end += 1
-    return line[:end]
+    return line[: len(line) - len(line.lstrip(line[0]))]
 
 
 def first_json_block(reply: str) -> str:
@@ -163,10 +159,8 @@ def resolve_reply_parser(
     >>> resolve_reply_parser("first_code_block") is first_code_block
     True
     """
-    if value is None or callable(value):
+    if value is None or callable(value) or value == "auto":
         return value
-    if value == "auto":
-        return "auto"
     if isinstance(value, str) and value in REPLY_PARSERS:
         return REPLY_PARSERS[value]
     names = ", ".join(["auto", *REPLY_PARSERS])
