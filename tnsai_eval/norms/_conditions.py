@@ -147,10 +147,8 @@ class _ItemBudget:
     __slots__ = ("left", "limit", "text_left", "text_limit")
 
     def __init__(self, limit: int, text_limit: int) -> None:
-        self.limit = limit
-        self.left = limit
-        self.text_limit = text_limit
-        self.text_left = text_limit
+        self.limit = self.left = limit
+        self.text_limit = self.text_left = text_limit
 
     def take_text(self, count: int, name: str) -> None:
         self.text_left -= count

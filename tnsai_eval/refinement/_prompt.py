@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -72,9 +73,7 @@ def first_code_block(reply: str) -> str:
     # unclosed fences: 40 KB took 15-20 s). The block is the earliest opening
     # line that some later line closes with exactly the same fence.
     lines = reply.split("\n")
-    starts = [0]
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
     # Backward pass: for each opening line, the nearest later closing line.
     nearest: dict[str, int] = {}
     closes_at: dict[int, int] = {}
