@@ -36,6 +36,7 @@ TestCase(input='What is the capital of France?', expected='Paris')
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -209,8 +210,7 @@ def scoring_plan(
     _check_expected(cases, evaluator)
     if threshold is None:
         threshold = 0.5 if meta.threshold is None else meta.threshold
-    number = not isinstance(threshold, bool) and isinstance(threshold, int | float)
-    if not number or not 0.0 <= threshold <= 1.0:  # the comparison also refuses NaN
+    if not is_share(threshold):
         raise ConfigError(f"case threshold must be a number in [0, 1], got {threshold!r}")
     if constrain is None:
         constrain = meta.constrain
@@ -305,18 +305,13 @@ def load_meta(name_or_path: str | os.PathLike[str]) -> DatasetMeta:
         raise DatasetError(f"{str(path)!r} must hold a JSON object, got {type(data).__name__}")
     meta, problems = _parse_meta(data)
     if problems:
-        listing = "\n  ".join(problems)
-        raise DatasetError(
-            f"{str(path)!r} has {len(problems)} problem(s):\n  {listing}",
-            problems=tuple(problems),
-        )
-    return DatasetMeta(
-        evaluator=meta.evaluator,
-        labels=meta.labels,
-        threshold=meta.threshold,
-        constrain=meta.constrain,
-        path=path,
-    )
+        raise _listed(f"{str(path)!r} has {len(problems)} problem(s)", problems)
+    return dataclasses.replace(meta, path=path)
+
+
+def _listed(head: str, problems: list[str]) -> DatasetError:
+    listing = "\n  ".join(problems)
+    return DatasetError(f"{head}:\n  {listing}", problems=tuple(problems))
 
 
 def _parse_meta(data: Mapping[str, Any]) -> tuple[DatasetMeta, list[str]]:
@@ -399,11 +394,7 @@ def load(name_or_path: str | os.PathLike[str]) -> list[TestCase]:
         elif case is not None:
             cases.append(case)
     if problems:
-        listing = "\n  ".join(problems)
-        raise DatasetError(
-            f"dataset {str(path)!r} has {len(problems)} bad line(s):\n  {listing}",
-            problems=tuple(problems),
-        )
+        raise _listed(f"dataset {str(path)!r} has {len(problems)} bad line(s)", problems)
     if not cases:
         raise DatasetError(f"dataset {str(path)!r} holds no test cases")
     return cases

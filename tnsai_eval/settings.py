@@ -2,8 +2,9 @@
 and the ``[tool.tnsai-eval]`` table of ``pyproject.toml``.
 
 Written once here and read by ``default_llm``, ``OpenAIClient``, ``CachedLLM``,
-the CLI and the pytest plugin. The module imports only the standard library, so
-the plugin can read it while pytest starts without loading a client.
+the CLI and the pytest plugin. The module imports only the standard library
+(and the exception tree), so the plugin can read it while pytest starts without
+loading a client.
 
 Each model setting comes from its explicit value (an argument, a command-line
 option), else from the environment; an empty variable counts as unset.
@@ -26,7 +27,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from tnsai_eval._util.enums import parse_member
+from tnsai_eval._util.enums import ParsedEnum
+from tnsai_eval.errors import ConfigError
 
 __all__ = [
     "ACCEPT_LABEL",
@@ -87,7 +89,7 @@ PYTEST_CONFIG_FILES = (
 )
 
 
-class RecordMode(StrEnum):
+class RecordMode(ParsedEnum, StrEnum):
     """How ``CachedLLM`` (and the plugin's ``--llm-record``) uses a response store."""
 
     OFF = "off"
@@ -98,11 +100,6 @@ class RecordMode(StrEnum):
     """Reply from the store when recorded, else call the model and record."""
     REFRESH = "refresh"
     """Always call the model and overwrite the recording."""
-
-    @classmethod
-    def parse(cls, value: RecordMode | str) -> RecordMode:
-        """A mode from itself or its name in any case; anything else is a ConfigError."""
-        return parse_member(cls, value, what="record mode")
 
     @classmethod
     def default(cls) -> tuple[RecordMode, str]:
@@ -157,8 +154,6 @@ class ProjectSettings:
 
 def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A TOML file as a dict; a missing or malformed file is a ``ConfigError`` naming it."""
-    from tnsai_eval.errors import ConfigError
-
     shown = os.fspath(path)
     try:
         with open(path, "rb") as handle:
@@ -181,8 +176,6 @@ def project_settings(start: str | os.PathLike[str] | None = None) -> ProjectSett
     ``start`` defaults to the working directory; pytest passes its rootdir.
     The search stops at the first ``pyproject.toml`` found, as pip and ruff do.
     """
-    from tnsai_eval.errors import ConfigError
-
     here = Path.cwd() if start is None else Path(start)
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
@@ -212,8 +205,6 @@ def pytest_ini_options(name: str, text: str) -> dict[str, Any] | None:
     True
     """
     import configparser
-
-    from tnsai_eval.errors import ConfigError
 
     base = Path(name).name
     if base.endswith(".toml"):

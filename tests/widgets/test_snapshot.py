@@ -156,3 +156,13 @@ def test_table_cells_shorten_long_text_with_the_whole_on_hover() -> None:
     assert f'title="{name}"' in page
     assert ">tests/test_prompts.py::test_a_very_long…<" in page
     assert "0.5" in page
+
+
+def test_a_plain_box_and_a_grid_box_lay_out_their_children() -> None:
+    # A plain Box rendered through the box table: it once reached _box without its
+    # direction and raised TypeError, losing the notebook's whole snapshot.
+    label = w.Label("inside")
+    for box, direction in ((w.Box([label]), "row"), (w.GridBox([label]), "row")):
+        page = snapshot_html(_state(), box.model_id)
+        assert f"flex-direction: {direction}" in page
+        assert "<span>inside</span>" in page

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Coroutine
+import functools
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["blocking", "run_sync"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
@@ -35,6 +37,27 @@ def run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(context.run, asyncio.run, _keep(coroutine, kept)).result()
     return kept[0]
+
+
+def blocking(afunction: Callable[_P, Coroutine[Any, Any, _T]]) -> Callable[_P, _T]:
+    """``afunction`` for synchronous callers (``run_sync``): its parameters and docstring,
+    named without its leading ``a``, so that a sync and an async entry point share one
+    signature and one body.
+
+    >>> async def atwice(n: int) -> int:
+    ...     return 2 * n
+    >>> twice = blocking(atwice)
+    >>> twice(3), twice.__name__
+    (6, 'twice')
+    """
+
+    @functools.wraps(afunction)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return run_sync(afunction(*args, **kwargs))
+
+    run.__name__ = afunction.__name__.removeprefix("a")
+    run.__qualname__ = afunction.__qualname__.removesuffix(afunction.__name__) + run.__name__
+    return run
 
 
 async def _keep(coroutine: Coroutine[Any, Any, _T], kept: list[_T]) -> None:

@@ -3,24 +3,26 @@
 Every enum whose members users may name in configuration, on the command
 line or in API calls (``FeedbackType``, ``LearningStrategy``, ``NormType``,
 ``RecordMode``, ``PromptStrategy``) reads names the same way, through
-``parse_member``: the member itself, or its value in any case, with
-surrounding spaces ignored and ``-`` or spaces between words read as ``_``
-(``"chain-of-thought"`` names ``chain_of_thought``). Anything else is a
-``ConfigError`` naming the bad value and the choices.
+``parse_member`` (their ``parse``, from ``ParsedEnum``): the member itself,
+or its value in any case, with surrounding spaces ignored and ``-`` or
+spaces between words read as ``_`` (``"chain-of-thought"`` names
+``chain_of_thought``). Anything else is a ``ConfigError`` naming the bad
+value and the choices.
 """
 
 from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import TypeVar
+from typing import Self, TypeVar
 
 from tnsai_eval.errors import ConfigError
 
-__all__ = ["parse_member"]
+__all__ = ["ParsedEnum", "parse_member"]
 
 _E = TypeVar("_E", bound=Enum)
 _SEPARATORS = re.compile(r"[\s-]+")
+_WORDS = re.compile(r"(?<!^)(?=[A-Z])")
 
 
 def parse_member(cls: type[_E], value: object, *, what: str) -> _E:
@@ -48,3 +50,17 @@ def parse_member(cls: type[_E], value: object, *, what: str) -> _E:
         if member.value == key:
             return member
     raise ConfigError(f"{what} {value!r} is not one of {choices} (any case)")
+
+
+class ParsedEnum(Enum):
+    """An enum whose ``parse`` reads a member as ``parse_member`` does; errors call
+    the set by the class's name in words (``FeedbackType``: "feedback type")."""
+
+    @classmethod
+    def parse(cls, value: Self | str) -> Self:
+        """The member ``value`` names, in any case (``-`` or spaces for ``_``).
+
+        Raises ``ConfigError`` (a ``ValueError``) naming the value and the
+        accepted names for anything else.
+        """
+        return parse_member(cls, value, what=_WORDS.sub(" ", cls.__name__).lower())

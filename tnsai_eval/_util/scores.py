@@ -15,6 +15,7 @@ clamped to [0, 1].
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 __all__ = ["is_share", "parse_score"]
 
@@ -32,7 +33,7 @@ _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 _BARE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?!\.?\d)")
 
 
-def is_share(value: object) -> bool:
+def is_share(value: object) -> TypeGuard[float]:
     """Whether ``value`` is a number in [0, 1]: a score, a threshold, a target.
 
     The one check behind every such option, so that each rejects the same

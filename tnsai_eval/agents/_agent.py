@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from tnsai_eval._util.checks import whole
 from tnsai_eval.agents._tools import (
     Tool,
     ToolsInput,
@@ -100,9 +101,10 @@ class Agent:
             )
         if not isinstance(system_prompt, str):
             raise ConfigError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
-        _check_count("max_steps", max_steps, 1)
-        _check_count("max_tool_rounds", max_tool_rounds, 0)
+        if max_steps is not None:
+            whole("max_steps", max_steps, 1)
         if max_tool_rounds is not None:
+            whole("max_tool_rounds", max_tool_rounds, 0)
             if max_steps is not None and max_steps != max_tool_rounds + 1:
                 raise ConfigError(
                     f"max_steps={max_steps} and max_tool_rounds={max_tool_rounds} disagree "
@@ -322,13 +324,6 @@ class Agent:
                 request.name, arguments, error=f"{type(exc).__name__}: {exc}", latency_s=elapsed
             )
         return ToolCall(request.name, arguments, result, latency_s=time.perf_counter() - started)
-
-
-def _check_count(name: str, value: object, least: int) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
 
 
 def _turn_of(completion: Completion) -> ModelTurn:

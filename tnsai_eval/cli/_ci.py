@@ -46,6 +46,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.files import atomic_write_text
+from tnsai_eval._util.secrets import frozen_secrets
+from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.settings import ACCEPT_LABEL
 
@@ -63,6 +65,7 @@ COMMENT_LIMIT = 60_000
 _STATE = "ci.json"
 _GATE = "gate-baseline.json"
 _BASE = "base-baseline.json"
+_PR = "pr-baseline.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +93,7 @@ class CiState:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "ci",
-        help="pull-request steps: choose the base branch's baseline, write the PR comment",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = subcommand(subparsers, "ci", __doc__)
     steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
     base = steps.add_parser(
         "baseline",
@@ -227,11 +225,6 @@ def decide(base: str, path: str, *, labels: list[str], label: str) -> tuple[CiSt
             f"the run is gated against the base branch's baseline ({base[:12]}), not its own. "
             f"Add the label to accept the new baseline."
         )
-    gate = None
-    if mode in ("unchanged", "rewritten"):
-        gate = _BASE
-    elif mode == "accepted":
-        gate = "pr-baseline.json"
     state = CiState(
         mode=mode,
         base=base,
@@ -239,7 +232,7 @@ def decide(base: str, path: str, *, labels: list[str], label: str) -> tuple[CiSt
         label=label,
         labelled=labelled,
         message=message,
-        gate_baseline=gate,
+        gate_baseline={"unchanged": _BASE, "rewritten": _BASE, "accepted": _PR}.get(mode),
         settings=_base_settings(base).to_dict(),
     )
     return state, old
@@ -272,7 +265,7 @@ def _baseline(args: argparse.Namespace) -> int:
         (out / _BASE).write_bytes(old)
     here = Path(args.path)
     if here.is_file():
-        (out / "pr-baseline.json").write_bytes(here.read_bytes())
+        (out / _PR).write_bytes(here.read_bytes())
     chosen = None if state.gate_baseline is None else (out / state.gate_baseline).read_bytes()
     where = f"{state.path} ({'this pull request' if state.mode == 'accepted' else state.base[:12]})"
     atomic_write_text(out / _GATE, _gate_baseline(state, chosen, where))
@@ -308,14 +301,8 @@ def _exit_status(given: str | None) -> tuple[int | None, list[str]]:
         raise ConfigError(f"--pytest-exit {given!r} is not an exit status") from None
 
 
+@frozen_secrets()  # every line is masked: the secrets are read once
 def _comment(args: argparse.Namespace) -> int:
-    from tnsai_eval._util.secrets import frozen_secrets
-
-    with frozen_secrets():  # every line is masked: the secrets are read once
-        return _write_comment(args)
-
-
-def _write_comment(args: argparse.Namespace) -> int:
     from tnsai_eval.cli._report import render_markdown
     from tnsai_eval.reports import (
         GateSettings,
@@ -361,13 +348,10 @@ def _write_comment(args: argparse.Namespace) -> int:
         old_new=old_new,
         problems=problems,
     )
-    baseline_name = (
-        f"{state.path} @ {state.base[:12]}"
-        if state.gate_baseline == _BASE
-        else f"{state.path} (this pull request)"
-        if state.gate_baseline
-        else "none: the base branch has no baseline yet"
-    )
+    baseline_name = {
+        _BASE: f"{state.path} @ {state.base[:12]}",
+        _PR: f"{state.path} (this pull request)",
+    }.get(state.gate_baseline or "", "none: the base branch has no baseline yet")
 
     def body(limit: int | None) -> str:
         markdown = render_markdown(

@@ -240,12 +240,7 @@ def _run(args: argparse.Namespace) -> int:
         notes=plan.notes, concurrency=args.concurrency, store=args.store, record_mode=mode,
         cassette=args.cassette,
     )  # fmt: skip
-    return _finish(
-        out,
-        evaluation,
-        evaluation.to_report(prompt_file=file, min_score=args.min_score),
-        args.min_score,
-    )
+    return _finish(out, evaluation, args.min_score, prompt_file=file)
 
 
 def _run_code(args: argparse.Namespace) -> int:
@@ -300,16 +295,19 @@ def _run_code(args: argparse.Namespace) -> int:
         notes=notes, concurrency=args.concurrency, store=args.store, record_mode=mode,
         cassette=args.cassette,
     )  # fmt: skip
-    return _finish(out, evaluation, evaluation.to_report(min_score=args.min_score), args.min_score)
+    return _finish(out, evaluation, args.min_score)
 
 
-def _finish(out: Path, evaluation: ModelEvaluation, report: Report, min_score: float | None) -> int:
-    """Print the leaderboard and the model verdicts, write the files, give the exit status."""
+def _finish(
+    out: Path, evaluation: ModelEvaluation, min_score: float | None, prompt_file: str | None = None
+) -> int:
+    """Print the leaderboard and the model verdicts, write the files (the report names
+    ``prompt_file``), give the exit status."""
     print(_leaderboard(evaluation))
     verdicts = evaluation.format_verdicts()
     if verdicts:
         print("\n" + verdicts)
-    _write(out, evaluation, report)
+    _write(out, evaluation, evaluation.to_report(prompt_file=prompt_file, min_score=min_score))
     return _verdict(evaluation, min_score)
 
 

@@ -18,7 +18,7 @@ import importlib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tnsai_eval import __version__
 from tnsai_eval.errors import TnsaiError
@@ -26,7 +26,7 @@ from tnsai_eval.errors import TnsaiError
 if TYPE_CHECKING:
     from tnsai_eval.llm import LLMClient
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "main", "subcommand"]
 
 #: Subcommand -> (the module that registers it, the line ``--help`` shows for it).
 #: The module is imported only when its subcommand runs (or a full parser is built).
@@ -60,6 +60,19 @@ SUBCOMMANDS: Mapping[str, tuple[str, str]] = MappingProxyType(
         ),
     }
 )
+
+
+def subcommand(subparsers: Any, name: str, description: str) -> argparse.ArgumentParser:
+    """Register subcommand ``name`` with its help line from ``SUBCOMMANDS`` (what
+    ``--help`` lists without importing it) and ``description`` (its module's
+    docstring) shown as written."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=SUBCOMMANDS[name][1],
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:

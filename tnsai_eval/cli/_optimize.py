@@ -22,8 +22,9 @@ import argparse
 import json
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from urllib.parse import urlsplit
 
 from tnsai_eval._util.files import atomic_write_text
@@ -68,6 +69,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_PROMPTS", "add_parser"]
 
+_N = TypeVar("_N", int, float)
+
 #: The starting prompt for each shipped dataset when ``--prompt`` is not given.
 DEFAULT_PROMPTS = {
     "arithmetic": "Solve the arithmetic problem.",
@@ -108,17 +111,9 @@ def add_parser(subparsers: Any) -> None:
         f"choices: {', '.join(s.value for s in PromptStrategy)}; "
         f"{','.join(s.value for s in SMALL_MODEL_STRATEGIES)} help a small model)",
     )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=DEFAULT_CONFIG.max_iterations,
-        help=f"at most N rounds (default: {DEFAULT_CONFIG.max_iterations})",
-    )
-    parser.add_argument(
-        "--target-score",
-        type=finite_float,
-        default=DEFAULT_CONFIG.target_score,
-        help=f"stop at this score (default: {DEFAULT_CONFIG.target_score})",
+    _option(parser, "--rounds", positive_int, DEFAULT_CONFIG.max_iterations, "at most N rounds")
+    _option(
+        parser, "--target-score", finite_float, DEFAULT_CONFIG.target_score, "stop at this score"
     )
     code = parser.add_mutually_exclusive_group()
     code.add_argument(
@@ -175,20 +170,15 @@ def add_parser(subparsers: Any) -> None:
         "--validation",
         help="a dataset held out to report the best prompt on (instead of --split)",
     )
-    parser.add_argument(
-        "--split",
-        type=_share,
-        default=DEFAULT_CONFIG.split or 0.0,
-        help="share of the cases held out to report on, 0 for none "
-        f"(default: {DEFAULT_CONFIG.split or 0})",
+    split = DEFAULT_CONFIG.split or 0.0
+    _option(
+        parser, "--split", _share, split, "share of the cases held out to report on, 0 for none"
     )
-    parser.add_argument(
-        "--demo-sets",
-        type=_non_negative_int,
-        default=DEFAULT_CONFIG.demo_sets,
-        help="demo sets to try each round, bootstrapped from the model's correct "
-        f"replies and from expected answers (default: {DEFAULT_CONFIG.demo_sets})",
+    demo_sets = (
+        "demo sets to try each round, bootstrapped from the model's correct replies and from "
+        "expected answers"
     )
+    _option(parser, "--demo-sets", _non_negative_int, DEFAULT_CONFIG.demo_sets, demo_sets)
     parser.add_argument(
         "--racing-bound",
         choices=get_args(RacingBound),
@@ -203,37 +193,28 @@ def add_parser(subparsers: Any) -> None:
         help="the level of the held-out paired test and of the gain's interval "
         f"(default: {DEFAULT_CONFIG.alpha}: a {1 - DEFAULT_CONFIG.alpha:.0%}% interval)",
     )
-    parser.add_argument(
-        "--reply-tokens",
-        type=positive_int,
-        default=_REPLY_TOKENS,
-        help=f"max reply tokens (default: {_REPLY_TOKENS})",
-    )
+    _option(parser, "--reply-tokens", positive_int, _REPLY_TOKENS, "max reply tokens")
     parser.add_argument("--max-calls", type=positive_int, help="stop after N model calls")
     parser.add_argument("--max-tokens", type=positive_int, help="stop after N tokens")
     parser.add_argument("--max-seconds", type=positive_float, help="stop after S seconds")
-    parser.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=DEFAULT_CONFIG.concurrency,
-        help=f"calls in flight (default: {DEFAULT_CONFIG.concurrency})",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=DEFAULT_CONFIG.seed,
-        help=f"racing order and few-shot examples (default: {DEFAULT_CONFIG.seed})",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("optimize-out"),
-        help="output directory (default: optimize-out)",
-    )
+    _option(parser, "--concurrency", positive_int, DEFAULT_CONFIG.concurrency, "calls in flight")
+    _option(parser, "--seed", int, DEFAULT_CONFIG.seed, "racing order and few-shot examples")
+    _option(parser, "--out", Path, Path("optimize-out"), "output directory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_options(parser)
     add_store_options(parser)
     parser.set_defaults(func=_run)
+
+
+def _option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    kind: Callable[[str], Any],
+    default: object,
+    text: str,
+) -> None:
+    """An option of type ``kind`` whose help ends with its ``default``."""
+    parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: {default})")
 
 
 def _target_option(args: argparse.Namespace) -> tuple[float, UserCode | None]:
@@ -263,34 +244,26 @@ def _target_option(args: argparse.Namespace) -> tuple[float, UserCode | None]:
     return score, None
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+def _argument(
+    parse: Callable[[str], _N], accepts: Callable[[_N], bool], expected: str
+) -> Callable[[str], _N]:
+    """An argparse ``type=``: ``parse(text)`` when ``accepts`` it, else an error naming it."""
+
+    def convert(text: str) -> _N:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return convert
 
 
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a level in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a level in (0, 1), got {text!r}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}")
-    return value
+_non_negative_int = _argument(int, lambda value: value >= 0, "an integer >= 0")
+_level = _argument(float, lambda value: 0.0 < value < 1.0, "a level in (0, 1)")
+_share = _argument(float, lambda value: 0.0 <= value < 1.0, "a share in [0, 1)")
 
 
 def _rewrite_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
@@ -389,7 +362,7 @@ def _run(args: argparse.Namespace) -> int:
     own = None if code is None else code.default_prompt()  # the app's own prompt
     prompt = args.prompt or own or DEFAULT_PROMPTS.get(Path(args.dataset).stem, _GENERIC_PROMPT)
     rewrite_llm, rewriter = _rewrite_client(args)
-    bar = None if args.no_progress else _ProgressBar()
+    bar = _ProgressBar()
     # One client for the model: the target's calls and the rewrites, behind --store.
     llm = front_from_args(args)
     optimizer = PromptOptimizer(
@@ -407,7 +380,7 @@ def _run(args: argparse.Namespace) -> int:
         rewrite=not args.no_rewrite,
         rewrite_llm=rewrite_llm,
         call_params=call_params,
-        progress=bar.update if bar is not None else None,
+        progress=None if args.no_progress else bar.update,
         split=args.split or None,
         demo_sets=args.demo_sets,
         racing_bound=args.racing_bound,
@@ -431,7 +404,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"rewrites by {rewriter}", flush=True)
     if constrain:
         print(f"replies constrained to the labels: {', '.join(meta.labels)}", flush=True)
-    if bar is not None:
+    if not args.no_progress:
         bar.open(most_calls)
     try:
         result = optimizer.optimize(
@@ -441,8 +414,7 @@ def _run(args: argparse.Namespace) -> int:
             target=None if code is None else code.factory(llm),
         )
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     _print_report(result)
     _write_outputs(result, args.out)
     return 0
@@ -530,28 +502,24 @@ def _print_report(result: OptimizationResult) -> None:
 
 
 def _write_outputs(result: OptimizationResult, out: Path) -> None:
-    with frozen_secrets():  # every cell is masked: the secrets are read once
-        _write_files(result, out)
-
-
-def _write_files(result: OptimizationResult, out: Path) -> None:
     from tnsai_eval.plots import plot_optimizer_rounds
 
     out.mkdir(parents=True, exist_ok=True)
-    # Files meant to be kept and shared: every text in them is masked (a case
-    # or a prompt can quote a key) and encodable (a lone surrogate in a case).
-    _shareable(result.to_dataframe()).to_csv(out / "results.csv", index=False)
-    _shareable(result.rounds_dataframe()).to_csv(out / "rounds.csv", index=False)
-    variants = mask_deep(
-        {
-            "best_variant": result.best_variant,
-            "held_out": result.held_out_dict(),
-            "variants": [v.to_dict() for v in result.variants],
-        }
-    )
-    atomic_write_text(out / "variants.json", json.dumps(variants, indent=2) + "\n")
-    figure = plot_optimizer_rounds(result, title="Score progression")
-    figure.savefig(out / "score_progression.png", dpi=100)
+    with frozen_secrets():  # every cell is masked: the secrets are read once
+        # Files meant to be kept and shared: every text in them is masked (a case
+        # or a prompt can quote a key) and encodable (a lone surrogate in a case).
+        _shareable(result.to_dataframe()).to_csv(out / "results.csv", index=False)
+        _shareable(result.rounds_dataframe()).to_csv(out / "rounds.csv", index=False)
+        variants = mask_deep(
+            {
+                "best_variant": result.best_variant,
+                "held_out": result.held_out_dict(),
+                "variants": [v.to_dict() for v in result.variants],
+            }
+        )
+        atomic_write_text(out / "variants.json", json.dumps(variants, indent=2) + "\n")
+        figure = plot_optimizer_rounds(result, title="Score progression")
+        figure.savefig(out / "score_progression.png", dpi=100)
     written = ("results.csv", "rounds.csv", "variants.json", "score_progression.png")
     print(f"wrote {', '.join(str(out / name) for name in written)}")
 

@@ -23,7 +23,9 @@ from tnsai_eval.cli._common import (
     check_output_file,
     client_from_args,
     positive_float,
+    positive_int,
 )
+from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.refinement import (
     CompletionCriteria,
@@ -41,12 +43,7 @@ _HEADER = f"{'iter':>4}  {'score':>5}  {'tokens':>6}  {'call_s':>6}  failed chec
 
 
 def add_parser(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "refine",
-        help="revise a draft with the model until it passes the given checks",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = subcommand(subparsers, "refine", __doc__)
     parser.add_argument("--task", required=True, help="what the output must do")
     parser.add_argument(
         "--draft-file", required=True, help="file holding the first draft ('-' for stdin)"
@@ -90,7 +87,7 @@ def add_parser(subparsers: Any) -> None:
     loop = parser.add_argument_group("loop")
     loop.add_argument("--max-iterations", type=int, default=5, metavar="N")
     loop.add_argument("--timeout", type=positive_float, default=600.0, metavar="S", help="seconds")
-    loop.add_argument("--max-tokens", type=int, default=256, help="per revision reply")
+    loop.add_argument("--max-tokens", type=positive_int, default=256, help="per revision reply")
     loop.add_argument(
         "--first-code-block",
         action="store_true",
@@ -155,8 +152,6 @@ def _read_draft(name: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.max_tokens < 1:
-        raise ConfigError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     criteria = _criteria(args)
     if args.output_file:
         check_output_file(Path(args.output_file), "--output-file")

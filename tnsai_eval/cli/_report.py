@@ -28,8 +28,10 @@ from typing import Any
 
 from tnsai_eval._util.secrets import frozen_secrets
 from tnsai_eval._util.text import escape_markdown, shown_label
+from tnsai_eval.cli._main import subcommand
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.reports import (
+    GATE_SETTING_NAMES,
     Comparison,
     GateMode,
     GateSettings,
@@ -74,12 +76,7 @@ def _share(text: str) -> float:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "report",
-        help="summarize a --tnsai-report JSON file, optionally against a baseline",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = subcommand(subparsers, "report", __doc__)
     parser.add_argument("report", help="a report written by pytest --tnsai-report")
     parser.add_argument("--baseline", help="an earlier report to compare against")
     parser.add_argument(
@@ -166,13 +163,8 @@ def _check_output(path: str | None, option: str) -> None:
         raise ConfigError(f"{option} {path!r}: {str(target.parent)!r} is not a directory")
 
 
+@frozen_secrets()  # every output masks every id and text: the secrets are read once for all
 def _run(args: argparse.Namespace) -> int:
-    # Every output masks every id and text: the secrets are read once for all.
-    with frozen_secrets():
-        return _report(args)
-
-
-def _report(args: argparse.Namespace) -> int:
     _check_output(args.junit, "--junit")
     _check_output(args.html, "--html")
     if args.baseline is not None and not args.baseline.strip():
@@ -182,15 +174,8 @@ def _report(args: argparse.Namespace) -> int:
     baseline = None if not args.baseline else read_report(args.baseline)
     comparison = None
     models = None
-    given = {
-        "gate": args.gate,
-        "tolerance": args.tolerance,
-        "alpha": args.alpha,
-        "min_common": args.min_common,
-        "allow_unrecorded": args.allow_unrecorded,
-        "gate_costs": args.gate_costs,
-        "gate_latency": args.gate_latency,
-    }
+    # Each setting's option has its name (--min-common: args.min_common).
+    given = {name: getattr(args, name) for name in GATE_SETTING_NAMES}
     settings = GateSettings.resolve([(given, "given"), (report.config, "recorded in the report")])
     if baseline is not None:
         comparison = compare(report, baseline, settings=settings)
@@ -200,7 +185,8 @@ def _report(args: argparse.Namespace) -> int:
         models = compare_report_models(report, *args.compare_models, settings=settings)
     verdict = gate_verdict(report, comparison)
     shown_settings = settings.describe() if comparison is not None or models is not None else ""
-    if args.format == "markdown":
+    markdown = args.format == "markdown"
+    if markdown:
         print(
             render_markdown(
                 report,
@@ -211,19 +197,11 @@ def _report(args: argparse.Namespace) -> int:
                 settings=shown_settings,
             )
         )
-        if baseline is not None:
-            changed = format_model_changes(model_changes(report, baseline), markdown=True)
-            if changed:
-                print(changed)
-        if models is not None:
-            print()
-            print(format_model_comparison(models, markdown=True))
     else:
-        config = report.config
         print(
             f"report {args.report} (schema {report.schema_version}, "
             f"{_models_shown(report)}, "
-            f"record mode {shown_label(str(config.get('record_mode') or '-'))})"
+            f"record mode {shown_label(str(report.config.get('record_mode') or '-'))})"
         )
         print(format_summary(report))
         if comparison is not None:
@@ -231,13 +209,14 @@ def _report(args: argparse.Namespace) -> int:
             print(f"against baseline {args.baseline}:")
             print(shown_settings)
             print(format_comparison(comparison))
-            if baseline is not None:
-                changed = format_model_changes(model_changes(report, baseline))
-                if changed:
-                    print(changed)
-        if models is not None:
-            print()
-            print(format_model_comparison(models))
+    if baseline is not None:
+        changed = format_model_changes(model_changes(report, baseline), markdown=markdown)
+        if changed:
+            print(changed)
+    if models is not None:
+        print()
+        print(format_model_comparison(models, markdown=markdown))
+    if not markdown:
         print(f"tnsai-eval {shown_label(verdict.headline)}")
     if args.junit:
         from tnsai_eval.reports import write_junit

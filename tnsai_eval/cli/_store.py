@@ -32,16 +32,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tnsai_eval.cli._main import subcommand
+
 __all__ = ["add_parser"]
 
 
 def add_parser(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "store",
-        help="maintain a response store (prune unused replies, migrate an older layout)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = subcommand(subparsers, "store", __doc__)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, func: Any, what: str) -> argparse.ArgumentParser:

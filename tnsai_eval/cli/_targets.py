@@ -53,15 +53,12 @@ class UserCode:
         self.option = option
         self.spec = spec
         self.function = function
-        self.takes_llm = _has_parameter(function, "llm")
+        self.takes_llm = any(p.name == "llm" for p in _parameters(function))
 
     def default_prompt(self) -> str | None:
         """The default of the callable's first parameter when it is a str (``optimize``'s
         starting prompt when ``--prompt`` is not given): the app's own prompt."""
-        try:
-            parameters = list(inspect.signature(self.function).parameters.values())
-        except (TypeError, ValueError):
-            return None
+        parameters = _parameters(self.function)
         if parameters and isinstance(parameters[0].default, str) and parameters[0].default.strip():
             return parameters[0].default
         return None
@@ -106,11 +103,11 @@ def trajectory_evaluator(cases: Sequence[TestCase]) -> tuple[Any, str] | None:
     )
 
 
-def _has_parameter(function: Callable[..., Any], name: str) -> bool:
+def _parameters(function: Callable[..., Any]) -> list[inspect.Parameter]:
     try:
-        return name in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
+        return list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature
+        return []
 
 
 def load_user_code(option: str, spec: str) -> UserCode:

@@ -15,14 +15,14 @@ import inspect
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast
 
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import CallBudgetExceeded, ConfigError, ReplayMissError
-from tnsai_eval.evaluation._runner import TargetRunner
+from tnsai_eval.evaluation._runner import TargetRunner, all_active
 from tnsai_eval.evaluation._stop import StopReason, VariantStatus
 from tnsai_eval.evaluation._variant import DEFAULT_TEMPLATE, PromptVariant
 from tnsai_eval.llm import (
@@ -129,10 +129,10 @@ class Budget:
     given (``judge_budget=``).
     """
 
-    max_calls: int | None
-    max_tokens: int | None
-    max_seconds: float | None
-    clock: Clock
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    max_seconds: float | None = None
+    clock: Clock = time.monotonic
     stop_event: threading.Event | None = None
     shared: CallBudget | None = None
     started: float = 0.0
@@ -155,23 +155,13 @@ class Budget:
         """The budgets every call of this run draws on (its own, then the shared one)."""
         return tuple(b for b in (self.calls_budget, self.shared) if b is not None)
 
-    @contextmanager
-    def active(self) -> Iterator[None]:
+    def active(self) -> AbstractContextManager[None]:
         """Make the call budgets bound the calls made inside the block."""
-        with ExitStack() as stack:
-            for budget in self.call_budgets:
-                stack.enter_context(budget.active())
-            yield
+        return all_active(self.call_budgets)
 
-    @contextmanager
-    def judging(self) -> Iterator[None]:
+    def judging(self) -> AbstractContextManager[None]:
         """The budgets an evaluator's calls draw on: ``judge`` alone when given, else the run's."""
-        if self.judge is None:
-            with self.active():
-                yield
-        else:
-            with only_budgets(self.judge):
-                yield
+        return self.active() if self.judge is None else only_budgets(self.judge)
 
     def hold(self, count: int) -> None:
         """Hold ``count`` attempts back in every call budget for a later phase."""
@@ -285,7 +275,7 @@ class Engine:
         concurrency: int,
         params: Mapping[str, Any],
         template: str,
-        on_case: Callable[[CaseRecord], None],
+        on_case: Callable[[CaseRecord], None] | None = None,
         target: Callable[[str], Any] | None = None,
     ) -> None:
         self.llm = llm
@@ -321,7 +311,7 @@ class Engine:
 
     async def send(
         self,
-        messages: str | list[Message],
+        message: str | list[Message],
         params: Mapping[str, Any],
         *,
         llm: LLMClient | None = None,
@@ -331,11 +321,8 @@ class Engine:
         ``llm`` replaces the task model for this call (the rewrite model); its
         calls count against the same budget.
         """
-        message = messages
         shown = (
-            (message,)
-            if isinstance(message, str)
-            else tuple(f"{m.role}:{m.content}" for m in message)
+            [message] if isinstance(message, str) else [f"{m.role}:{m.content}" for m in message]
         )
         key: CacheKey = (
             "rewrite-llm" if llm is not None else "",
@@ -403,14 +390,13 @@ class Engine:
         its evaluator's included, is attributed to it.
         """
         case_id = self.case_ids(cases)[index]
+        score = self._score_prompt_case if self.target is None else self._score_target_case
         with running_case(case_id):
-            return await self._score_case(variant, index, cases, case_id, split)
+            return await score(variant, index, cases, case_id, split)
 
-    async def _score_case(
+    async def _score_prompt_case(
         self, variant: Variant, index: int, cases: Sequence[TestCase], case_id: str, split: str
     ) -> CaseRecord | None:
-        if self.target is not None:
-            return await self._score_target_case(variant, index, cases, case_id, split)
         case = cases[index]
         sent = await self.send(self.case_messages(variant, case.input), self.case_params(variant))
         if isinstance(sent.reply, _Skipped):
@@ -472,7 +458,8 @@ class Engine:
         variant.rows.append(row)
         variant.calls += attempts
         variant.tokens += tokens
-        self._on_case(row)
+        if self._on_case is not None:
+            self._on_case(row)
         return row
 
     def _runner(self, variant: Variant) -> TargetRunner | Exception:

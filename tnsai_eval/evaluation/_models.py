@@ -31,6 +31,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tnsai_eval._util.stats import mean_interval, percentile
@@ -138,21 +139,15 @@ class ModelResult:
     def summary_row(self) -> dict[str, Any]:
         """This model's row of ``ModelEvaluation.summary``."""
         low, high = self.interval
-        return {
+        own = {
             "model": self.name,
             "cases": len(self.evaluation.cases),
-            "score": self.score,
             "score_low": low,
             "score_high": high,
-            "pass_rate": self.pass_rate,
             "errors": len(self.evaluation.errors),
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "cost": self.cost,
-            "live_calls": self.live_calls,
-            "latency_p50_s": self.latency_p50_s,
-            "latency_p95_s": self.latency_p95_s,
         }
+        # The other columns are this result's properties of the same names.
+        return {c: own[c] if c in own else getattr(self, c) for c in MODEL_SUMMARY_COLUMNS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,24 +258,19 @@ class ModelEvaluation:
         """The tidy view: one row per model and case (``MODEL_CASE_COLUMNS``)."""
         import pandas as pd
 
-        rows = [
-            {
-                "model": result.name,
-                "case": case.index,
-                "input": case.input,
-                "expected": case.expected,
-                "output": case.output,
-                "score": case.score,
-                "passed": case.verdict(result.threshold),
-                "state": case.state.value,
-                "tokens": case.tokens,
-                "cached": case.cached,
-                "latency_s": case.latency_s,
-                "error": case.error,
-            }
-            for result in self.results
-            for case in result.evaluation.cases
-        ]
+        rows = []
+        for result in self.results:
+            for case in result.evaluation.cases:
+                own = {
+                    "model": result.name,
+                    "case": case.index,
+                    "passed": case.verdict(result.threshold),
+                    "state": case.state.value,
+                }
+                # The other columns are the case record's fields of the same names.
+                rows.append(
+                    {c: own[c] if c in own else getattr(case, c) for c in MODEL_CASE_COLUMNS}
+                )
         return pd.DataFrame(rows, columns=list(MODEL_CASE_COLUMNS))
 
     def summary(self) -> pd.DataFrame:
@@ -389,16 +379,12 @@ def evaluate_models(
     prompt, every name and every key variable (``ConfigError``). A failed
     call is recorded on its case, like everywhere else.
     """
+    text = prompt
     if isinstance(prompt, os.PathLike):
-        from pathlib import Path
-
-        path = Path(prompt)
         try:
-            text = path.read_text(encoding="utf-8-sig")
+            text = Path(prompt).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read prompt file {str(path)!r}: {exc}") from exc
-    else:
-        text = prompt
+            raise ConfigError(f"cannot read prompt file {str(Path(prompt))!r}: {exc}") from exc
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"prompt must be a non-empty str, got {prompt!r}")
     checked = check_cases(cases, "cases")
@@ -408,10 +394,9 @@ def evaluate_models(
     unknown = sorted(set(extra) - set(labels))
     if unknown:
         raise ConfigError(f"model_params names {unknown}, not among the models {labels}")
-    clients = _fronts(resolved, store, record_mode, cassette)
     base = dict(DEFAULT_CALL_PARAMS if params is None else params)
     results: list[ModelResult] = []
-    for (label, named, _), client in zip(resolved, clients, strict=True):
+    for label, named, client in _fronts(resolved, store, record_mode, cassette):
 
         def score(
             seen: Callable[[CaseRecord], None], client: FrontClient = client, label: str = label
@@ -477,24 +462,26 @@ def _fronts(
     store: ResponseStore | str | os.PathLike[str] | None,
     record_mode: RecordMode | str,
     cassette: str,
-) -> list[FrontClient]:
-    """Each model's one client, behind ``store`` in ``record_mode``; key variables checked."""
+) -> list[tuple[str, NamedModel | None, FrontClient]]:
+    """Each model's label, table entry and one client, behind ``store`` in ``record_mode``;
+    key variables checked."""
     mode = RecordMode.parse(record_mode)
     cached_store = None if store is None else (
         store if isinstance(store, ResponseStore) else ResponseStore(store)
     )  # fmt: skip
-    clients: list[FrontClient] = []
-    for _, named, client in resolved:
+    fronts: list[tuple[str, NamedModel | None, FrontClient]] = []
+    for label, named, client in resolved:
         if client is None:
             assert named is not None
             if named.api_key_env is not None and not (cached_store and mode is RecordMode.REPLAY):
                 named.api_key()  # an unset key variable fails here, before any call
-            clients.append(named.front(cached_store, mode, cassette=cassette))
+            front = named.front(cached_store, mode, cassette=cassette)
         elif isinstance(client, FrontClient):
-            clients.append(client)  # already the model's one client: its own store
+            front = client  # already the model's one client: its own store
         else:
-            clients.append(FrontClient(client, cached_store, mode, cassette=cassette))
-    return clients
+            front = FrontClient(client, cached_store, mode, cassette=cassette)
+        fronts.append((label, named, front))
+    return fronts
 
 
 def _bar(label: str, total: int) -> Any:
@@ -536,13 +523,9 @@ def evaluate_target_models(
     from tnsai_eval.llm import observing
 
     checked = check_cases(cases, "cases")
-    runs: list[tuple[str, NamedModel | None, LLMClient | None]] = [("app", None, None)]
+    runs: Sequence[tuple[str, NamedModel | None, FrontClient | None]] = [("app", None, None)]
     if models is not None:
-        resolved = _resolve(models, table)
-        fronts = _fronts(resolved, store, record_mode, cassette)
-        runs = [
-            (label, named, front) for (label, named, _), front in zip(resolved, fronts, strict=True)
-        ]
+        runs = _fronts(_resolve(models, table), store, record_mode, cassette)
     results: list[ModelResult] = []
     for label, named, client in runs:
 

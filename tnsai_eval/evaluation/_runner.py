@@ -33,7 +33,7 @@ from tnsai_eval.records import (
 )
 from tnsai_eval.scoring import Metric, TestCase
 
-__all__ = ["CaseDone", "CaseRun", "Target", "TargetRunner"]
+__all__ = ["CaseDone", "CaseRun", "Target", "TargetRunner", "all_active"]
 
 Target: TypeAlias = Callable[..., Any]
 
@@ -88,9 +88,6 @@ class _Seen:
 
     events: list[CallEvent] = field(default_factory=list)
 
-    def add(self, event: CallEvent) -> None:
-        self.events.append(event)
-
     def failed_with(self, kind: type[Exception]) -> Exception | None:
         return next((e.error for e in self.events if isinstance(e.error, kind)), None)
 
@@ -123,8 +120,7 @@ class CaseDone:
 
 
 class TargetRunner:
-    """Runs a target on one case and scores it: ``score_target``'s unit, and the optimizer's
-    when it optimizes a prompt inside a target."""
+    """Runs a target on one case and scores it (module docstring)."""
 
     def __init__(
         self,
@@ -153,8 +149,8 @@ class TargetRunner:
         failure: Exception | None = None
         with (
             running_case(case_id),
-            observing(seen.add),
-            _all_active(self.budgets),
+            observing(seen.events.append),
+            all_active(self.budgets),
             routing(self.route),
         ):
             try:
@@ -202,7 +198,7 @@ class TargetRunner:
         # The trajectory and the verdicts go on the case's own record only: each
         # metric's records (``metric_cases``) would repeat them once per metric.
         combined = replace(
-            self._combined(record, per_metric),
+            self._combined(record, per_metric, verdicts),
             trajectory=_summary(trajectory),
             metric_scores=verdicts,
         )
@@ -240,27 +236,27 @@ class TargetRunner:
         kept = replace(record, trajectory=_summary(run.trajectory))
         return CaseDone(kept, per_metric, run, calls, events)
 
-    def _combined(self, record: CaseRecord, per_metric: list[CaseRecord]) -> CaseRecord:
+    def _combined(
+        self, record: CaseRecord, per_metric: list[CaseRecord], verdicts: tuple[CaseMetric, ...]
+    ) -> CaseRecord:
         if len(per_metric) == 1:
             return replace(per_metric[0], metric=record.metric)
         failed = [r for r in per_metric if r.state is CaseState.ERROR]
         if failed:
             return replace(record, state=CaseState.ERROR, error=failed[0].error,
                            error_type=failed[0].error_type)  # fmt: skip
-        verdicts = []
-        for metric, found in zip(self.metrics, per_metric, strict=True):
-            assert found.score is not None
-            passed = metric.passes(found.score, self.case_threshold)
-            verdicts.append((metric.name, found.score, passed, found.reason))
+        # No metric failed: each verdict has its score and pass or fail.
         reason = "; ".join(
-            f"{name} {score:.2f} " + ("pass" if ok else "fail" + (f" ({why})" if why else ""))
-            for name, score, ok, why in verdicts
+            f"{v.name} {v.score:.2f} "
+            + ("pass" if v.passed else "fail" + (f" ({v.reason})" if v.reason else ""))
+            for v in verdicts
         )
-        return replace(record, score=1.0 if all(v[2] for v in verdicts) else 0.0, reason=reason)
+        return replace(record, score=1.0 if all(v.passed for v in verdicts) else 0.0, reason=reason)
 
 
 @contextmanager
-def _all_active(budgets: Sequence[CallBudget]) -> Iterator[None]:
+def all_active(budgets: Sequence[CallBudget]) -> Iterator[None]:
+    """Make every one of ``budgets`` bound the calls made inside the block."""
     with ExitStack() as stack:
         for budget in budgets:
             stack.enter_context(budget.active())

@@ -1,13 +1,8 @@
-"""Scoring one prompt on a set of cases: the optimizer's engine, without the search.
-
-This is the library's one path for "how well does this prompt do on these
-cases": the pytest plugin's ``evaluate_prompt`` fixture calls ``score_prompt``,
-and the optimizer scores every variant with the same ``Engine``. So the
-template, the call parameters, the in-run cache of repeated requests, the
-budget and the error rules are the same everywhere: a case whose call raises
-``LLMError``, or whose evaluator raises or returns a value outside [0, 1],
-is recorded for that case with the error's type and message, and the other
-cases keep their scores.
+"""Scoring one prompt on a set of cases (``score_prompt``): the optimizer's ``Engine``
+without the search, so the template, call parameters, in-run cache, budgets and error
+rules are the optimizer's and the pytest plugin's. A case whose call or evaluator fails
+(or returns a value outside [0, 1]) is recorded with the error's type and message; the
+other cases keep their scores.
 
 >>> from tnsai_eval.testing import ScriptedLLM
 >>> llm = ScriptedLLM(rules=[(r"France", "Paris")], default="Rome")
@@ -26,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tnsai_eval._util.aio import run_sync
+from tnsai_eval._util.aio import blocking
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation._engine import (
     DEFAULT_CALL_PARAMS,
@@ -130,7 +125,7 @@ class PromptEvaluation:
         return self.to_dataframe()
 
 
-def score_prompt(
+async def ascore_prompt(
     llm: LLMClient,
     prompt: str,
     cases: Sequence[TestCase],
@@ -156,43 +151,10 @@ def score_prompt(
     evaluator's calls (a judge's) draw on the same budgets, or on
     ``judge_budget`` alone when given. ``on_case`` receives each case as it
     is scored. A client that can grow its pool (``OpenAIClient``,
-    ``FrontClient``) gets room for ``concurrency`` requests in flight. Works
-    inside a running event loop (a notebook) by running in a thread.
+    ``FrontClient``) gets room for ``concurrency`` requests in flight.
+    ``score_prompt`` is the same for synchronous callers; it works inside a
+    running event loop (a notebook) by running in a thread.
     """
-    return run_sync(
-        ascore_prompt(
-            llm,
-            prompt,
-            cases,
-            evaluator=evaluator,
-            template=template,
-            params=params,
-            concurrency=concurrency,
-            max_calls=max_calls,
-            on_case=on_case,
-            clock=clock,
-            budget=budget,
-            judge_budget=judge_budget,
-        )
-    )
-
-
-async def ascore_prompt(
-    llm: LLMClient,
-    prompt: str,
-    cases: Sequence[TestCase],
-    *,
-    evaluator: PromptEvaluator | None = None,
-    template: str = DEFAULT_TEMPLATE,
-    params: Mapping[str, Any] | None = None,
-    concurrency: int = 4,
-    max_calls: int | None = None,
-    on_case: Callable[[CaseRecord], None] | None = None,
-    clock: Clock = time.monotonic,
-    budget: CallBudget | None = None,
-    judge_budget: CallBudget | None = None,
-) -> PromptEvaluation:
-    """``score_prompt`` for async callers."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise ConfigError(f"prompt must be a non-empty str, got {prompt!r}")
     checked = check_cases(cases, "cases")
@@ -211,14 +173,7 @@ async def ascore_prompt(
     for name, given in (("budget", budget), ("judge_budget", judge_budget)):
         if given is not None and not isinstance(given, CallBudget):
             raise ConfigError(f"{name} must be an llm.CallBudget or None, got {given!r}")
-    spent = Budget(
-        max_calls=max_calls,
-        max_tokens=None,
-        max_seconds=None,
-        clock=clock,
-        shared=budget,
-        judge=judge_budget,
-    )
+    spent = Budget(max_calls=max_calls, clock=clock, shared=budget, judge=judge_budget)
     engine = Engine(
         llm,
         evaluator=evaluator,
@@ -226,7 +181,7 @@ async def ascore_prompt(
         concurrency=concurrency,
         params=DEFAULT_CALL_PARAMS if params is None else params,
         template=template,
-        on_case=on_case or _ignore,
+        on_case=on_case,
     )
     variant = Variant(id=0, round=0, strategy="initial", spec=PromptVariant(prompt), parent=None)
     await engine.score(variant, range(len(checked)), checked)
@@ -240,5 +195,4 @@ async def ascore_prompt(
     return PromptEvaluation(prompt, scored, calls=spent.calls, stop_reason=spent.stop_reason)
 
 
-def _ignore(row: CaseRecord) -> None:
-    """The ``on_case`` of a caller that gave none."""
+score_prompt = blocking(ascore_prompt)

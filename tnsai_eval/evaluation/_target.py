@@ -1,17 +1,5 @@
-"""Scoring a target on cases: the app's own code path, case by case.
-
-A *target* turns a case's input into an output: a function ``fn(input) -> str |
-Trajectory`` (sync or async) or an agent factory (``factory() -> agent`` whose
-``run(input)`` returns a ``Trajectory``). ``score_target`` runs it once per case
-under ``llm.running_case(case_id)``, so that every call the target makes through
-a ``FrontClient`` is attributed to the case (its calls, tokens, replay misses),
-under the run's call budget (``max_calls``), and scores the output with each
-metric of ``evaluator`` (one evaluator or a list; see ``scoring.metrics_of``).
-
-A target that raises is an errored case (its type and message kept, masked); a
-replay miss anywhere inside it makes the case ``unrecorded`` (never a score,
-even when the target caught the error and answered something else); a spent
-budget makes it ``not_run``.
+"""Scoring a target on cases: the app's own code path, case by case (``score_target``;
+``_runner.TargetRunner`` runs one case).
 """
 
 from __future__ import annotations
@@ -21,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from tnsai_eval._util.aio import run_sync
+from tnsai_eval._util.aio import blocking
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.evaluation._engine import check_concurrency, check_max_calls
+from tnsai_eval.evaluation._engine import Budget, check_concurrency, check_max_calls
 from tnsai_eval.evaluation._runner import CaseDone, CaseRun, Target, TargetRunner
 from tnsai_eval.evaluation._scoring import PromptEvaluation
 from tnsai_eval.evaluation._stop import StopReason
@@ -103,7 +91,37 @@ async def ascore_target(
     case_threshold: float = 0.5,
     route: Mapping[FrontClient, FrontClient] | None = None,
 ) -> TargetEvaluation:
-    """Like ``score_target``, in a running event loop."""
+    """Score what the app actually runs: ``target`` once per case, each output scored.
+
+    ``target`` is ``fn(input) -> str | Trajectory`` (sync, run in a worker
+    thread; or async) or an agent factory (``factory() -> agent``, a new one
+    per case, whose ``run(input)`` or ``async arun(input)`` returns a
+    ``Trajectory``). ``evaluator`` is one evaluator or a list: a plain
+    ``PromptEvaluator`` scores the output text, a ``TrajectoryEvaluator`` the
+    whole trajectory; several give named metrics per case and a case passes
+    when every one passes at its threshold (a plain evaluator's is
+    ``case_threshold``). Up to ``concurrency`` cases run at once. The calls
+    the target makes through any ``FrontClient`` while a case runs are that
+    case's (its tokens, whether they all came from the store); ``max_calls``
+    bounds them (HTTP attempts; cases beyond it are ``not_run``), and so does
+    ``budget``, shared with other work. A target that raises makes an
+    ``error`` case; a replay miss inside it an ``unrecorded`` one, even when
+    the target caught it. ``route`` (``{client: other}``, see
+    ``llm.routing``) sends the calls the target makes through ``client`` to
+    ``other`` instead, while the target runs (the evaluators' calls stay
+    where they are): pytest's ``--tnsai-model`` runs an app written against
+    the ``llm`` fixture on each named model this way. ``score_target`` is the
+    same for synchronous callers; it works inside a running event loop (a
+    notebook).
+
+    >>> from tnsai_eval.scoring import ContainsEvaluator
+    >>> def shout(text: str) -> str:
+    ...     return text.upper()
+    >>> result = score_target(shout, [TestCase("paris", "PARIS"), TestCase("rome", "Lima")],
+    ...                       evaluator=ContainsEvaluator())
+    >>> result.scores, result.prompt
+    ((1.0, 0.0), 'tnsai_eval.evaluation._target:shout')
+    """
     if not callable(target):
         raise ConfigError(
             f"target must be a function fn(input) -> str | Trajectory or an agent factory, "
@@ -113,8 +131,7 @@ async def ascore_target(
     check_concurrency(concurrency)
     check_max_calls(max_calls)
     metrics = metrics_of(DefaultPromptEvaluator() if evaluator is None else evaluator)
-    own = CallBudget(max_calls) if max_calls is not None else None
-    budgets = [b for b in (own, budget) if b is not None]
+    budgets = Budget(max_calls=max_calls, shared=budget).call_budgets  # its own, then shared
     runner = TargetRunner(target, metrics, budgets, case_threshold, route)
     ids = case_ids((c.input, c.expected, c.id) for c in items)
     gate = asyncio.Semaphore(concurrency)
@@ -142,58 +159,4 @@ async def ascore_target(
     )
 
 
-def score_target(
-    target: Target,
-    cases: Sequence[TestCase],
-    *,
-    evaluator: EvaluatorInput | None = None,
-    concurrency: int = 4,
-    max_calls: int | None = None,
-    on_case: Callable[[CaseRecord], None] | None = None,
-    budget: CallBudget | None = None,
-    case_threshold: float = 0.5,
-    route: Mapping[FrontClient, FrontClient] | None = None,
-) -> TargetEvaluation:
-    """Score what the app actually runs: ``target`` once per case, each output scored.
-
-    ``target`` is ``fn(input) -> str | Trajectory`` (sync, run in a worker
-    thread; or async) or an agent factory (``factory() -> agent``, a new one
-    per case, whose ``run(input)`` or ``async arun(input)`` returns a
-    ``Trajectory``). ``evaluator`` is one evaluator or a list: a plain
-    ``PromptEvaluator`` scores the output text, a ``TrajectoryEvaluator`` the
-    whole trajectory; several give named metrics per case and a case passes
-    when every one passes at its threshold (a plain evaluator's is
-    ``case_threshold``). Up to ``concurrency`` cases run at once. The calls
-    the target makes through any ``FrontClient`` while a case runs are that
-    case's (its tokens, whether they all came from the store); ``max_calls``
-    bounds them (HTTP attempts; cases beyond it are ``not_run``), and so does
-    ``budget``, shared with other work. A target that raises makes an
-    ``error`` case; a replay miss inside it an ``unrecorded`` one, even when
-    the target caught it. ``route`` (``{client: other}``, see
-    ``llm.routing``) sends the calls the target makes through ``client`` to
-    ``other`` instead, while the target runs (the evaluators' calls stay
-    where they are): pytest's ``--tnsai-model`` runs an app written against
-    the ``llm`` fixture on each named model this way. Works inside a running
-    event loop (a notebook).
-
-    >>> from tnsai_eval.scoring import ContainsEvaluator
-    >>> def shout(text: str) -> str:
-    ...     return text.upper()
-    >>> result = score_target(shout, [TestCase("paris", "PARIS"), TestCase("rome", "Lima")],
-    ...                       evaluator=ContainsEvaluator())
-    >>> result.scores, result.prompt
-    ((1.0, 0.0), 'tnsai_eval.evaluation._target:shout')
-    """
-    return run_sync(
-        ascore_target(
-            target,
-            cases,
-            evaluator=evaluator,
-            concurrency=concurrency,
-            max_calls=max_calls,
-            on_case=on_case,
-            budget=budget,
-            case_threshold=case_threshold,
-            route=route,
-        )
-    )
+score_target = blocking(ascore_target)

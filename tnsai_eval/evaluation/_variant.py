@@ -12,6 +12,7 @@ input is left out of that case's messages.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,10 +63,8 @@ def examples_block(demos: Sequence[Demo]) -> str:
     """
     if not demos:
         return ""
-    lines = [_EXAMPLES_HEADER]
-    for demo in demos:
-        lines.append(f"Input: {demo.input.strip()}\nOutput: {demo.output.strip()}")
-    return "\n".join(lines)
+    pairs = (f"Input: {d.input.strip()}\nOutput: {d.output.strip()}" for d in demos)
+    return "\n".join([_EXAMPLES_HEADER, *pairs])
 
 
 def demos_text(demos: Sequence[Demo], style: str | None = None) -> str:
@@ -179,10 +178,7 @@ class PromptVariant:
         return {
             "instruction": self.instruction,
             "system": self.system,
-            "demos": [
-                {"input": d.input, "output": d.output, "bootstrapped": d.bootstrapped}
-                for d in self.demos
-            ],
+            "demos": [dataclasses.asdict(d) for d in self.demos],
             "demo_style": self.demo_style if self.demos else None,
             "response_format": (
                 None if self.response_format is None else json_ready(self.response_format)

@@ -6,16 +6,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from tnsai_eval._util.checks import whole
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.feedback._learned import DEFAULT_MAX_LEARNED_ITEMS, render_learned
+from tnsai_eval.feedback._learned import DEFAULT_MAX_LEARNED_ITEMS, recent_distinct, render_learned
 from tnsai_eval.feedback._types import Feedback, FeedbackType
 
 __all__ = ["TOOL_CALL_SOURCE", "FeedbackCollector"]
-
-
-def _type_name(value: object) -> str:
-    # A helper because record_user_feedback's parameter `type` shadows the builtin.
-    return type(value).__name__
 
 
 # metadata["source"] of the feedback that record_tool_call creates.
@@ -46,12 +42,7 @@ class FeedbackCollector:
         enabled: bool = True,
         max_learned_items: int = DEFAULT_MAX_LEARNED_ITEMS,
     ) -> None:
-        if (
-            isinstance(max_learned_items, bool)
-            or not isinstance(max_learned_items, int)
-            or max_learned_items < 1
-        ):
-            raise ConfigError(f"max_learned_items must be an int >= 1, got {max_learned_items!r}")
+        whole("max_learned_items", max_learned_items, 1)
         self.session_id = session_id
         self.enabled = enabled
         self.max_learned_items = max_learned_items
@@ -82,14 +73,9 @@ class FeedbackCollector:
         A text recorded twice is kept once, at its newest position. Only the
         newest items are read, so the cost does not grow with the history.
         """
-        kept: dict[str, None] = {}
         with self._lock:
             items = self._by_type.get(type, [])
-            for feedback in reversed(items):
-                if len(kept) >= limit:
-                    break
-                kept.setdefault(feedback.content, None)
-        return list(reversed(kept))
+            return recent_distinct((fb.content for fb in reversed(items)), limit)
 
     def learned_section(self) -> str:
         """The ``# Learned Behavior`` block of what was collected ('' when nothing applies).
@@ -151,7 +137,8 @@ class FeedbackCollector:
         """
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ConfigError(
-                f"feedback metadata must be a mapping or None, got {_type_name(metadata)}"
+                # __class__: the parameter `type` shadows the builtin here.
+                f"feedback metadata must be a mapping or None, got {metadata.__class__.__name__}"
             )
         return self.record(Feedback(type, content, metadata={"source": "user", **(metadata or {})}))
 

@@ -35,20 +35,20 @@ def learned_behavior_section(
     - a
     - c
     """
-    items = list(feedback)
-    rules = _recent_distinct(
-        [fb.content for fb in items if fb.type is FeedbackType.CORRECTION], max_items
+    newest_first = list(feedback)[::-1]
+    rules = recent_distinct(
+        (fb.content for fb in newest_first if fb.type is FeedbackType.CORRECTION), max_items
     )
-    preferences = _recent_distinct(
-        [fb.content for fb in items if fb.type is FeedbackType.PREFERENCE], max_items
+    preferences = recent_distinct(
+        (fb.content for fb in newest_first if fb.type is FeedbackType.PREFERENCE), max_items
     )
     return render_learned(rules, preferences)
 
 
-def _recent_distinct(texts: Sequence[str], limit: int) -> list[str]:
-    """The last ``limit`` distinct texts, oldest first; scans from the newest and stops early."""
+def recent_distinct(newest_first: Iterable[str], limit: int) -> list[str]:
+    """The last ``limit`` distinct texts, oldest first; reads from the newest and stops early."""
     kept: dict[str, None] = {}
-    for text in reversed(texts):
+    for text in newest_first:
         if len(kept) >= limit:
             break
         kept.setdefault(text, None)

@@ -79,10 +79,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
-from tnsai_eval._util.enums import parse_member
+from tnsai_eval._util.checks import whole
+from tnsai_eval._util.enums import ParsedEnum
 from tnsai_eval._util.secrets import mask
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._store import FeedbackStore
@@ -97,17 +97,12 @@ __all__ = [
 ]
 
 
-class LearningStrategy(Enum):
+class LearningStrategy(ParsedEnum):
     """What ``FeedbackLearner.learn`` derives from feedback."""
 
     PROMPT_ADJUSTMENT = "prompt_adjustment"
     PREFERENCE_LEARNING = "preference_learning"
     EXAMPLE_COLLECTION = "example_collection"
-
-    @classmethod
-    def parse(cls, value: LearningStrategy | str) -> LearningStrategy:
-        """The member named ``value`` in any case; ``ConfigError`` otherwise."""
-        return parse_member(cls, value, what="learning strategy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,14 +268,10 @@ class FeedbackLearner:
             raise ConfigError(
                 f"feedback_store must be a FeedbackStore, got {type(feedback_store).__name__}"
             )
-        for name, value, least in (
-            ("min_feedback_for_learning", min_feedback_for_learning, 0),
-            ("max_items_per_call", max_items_per_call, 1),
-            ("max_item_chars", max_item_chars, 1),
-            ("max_tokens", max_tokens, 1),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
+        whole("min_feedback_for_learning", min_feedback_for_learning, 0)
+        whole("max_items_per_call", max_items_per_call, 1)
+        whole("max_item_chars", max_item_chars, 1)
+        whole("max_tokens", max_tokens, 1)
         self.llm = llm
         self.feedback_store = feedback_store
         # dict.fromkeys: parsed, de-duplicated, in the order given.

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
+from tnsai_eval._util.checks import whole
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.feedback._types import Feedback, FeedbackType
 
@@ -99,9 +100,7 @@ class FeedbackStore(abc.ABC):
 
 def check_limit(limit: int) -> int:
     """``limit`` if it is an int >= 0, else a ConfigError naming it."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ConfigError(f"get_recent limit must be an int >= 0, got {limit!r}")
-    return limit
+    return whole("get_recent limit", limit, 0)
 
 
 def check_feedback(feedback: object) -> Feedback:

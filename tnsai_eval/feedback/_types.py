@@ -6,17 +6,16 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from tnsai_eval._util.enums import parse_member
+from tnsai_eval._util.enums import ParsedEnum
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["Feedback", "FeedbackType"]
 
 
-class FeedbackType(Enum):
+class FeedbackType(ParsedEnum):
     """What a piece of feedback says about the agent's behaviour.
 
     >>> FeedbackType.parse("Correction")
@@ -27,15 +26,6 @@ class FeedbackType(Enum):
     NEGATIVE = "negative"
     CORRECTION = "correction"
     PREFERENCE = "preference"
-
-    @classmethod
-    def parse(cls, value: FeedbackType | str) -> FeedbackType:
-        """The member named ``value`` in any case (surrounding spaces ignored).
-
-        Raises ``ConfigError`` (a ``ValueError``) naming the value and the
-        accepted names for anything else.
-        """
-        return parse_member(cls, value, what="feedback type")
 
 
 def _kind(value: object) -> str:
@@ -115,17 +105,8 @@ class Feedback:
     def __reduce__(self) -> tuple[Any, ...]:
         # The read-only metadata view cannot be pickled; rebuild from a plain
         # dict so records cross process boundaries (multiprocessing, xdist).
-        return (
-            Feedback,
-            (
-                self.type,
-                self.content,
-                self.session_id,
-                self.id,
-                self.timestamp,
-                dict(self.metadata),
-            ),
-        )
+        fields = (self.type, self.content, self.session_id, self.id, self.timestamp)
+        return (Feedback, (*fields, dict(self.metadata)))
 
     @classmethod
     def thumbs_up(cls, content: str, **options: Any) -> Feedback:

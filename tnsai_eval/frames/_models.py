@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tnsai_eval.errors import ConfigError
 
@@ -18,6 +18,7 @@ __all__ = ["compare_models", "model_summary", "model_verdict"]
 # Where the tidy frame keeps its summary view and its paired verdict (pandas
 # carries ``attrs`` along).
 _SUMMARY = "tnsai_model_summary"
+_T = TypeVar("_T")
 _VERDICT = "tnsai_model_verdict"
 
 
@@ -79,13 +80,7 @@ def model_verdict(source: pd.DataFrame | ModelEvaluation) -> str:
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):
-        verdict = source.attrs.get(_VERDICT)
-        if not isinstance(verdict, str):
-            raise ConfigError(
-                "this DataFrame carries no model verdict: pass the frame compare_models "
-                "returned (or its ModelEvaluation)"
-            )
-        return verdict
+        return _carried(source, _VERDICT, str, "model verdict")
     return source.format_verdicts()
 
 
@@ -95,15 +90,19 @@ def model_summary(source: pd.DataFrame | ModelEvaluation) -> pd.DataFrame:
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):
-        summary = source.attrs.get(_SUMMARY)
-        if not isinstance(summary, pd.DataFrame):
-            raise ConfigError(
-                "this DataFrame carries no model summary: pass the frame compare_models "
-                "returned (or its ModelEvaluation)"
-            )
-        return summary.copy()
+        return _carried(source, _SUMMARY, pd.DataFrame, "model summary").copy()
     summary_of = getattr(source, "summary", None)
     if not callable(summary_of):
         raise ConfigError(f"expected a compare_models frame or a ModelEvaluation, got {source!r}")
     result: pd.DataFrame = summary_of()
     return result
+
+
+def _carried(frame: pd.DataFrame, key: str, kind: type[_T], what: str) -> _T:
+    value = frame.attrs.get(key)
+    if not isinstance(value, kind):
+        raise ConfigError(
+            f"this DataFrame carries no {what}: pass the frame compare_models returned "
+            "(or its ModelEvaluation)"
+        )
+    return value

@@ -152,27 +152,19 @@ class CallBudget:
         ``asyncio`` tasks and ``asyncio.to_thread`` / ``OpenAIClient`` worker
         threads, and never leaks into unrelated calls.
         """
-        current = _ACTIVE.get()
-        token = _ACTIVE.set(current if self in current else (*current, self))
-        try:
+        with only_budgets(*_ACTIVE.get(), self):
             yield self
-        finally:
-            _ACTIVE.reset(token)
 
     def exceeded(self, what: str = "the call") -> CallBudgetExceeded:
         """The error saying that this budget refused ``what``."""
         spent = self.spent
         if self._problem is not None:
-            return CallBudgetExceeded(
-                f"call budget of {self.limit} attempt(s): {self._problem}, so no attempt is "
-                f"taken (the budget fails closed): {what} was not sent",
-                limit=self.limit,
-                spent=spent,
-            )
-        held = f" ({self._held} held back for a later phase)" if self._held else ""
+            why = f": {self._problem}, so no attempt is taken (the budget fails closed)"
+        else:
+            held = f" ({self._held} held back for a later phase)" if self._held else ""
+            why = f" spent ({spent} made){held}"
         return CallBudgetExceeded(
-            f"call budget of {self.limit} attempt(s) spent ({spent} made){held}: "
-            f"{what} was not sent",
+            f"call budget of {self.limit} attempt(s){why}: {what} was not sent",
             limit=self.limit,
             spent=spent,
         )

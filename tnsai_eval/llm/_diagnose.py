@@ -120,9 +120,8 @@ def diagnose(
     ]
     settings = resolve_model(environ=env)
     remember(settings.api_key)  # masked in every item, whichever environment it came from
-    embedded = settings.embedded
     client, why, client_ok = _client(settings.base_url, settings.model)
-    items.extend(_local_items(embedded, fresh, env))
+    items.extend(_local_items(settings.embedded, fresh, env))
     items.append(DiagnosisItem("default client", f"{client}: {why}", client_ok))
     if settings.base_url is not None:
         # Asked even when the model name is missing: its list says which to set.
@@ -248,23 +247,16 @@ def _probe_item(verdict: ProbeVerdict, needed: bool | None) -> DiagnosisItem:
         if verdict.from_cache
         else f"run now, cached in {verdict.cache_file}"
     )
-    choice = verdict.extra_bufts
-    if choice is True:
-        text = f"passes with llama.cpp's defaults ({verdict.describe()})"
-        ok: bool | None = True if needed is not None else None
-    elif choice is False:
-        text = (
-            f"FALLBACK: {verdict.describe()}; LocalLLM loads without the extra buffer "
-            f"types (slower)"
-        )
-        ok = True if needed is not None else None
-    elif verdict.crashed is not None:
-        text = f"FAILS: {crash_error(verdict)}"
-        ok = needed
-    else:
-        text = f"FAILS: {verdict.describe()}"
-        ok = needed
-    return DiagnosisItem("probe", f"{text} [{when}]", ok)
+    if verdict.extra_bufts is None:
+        failure = crash_error(verdict) if verdict.crashed is not None else verdict.describe()
+        return DiagnosisItem("probe", f"FAILS: {failure} [{when}]", needed)
+    text = (
+        f"passes with llama.cpp's defaults ({verdict.describe()})"
+        if verdict.extra_bufts
+        else f"FALLBACK: {verdict.describe()}; LocalLLM loads without the extra buffer types "
+        "(slower)"
+    )
+    return DiagnosisItem("probe", f"{text} [{when}]", None if needed is None else True)
 
 
 def _server_item(

@@ -148,9 +148,7 @@ def to_llama_cpp(response_format: Mapping[str, Any]) -> dict[str, Any] | None:
     if response_format.get("type") == "text":
         return None
     schema = response_format_schema(response_format)
-    if schema is None:
-        return {"type": "json_object"}
-    return {"type": "json_object", "schema": schema}
+    return {"type": "json_object"} if schema is None else {"type": "json_object", "schema": schema}
 
 
 def unenforced_keywords(schema: Mapping[str, Any]) -> list[str]:
@@ -160,23 +158,25 @@ def unenforced_keywords(schema: Mapping[str, Any]) -> list[str]:
     ...     "age": {"type": "integer", "minimum": 0}, "name": {"type": "string"}}})
     ['minimum']
     """
-    return sorted(set(_unenforced(schema)))
+    found: set[str] = set()
+    stack: list[object] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            found.update(str(k) for k in node if k not in _ENFORCED and k not in _ANNOTATIONS)
+            stack.extend(child for _, child, _ in _subschemas(node, "$"))
+    return sorted(found)
 
 
-def _unenforced(schema: object) -> Iterator[str]:
-    if not isinstance(schema, Mapping):
-        return
-    for key, value in schema.items():
+def _subschemas(node: Mapping[str, Any], path: str) -> Iterator[tuple[str, object, str]]:
+    """(keyword, subschema, its path) of each schema ``node`` holds directly."""
+    for key, value in node.items():
         if key in _SUBSCHEMA:
-            yield from _unenforced(value)
+            yield key, value, f"{path}.{key}"
         elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
-            for item in value:
-                yield from _unenforced(item)
+            yield from ((key, v, f"{path}.{key}[{i}]") for i, v in enumerate(value))
         elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
-            for item in value.values():
-                yield from _unenforced(item)
-        elif key not in _ENFORCED and key not in _ANNOTATIONS:
-            yield str(key)
+            yield from ((key, v, f"{path}.{key}.{name}") for name, v in value.items())
 
 
 def schema_key(schema: Mapping[str, Any]) -> str:
@@ -251,21 +251,15 @@ def grammar_schema_key(schema: Mapping[str, Any]) -> str:
                             f"{match.group(0)!r}; a grammar writes each repetition out, so "
                             f"at most {limits['bound']}"
                         )
-        for key, value in node.items():
-            if key in _SUBSCHEMA:
-                stack.append((value, f"{path}.{key}", depth + 1))
-            elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
-                stack.extend((v, f"{path}.{key}[{i}]", depth + 1) for i, v in enumerate(value))
-            elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
-                if key == "properties":
-                    properties += len(value)
-                    if properties > limits["properties"]:
-                        raise ConfigError(
-                            f"response_format schema: more than {limits['properties']} "
-                            "properties; a grammar names each, in time that grows with the "
-                            "square of their number"
-                        )
-                stack.extend((v, f"{path}.{key}.{name}", depth + 1) for name, v in value.items())
+        for key, child, child_path in _subschemas(node, path):
+            if key == "properties":
+                properties += 1
+                if properties > limits["properties"]:
+                    raise ConfigError(
+                        f"response_format schema: more than {limits['properties']} properties; "
+                        "a grammar names each, in time that grows with the square of their number"
+                    )
+            stack.append((child, child_path, depth + 1))
     text = schema_key(schema)
     if len(text) > limits["schema_chars"]:
         raise ConfigError(

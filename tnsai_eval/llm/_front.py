@@ -55,7 +55,7 @@ from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from tnsai_eval._util.secrets import redact_url
 from tnsai_eval.errors import (
@@ -75,15 +75,20 @@ from tnsai_eval.llm._budget import (
 )
 from tnsai_eval.llm._local import LocalLLM
 from tnsai_eval.llm._openai import OpenAIClient
-from tnsai_eval.llm._store import DEFAULT_CASSETTE, Recording, ResponseStore, StoredRequest
+from tnsai_eval.llm._store import (
+    DEFAULT_CASSETTE,
+    Recording,
+    ResponseStore,
+    StoredRequest,
+    check_sample,
+)
 from tnsai_eval.llm._types import (
     Completion,
     LLMClient,
     MessagesInput,
     Usage,
     acall,
-    estimate_tokens,
-    normalize_messages,
+    call_usage,
 )
 from tnsai_eval.llm._wire import check_params
 from tnsai_eval.settings import RecordMode
@@ -95,7 +100,6 @@ __all__ = [
     "FrontClient",
     "Subscription",
     "ametered_call",
-    "call_usage",
     "current_case",
     "current_sample",
     "metered_call",
@@ -145,6 +149,8 @@ class CallEvent:
 
 CallListener: TypeAlias = Callable[[CallEvent], object]
 
+_T = TypeVar("_T")
+_V = TypeVar("_V")
 _SAMPLE: ContextVar[int] = ContextVar("tnsai_eval_sample", default=0)
 # Listeners of every FrontClient's calls made in a context (``observing``).
 _OBSERVERS: ContextVar[tuple[CallListener, ...]] = ContextVar("tnsai_eval_observers", default=())
@@ -156,19 +162,23 @@ _ROUTES: ContextVar[Mapping[FrontClient, FrontClient]] = ContextVar(
 
 
 @contextmanager
-def sampling(sample: int) -> Iterator[int]:
+def _context(var: ContextVar[_V], change: Callable[[_V], _V], given: _T) -> Iterator[_T]:
+    """``var`` set to ``change(its value)`` inside the block, which is given ``given``."""
+    token = var.set(change(var.get()))
+    try:
+        yield given
+    finally:
+        var.reset(token)
+
+
+def sampling(sample: int) -> contextlib.AbstractContextManager[int]:
     """Calls inside the block are repeat sample ``sample`` (``FrontClient.sample`` does this).
 
     The sample is part of the store key, so each sample has its own recorded
     reply; it is never sent to the model and is no part of a prompt's hash.
     """
-    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-        raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
-    token = _SAMPLE.set(sample)
-    try:
-        yield sample
-    finally:
-        _SAMPLE.reset(token)
+    check_sample(sample)
+    return _context(_SAMPLE, lambda _: sample, sample)
 
 
 def current_sample() -> int:
@@ -176,8 +186,7 @@ def current_sample() -> int:
     return _SAMPLE.get()
 
 
-@contextmanager
-def running_case(case_id: str) -> Iterator[str]:
+def running_case(case_id: str) -> contextlib.AbstractContextManager[str]:
     """Calls inside the block belong to case ``case_id`` (their ``CallEvent.case_id``).
 
     >>> with running_case("fr"):
@@ -188,15 +197,10 @@ def running_case(case_id: str) -> Iterator[str]:
     """
     if not isinstance(case_id, str) or not case_id:
         raise ConfigError(f"case_id must be a non-empty str, got {case_id!r}")
-    token = _CASE.set(case_id)
-    try:
-        yield case_id
-    finally:
-        _CASE.reset(token)
+    return _context(_CASE, lambda _: case_id, case_id)
 
 
-@contextmanager
-def observing(listener: CallListener) -> Iterator[CallListener]:
+def observing(listener: CallListener) -> contextlib.AbstractContextManager[CallListener]:
     """Calls made inside the block, through any ``FrontClient``, are also reported to
     ``listener`` (after the client's own listeners).
 
@@ -212,15 +216,10 @@ def observing(listener: CallListener) -> Iterator[CallListener]:
     >>> len(seen)
     1
     """
-    token = _OBSERVERS.set((*_OBSERVERS.get(), listener))
-    try:
-        yield listener
-    finally:
-        _OBSERVERS.reset(token)
+    return _context(_OBSERVERS, lambda now: (*now, listener), listener)
 
 
-@contextmanager
-def routing(routes: Mapping[FrontClient, FrontClient]) -> Iterator[None]:
+def routing(routes: Mapping[FrontClient, FrontClient]) -> contextlib.AbstractContextManager[None]:
     """Calls made inside the block through each key of ``routes`` are answered by its value.
 
     The app under test holds one client (pytest's ``llm`` fixture) in its own
@@ -244,37 +243,12 @@ def routing(routes: Mapping[FrontClient, FrontClient]) -> Iterator[None]:
             raise ConfigError(
                 f"routing maps FrontClients to FrontClients, got {source!r}: {target!r}"
             )
-    token = _ROUTES.set(MappingProxyType({**_ROUTES.get(), **routes}))
-    try:
-        yield
-    finally:
-        _ROUTES.reset(token)
+    return _context(_ROUTES, lambda now: MappingProxyType({**now, **routes}), None)
 
 
 def current_case() -> str | None:
     """The id of the case running here (``running_case``), or ``None``."""
     return _CASE.get()
-
-
-def call_usage(completion: Completion, messages: MessagesInput) -> Usage:
-    """The tokens one call used: the reply's reported usage, else an estimate of both sides.
-
-    The library's one counting rule (the scoring engine, the refinement loop,
-    judges and every ``CallEvent``), so that a call counts the same
-    everywhere even when a server reports no usage.
-
-    >>> call_usage(Completion(text="Paris", usage=Usage(7, 2)), "Capital?")
-    Usage(prompt_tokens=7, completion_tokens=2)
-    >>> call_usage(Completion(text="Paris"), "Capital of France?")
-    Usage(prompt_tokens=5, completion_tokens=2)
-    """
-    if completion.usage.total_tokens > 0:
-        return completion.usage
-    if isinstance(messages, str):
-        sent = messages
-    else:
-        sent = "".join(f"{m.role}:{m.content}" for m in normalize_messages(messages))
-    return Usage(estimate_tokens(sent), estimate_tokens(completion.text))
 
 
 class Subscription:
@@ -374,9 +348,8 @@ class FrontClient:
         #: parametrized are).
         self.fallback: str | None = None
         if server is None:
-            base_url = getattr(client, "base_url", None)
-            server = base_url if isinstance(base_url, str) and base_url else None
-        self.server = redact_url(server) if server else None
+            server = getattr(client, "base_url", None)
+        self.server = redact_url(server) if isinstance(server, str) and server else None
         self.budget = budget
         #: Call parameters of this model, sent with (and over) every call's own.
         self.params = dict(params or {})
@@ -459,14 +432,9 @@ class FrontClient:
         return int(grow(concurrency)) if callable(grow) else concurrency
 
     # -- the store ------------------------------------------------------------------
-    @contextlib.contextmanager
-    def holding(self) -> Iterator[None]:
+    def holding(self) -> contextlib.AbstractContextManager[None]:
         """Keep the cassette's new replies in memory for the block; write them once at its end."""
-        if self.store is None:
-            yield
-            return
-        with self.store.holding(self.cassette):
-            yield
+        return nullcontext() if self.store is None else self.store.holding(self.cassette)
 
     def flush(self) -> list[Path]:
         """Write every reply recorded but not written yet (held ones too); the files written."""
@@ -496,34 +464,35 @@ class FrontClient:
         ``sample`` (default: the context's, see ``sample``) tells apart several
         recorded replies to the same request; it is not sent to the model.
         """
-        route = _ROUTES.get().get(self)
-        if route is not None and route is not self:
+        if (route := self._route()) is not None:
             return route.chat(messages, sample=sample, **params)
-        started = time.perf_counter()
-        params = {**params, **self.params} if self.params else params
-        with self._call(messages, params, sample, started) as call:
+        with self._call(messages, params, sample) as call:
             if call.reply is None:
-                call.reply = metered_call(self.client, messages, **params)
+                call.reply = metered_call(self.client, messages, **call.params)
         return call.done()
 
     async def achat(
         self, messages: MessagesInput, *, sample: int | None = None, **params: Any
     ) -> Completion:
         """Like ``chat``, using the model client's ``achat`` when it has one."""
-        route = _ROUTES.get().get(self)
-        if route is not None and route is not self:
+        if (route := self._route()) is not None:
             return await route.achat(messages, sample=sample, **params)
-        started = time.perf_counter()
-        params = {**params, **self.params} if self.params else params
-        with self._call(messages, params, sample, started) as call:
+        with self._call(messages, params, sample) as call:
             if call.reply is None:
-                call.reply = await ametered_call(self.client, messages, **params)
+                call.reply = await ametered_call(self.client, messages, **call.params)
         return call.done()
+
+    def _route(self) -> FrontClient | None:
+        """The client that answers this one's calls here (``routing``), if another does."""
+        route = _ROUTES.get().get(self)
+        return None if route is self else route
 
     @contextmanager
     def _call(
-        self, messages: MessagesInput, params: dict[str, Any], sample: int | None, started: float
+        self, messages: MessagesInput, params: dict[str, Any], sample: int | None
     ) -> Iterator[_Call]:
+        started = time.perf_counter()
+        params = {**params, **self.params} if self.params else params
         call = _Call(self, messages, params, _sample(sample), started)
         try:
             with nullcontext() if self.budget is None else self.budget.active():
@@ -600,10 +569,8 @@ class FrontClient:
 
     def _warn_old_key(self, request: StoredRequest, found: Recording) -> None:
         assert self.store is not None
-        with self._lock:
-            if request.key in self._warned:
-                return
-            self._warned.add(request.key)
+        if not self._first_time(request.key):
+            return
         where = "a format-1/2 file" if found.cassette is None else f"cassette {found.cassette!r}"
         warnings.warn(
             f"replaying the reply to {request.prompt_start!r} recorded under its older store "
@@ -617,10 +584,8 @@ class FrontClient:
     def _check_server(self, recorded: str | None) -> None:
         if recorded is None or self.server is None or recorded == self.server:
             return
-        with self._lock:
-            if recorded in self._warned:
-                return
-            self._warned.add(recorded)
+        if not self._first_time(recorded):
+            return
         warnings.warn(
             f"replaying recordings made against {recorded} while the configured server "
             f"is {self.server} (same model name {self.model!r}); re-record with "
@@ -628,6 +593,13 @@ class FrontClient:
             ServerMismatchWarning,
             stacklevel=6,
         )
+
+    def _first_time(self, warning: str) -> bool:
+        """Whether ``warning`` (a key, an address) is seen for the first time by this client."""
+        with self._lock:
+            first = warning not in self._warned
+            self._warned.add(warning)
+        return first
 
     def _count(self, *, hit: bool) -> None:
         with self._lock:
@@ -657,41 +629,26 @@ def _sample(given: int | None) -> int:
     return current_sample() if given is None else given
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class _Call:
     """One call in progress: its request, its reply once known, and its event."""
 
-    __slots__ = (
-        "cached", "front", "messages", "params", "reply", "request", "sample", "started",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        front: FrontClient,
-        messages: MessagesInput,
-        params: Mapping[str, Any],
-        sample: int,
-        started: float,
-    ):
-        self.front = front
-        self.messages = messages
-        self.params = params
-        self.sample = sample
-        self.started = started
-        self.request: StoredRequest | None = None
-        self.reply: Completion | None = None
-        self.cached = False
+    front: FrontClient
+    messages: MessagesInput
+    params: dict[str, Any]
+    sample: int
+    started: float
+    request: StoredRequest | None = None
+    reply: Completion | None = None
+    cached: bool = False
 
     def event(self, reply: Completion | None, error: Exception | None) -> CallEvent:
-        usage = Usage() if reply is None else call_usage(reply, self.messages)
-        if reply is not None:
-            attempts = _attempts(reply.attempts)
+        if reply is None:
+            usage, latency = Usage(), 0.0
+            attempts = _attempts(error.attempts) if isinstance(error, LLMError) else 0
         else:
-            attempts = (
-                _attempts(getattr(error, "attempts", 1)) if isinstance(error, LLMError) else 0
-            )
-        latency = 0.0
-        if reply is not None and not self.cached:
-            latency = reply.latency_s or time.perf_counter() - self.started
+            usage, attempts = call_usage(reply, self.messages), _attempts(reply.attempts)
+            latency = 0.0 if self.cached else reply.latency_s or time.perf_counter() - self.started
         return CallEvent(
             model=self.front.model,
             cached=self.cached,
@@ -722,19 +679,22 @@ def _attempts(value: object) -> int:
 # -- charging a client that does not take its own attempts ---------------------------
 
 
-def _self_metering(client: object) -> bool:
-    """Whether ``client`` takes its own attempts from the active budgets."""
-    return isinstance(client, OpenAIClient | FrontClient)
-
-
-def _before(client: object) -> bool:
-    """Reserve for a client that does not meter itself; whether one was taken."""
-    if _self_metering(client):
-        return False
-    if not reserve_attempt():
+@contextmanager
+def _metering(client: object) -> Iterator[bool]:
+    """One attempt reserved for a client that does not take its own (``OpenAIClient`` and
+    ``FrontClient`` do), the call run with no budget active then, and the retries of its
+    failure counted; the block gets whether an attempt was reserved."""
+    reserved = not isinstance(client, OpenAIClient | FrontClient)
+    if reserved and not reserve_attempt():
         model = getattr(client, "model", "") or type(client).__name__
         raise budget_exceeded(f"a call to {model!r}")
-    return True
+    try:
+        with only_budgets() if reserved else nullcontext():
+            yield reserved
+    except Exception as exc:
+        if reserved and isinstance(exc, LLMError):
+            add_attempts(max(exc.attempts, 1) - 1)
+        raise
 
 
 def _settled(reserved: bool, reply: Completion) -> Completion:
@@ -747,11 +707,6 @@ def _settled(reserved: bool, reply: Completion) -> Completion:
     return reply
 
 
-def _failed(reserved: bool, exc: Exception) -> None:
-    if reserved and isinstance(exc, LLMError):
-        add_attempts(max(exc.attempts, 1) - 1)
-
-
 def metered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
     """``client.chat``, with one attempt reserved first unless the client meters itself.
 
@@ -760,23 +715,13 @@ def metered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> C
     wrapper holds is not charged the same attempts again. Raises
     ``CallBudgetExceeded`` (nothing sent) when an active budget is spent.
     """
-    reserved = _before(client)
-    try:
-        with only_budgets() if reserved else nullcontext():
-            reply = client.chat(messages, **params)
-    except Exception as exc:
-        _failed(reserved, exc)
-        raise
+    with _metering(client) as reserved:
+        reply = client.chat(messages, **params)
     return _settled(reserved, reply)
 
 
 async def ametered_call(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:
     """``metered_call`` for async callers (the client's ``achat``, else ``chat`` in a thread)."""
-    reserved = _before(client)
-    try:
-        with only_budgets() if reserved else nullcontext():
-            reply = await acall(client, messages, **params)
-    except Exception as exc:
-        _failed(reserved, exc)
-        raise
+    with _metering(client) as reserved:
+        reply = await acall(client, messages, **params)
     return _settled(reserved, reply)

@@ -26,19 +26,18 @@ would load without the extra buffer types too: slower, never broken.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from tnsai_eval._util.secrets import is_secret_env_name
 from tnsai_eval.errors import LocalModelUnavailable
-from tnsai_eval.llm._model_path import INSTALL_HINT
+from tnsai_eval.llm._model_path import INSTALL_HINT, package_dirs
 
 __all__ = [
     "build_features",
@@ -47,6 +46,7 @@ __all__ = [
     "import_llama_cpp",
     "library_files",
     "new_llama",
+    "run_python",
     "supports_extra_bufts_switch",
 ]
 
@@ -149,40 +149,22 @@ def library_files() -> list[Path]:
     Empty when it is not installed. These are what a rebuild replaces, so their
     paths, sizes and modification times key the probe's cached verdict.
     """
-    try:
-        spec = importlib.util.find_spec("llama_cpp")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    found: list[Path] = []
-    for location in spec.submodule_search_locations:
-        folder = Path(location) / "lib"
-        if folder.is_dir():
-            found.extend(
-                p
-                for p in folder.iterdir()
-                if p.is_file() and any(s in p.name for s in _LIBRARY_SUFFIXES)
-            )
-    return sorted(found)
+    folders = [f / "lib" for f in package_dirs("llama_cpp") if (f / "lib").is_dir()]
+    return sorted(
+        p
+        for folder in folders
+        for p in folder.iterdir()
+        if p.is_file() and any(s in p.name for s in _LIBRARY_SUFFIXES)
+    )
 
 
 def build_features(environ: Mapping[str, str] | None = None) -> str | None:
     """The CPU features the installed llama.cpp was built with (``AVX2 AMX_INT8
     REPACK ...``), read in a subprocess so that a broken build cannot take this
     one down; ``None`` when it cannot be read."""
-    env = os.environ if environ is None else environ
     code = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            env=child_env(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = run_python(code, [], environ, 120)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:
@@ -195,6 +177,21 @@ def build_features(environ: Mapping[str, str] | None = None) -> str | None:
         if name and value.strip() == "1":
             on.append(name)
     return " ".join(on) or done.stdout.strip() or None
+
+
+def run_python(
+    code: str, args: Sequence[str], environ: Mapping[str, str] | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code *args`` in a ``child_env``, no stdin, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=child_env(environ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -64,12 +64,11 @@ from tnsai_eval.llm._probe import guard
 from tnsai_eval.llm._tools import check_tools, plain_messages, read_reply, reply_schema
 from tnsai_eval.llm._types import (
     Completion,
-    Message,
     MessagesInput,
     TokenLogprob,
     normalize_messages,
 )
-from tnsai_eval.llm._wire import ReplyProblem, completion_from_body
+from tnsai_eval.llm._wire import ReplyProblem, completion_from_body, wire_messages
 
 __all__ = ["LocalLLM"]
 
@@ -146,9 +145,8 @@ def _load(key: _LoadKey, seed: int) -> _Loaded:
             logits_all=key.logits_all,
             extra_bufts=key.extra_bufts,
         )
-        loaded = _Loaded(llama=llama, lock=threading.Lock())
-        _LOADED[key] = loaded
-        return loaded
+        _LOADED[key] = _Loaded(llama=llama, lock=threading.Lock())
+        return _LOADED[key]
 
 
 class LocalLLM:
@@ -250,12 +248,9 @@ class LocalLLM:
             if response_format is not None:
                 raise ConfigError("give tools= or response_format=, not both: a tool call is JSON")
             specs = check_tools(tools)
-            wire = (
-                [{"role": "user", "content": messages}]
-                if isinstance(messages, str)
-                else [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
+            request = self._request(
+                plain_messages(wire_messages(messages), specs, tool_choice), params
             )
-            request = self._request(plain_messages(wire, specs, tool_choice), params)
             schema = reply_schema(specs, tool_choice)
             request["grammar"] = _grammar(json_schema_format(schema, "tool_call"))
         else:
@@ -301,24 +296,9 @@ class LocalLLM:
         finish = "tool_calls" if calls else completion.finish_reason
         return dataclasses.replace(completion, text=text, tool_calls=calls, finish_reason=finish)
 
-    async def achat(
-        self,
-        messages: MessagesInput,
-        *,
-        response_format: Mapping[str, Any] | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        **params: Any,
-    ) -> Completion:
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
         """``chat`` in a worker thread, so the event loop keeps running."""
-        return await asyncio.to_thread(
-            self.chat,
-            messages,
-            response_format=response_format,
-            tools=tools,
-            tool_choice=tool_choice,
-            **params,
-        )
+        return await asyncio.to_thread(self.chat, messages, **params)
 
     def _request(self, messages: MessagesInput, params: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(params) - _PASSTHROUGH)
@@ -411,6 +391,7 @@ def _grammar(response_format: Mapping[str, Any]) -> Any:
 
     grammar: Any = None
     if schema is not None:
+        warning = ""
         try:
             text = llama_grammar.json_schema_to_gbnf(key)
             if len(text) > GRAMMAR_LIMITS["grammar_chars"]:
@@ -422,21 +403,18 @@ def _grammar(response_format: Mapping[str, Any]) -> Any:
         except ConfigError:
             raise
         except Exception as exc:  # the converter raises bare Exception/ValueError
-            warnings.warn(
+            warning = (
                 f"llama.cpp cannot compile this JSON schema ({exc}); the reply is "
-                f"constrained to any JSON instead: {key[:200]}",
-                StructuredOutputWarning,
-                stacklevel=4,
+                f"constrained to any JSON instead: {key[:200]}"
             )
         else:
-            ignored = unenforced_keywords(schema)
-            if ignored:
-                warnings.warn(
+            if ignored := unenforced_keywords(schema):
+                warning = (
                     f"llama.cpp's grammar does not enforce the schema keyword(s) "
-                    f"{', '.join(ignored)}; replies may break them",
-                    StructuredOutputWarning,
-                    stacklevel=4,
+                    f"{', '.join(ignored)}; replies may break them"
                 )
+        if warning:
+            warnings.warn(warning, StructuredOutputWarning, stacklevel=4)
     if grammar is None:
         grammar = llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
     with _GRAMMAR_LOCK:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tnsai_eval.errors import LocalModelUnavailable
 
-__all__ = ["INSTALL_HINT", "SMOLLM2_NAME", "smollm2_gguf_path"]
+__all__ = ["INSTALL_HINT", "SMOLLM2_NAME", "package_dirs", "smollm2_gguf_path"]
 
 INSTALL_HINT = "pip install 'tnsai-eval[local]'"
 #: The name replies of the embedded model are recorded under: the stem of the
@@ -57,18 +57,19 @@ def _installed() -> bool:
     return True
 
 
-def _from_package_dir() -> Path | None:
+def package_dirs(name: str) -> list[Path]:
+    """The folders of package ``name``, found without importing it (none: not installed)."""
     try:
-        spec = importlib.util.find_spec(_PACKAGE)
+        spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        found = _first_gguf(sorted(Path(location).glob("*.gguf")))
-        if found is not None:
-            return found
-    return None
+        return []
+    return [Path(p) for p in (spec and spec.submodule_search_locations) or ()]
+
+
+def _from_package_dir() -> Path | None:
+    return _first_gguf(
+        sorted(f for folder in package_dirs(_PACKAGE) for f in folder.glob("*.gguf"))
+    )
 
 
 def _from_distribution_files() -> Path | None:

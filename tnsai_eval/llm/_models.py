@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tnsai_eval._util.plain import MAX_JSON_COUNT
-from tnsai_eval._util.secrets import is_token, remember
+from tnsai_eval._util.secrets import is_token, redact_url, remember
 from tnsai_eval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -167,10 +167,9 @@ class NamedModel:
             return LocalLLM()
         from tnsai_eval.llm._openai import OpenAIClient
 
-        base_url, model = self.base_url, self.model or ""
         return OpenAIClient(
-            model,
-            base_url=base_url or "",
+            self.model or "",
+            base_url=self.base_url or "",
             api_key=self.api_key(environ),
             headers=self.resolved_headers(environ),
         )
@@ -178,8 +177,6 @@ class NamedModel:
     def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """``headers`` with each ``"$NAME"`` value read from the environment (an unset or
         empty variable is a ``ConfigError`` naming it, never showing a value)."""
-        from tnsai_eval._util.secrets import remember
-
         env = os.environ if environ is None else environ
         resolved = {}
         for header, value in self.headers.items():
@@ -210,8 +207,6 @@ class NamedModel:
         if self.embedded:
             model, server = embedded_model_name(), None
         else:
-            from tnsai_eval._util.secrets import redact_url
-
             model, server = self.model or "", redact_url(self.base_url or "")
         return FrontClient(
             factory=lambda: self.client(environ),
@@ -226,8 +221,6 @@ class NamedModel:
 
     def describe(self) -> dict[str, object]:
         """What a report records about this model (the URL without credentials, no key)."""
-        from tnsai_eval._util.secrets import redact_url
-
         return {
             "name": self.name,
             "base_url": None if self.base_url is None else redact_url(self.base_url),
@@ -303,10 +296,8 @@ class ModelTable:
         """A table from ``{name: {base_url, model, api_key_env, price_in, price_out}}``."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: the models table must be a table of tables")
-        models = {EMBEDDED_MODEL: _EMBEDDED}
-        for name, entry in data.items():
-            models[name] = _entry(name, entry, source)
-        return cls(models, source)
+        named = {name: _entry(name, entry, source) for name, entry in data.items()}
+        return cls({EMBEDDED_MODEL: _EMBEDDED, **named}, source)
 
     @classmethod
     def load(

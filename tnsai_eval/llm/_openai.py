@@ -47,7 +47,6 @@ logger = logging.getLogger("tnsai_eval.llm")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The largest reply body read (after decompression); beyond it, BadResponseError.
 MAX_REPLY_BYTES = 32 * 1024 * 1024
-_KEY_ENV = ENV_API_KEY
 _OPENAI_KEY_ENV = "OPENAI_API_KEY"
 
 
@@ -148,17 +147,15 @@ class OpenAIClient:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"model must be a non-empty str, got {model!r}")
-        for name, value in (
-            ("timeout", timeout),
-            ("connect_timeout", connect_timeout),
-            ("total_timeout", total_timeout),
+        seconds("timeout", timeout)
+        seconds("connect_timeout", connect_timeout)
+        self._total_timeout = seconds("total_timeout", total_timeout)
+        if (
+            isinstance(max_reply_bytes, bool)
+            or not isinstance(max_reply_bytes, int)
+            or max_reply_bytes < 1
         ):
-            seconds(name, value)
-        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int):
             raise ConfigError(f"max_reply_bytes must be an int >= 1, got {max_reply_bytes!r}")
-        if max_reply_bytes < 1:
-            raise ConfigError(f"max_reply_bytes must be an int >= 1, got {max_reply_bytes!r}")
-        self._total_timeout = float(total_timeout)
         self._max_reply_bytes = max_reply_bytes
         _check_concurrency(max_concurrency)
         if response_format_style not in ("openai", "llama.cpp"):
@@ -173,12 +170,7 @@ class OpenAIClient:
         self._base_url = _check_base_url(base_url)
         self._url = self._base_url + "/chat/completions"
         self._request_url = httpx.URL(self._url)
-        self._policy = RetryPolicy(
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            retry_after_max=retry_after_max,
-        )
+        self._policy = RetryPolicy(max_retries, backoff_base, backoff_max, retry_after_max)
         self._max_concurrency = max_concurrency
         key = _resolve_key(api_key, self._base_url)
         self._key = Secret(key) if key else None
@@ -277,7 +269,9 @@ class OpenAIClient:
                 try:
                     outcome = self._post(client, content, model, attempt, started, deadline)
                 except httpx.RequestError as exc:
-                    outcome = self._request_failure(exc, model, attempt)
+                    outcome = request_error(
+                        self._url, exc, model=model, attempt=attempt, key=self._key
+                    )
                     if time.monotonic() >= deadline:
                         raise self._expired(model, attempt, outcome) from exc
             if isinstance(outcome, Completion):
@@ -285,20 +279,12 @@ class OpenAIClient:
             failed = self._format_rejected(outcome, params)
             self._sleep(self._wait_or_raise(failed, deadline))
 
-    async def achat(
-        self,
-        messages: MessagesInput,
-        *,
-        response_format: Mapping[str, Any] | None = None,
-        **params: Any,
-    ) -> Completion:
+    async def achat(self, messages: MessagesInput, **params: Any) -> Completion:
         """Like ``chat``, without blocking the running event loop (on a worker thread)."""
         threads = self._worker_threads()
         # The caller's context (its active CallBudget) goes with the call.
         context = contextvars.copy_context()
-        call = functools.partial(
-            context.run, self.chat, messages, response_format=response_format, **params
-        )
+        call = functools.partial(context.run, self.chat, messages, **params)
         return await asyncio.get_running_loop().run_in_executor(threads, call)
 
     def _post(
@@ -505,9 +491,6 @@ class OpenAIClient:
         error.add_note("not retried: the call budget (max_calls) had no attempt left")
         return error
 
-    def _request_failure(self, exc: httpx.RequestError, model: str, attempt: int) -> LLMError:
-        return request_error(self._url, exc, model=model, attempt=attempt, key=self._key)
-
     def _wait_or_raise(self, error: LLMError, deadline: float) -> float:
         """Seconds to wait before the next attempt, or raise ``error`` if there is none.
 
@@ -542,16 +525,8 @@ def _check_concurrency(value: object) -> None:
 
 def _capped(timeout: httpx.Timeout, left: float) -> httpx.Timeout:
     """``timeout`` with every phase cut to at most ``left`` seconds."""
-
-    def cap(value: float | None) -> float:
-        return left if value is None else min(value, left)
-
-    return httpx.Timeout(
-        connect=cap(timeout.connect),
-        read=cap(timeout.read),
-        write=cap(timeout.write),
-        pool=cap(timeout.pool),
-    )
+    phases = timeout.as_dict()
+    return httpx.Timeout(**{k: left if v is None else min(v, left) for k, v in phases.items()})
 
 
 def _check_base_url(base_url: str) -> str:
@@ -579,7 +554,7 @@ def _check_base_url(base_url: str) -> str:
 def _resolve_key(api_key: str | None, base_url: str) -> str | None:
     if api_key is not None:
         return api_key or None
-    key = os.environ.get(_KEY_ENV)
+    key = os.environ.get(ENV_API_KEY)
     if not key and base_url == DEFAULT_BASE_URL:
         key = os.environ.get(_OPENAI_KEY_ENV)
     return key or None

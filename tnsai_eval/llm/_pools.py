@@ -61,14 +61,6 @@ class _Member:
     free: int
 
 
-def _most_free(members: list[_Member]) -> _Member:
-    best = members[0]
-    for member in members[1:]:
-        if member.free > best.free:
-            best = member
-    return best
-
-
 class SyncPools:
     """At most ``sum(slots)`` requests in flight from any number of threads.
 
@@ -91,7 +83,7 @@ class SyncPools:
         with self._bound:
             # The bound guarantees some member has a free slot.
             with self._lock:
-                member = _most_free(self._members)
+                member = max(self._members, key=lambda m: m.free)  # the first on a tie
                 member.free -= 1
             try:
                 yield member.client

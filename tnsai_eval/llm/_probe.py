@@ -61,7 +61,7 @@ from tnsai_eval._util.files import atomic_write_text, read_regular_file
 from tnsai_eval._util.secrets import mask_then_cut
 from tnsai_eval._util.text import shown_label
 from tnsai_eval.errors import ConfigError, LocalModelUnavailable, LocalModelWarning
-from tnsai_eval.llm._llama import child_env, library_files
+from tnsai_eval.llm._llama import library_files, run_python
 from tnsai_eval.settings import ENV_BASE_URL, ENV_MODEL
 
 __all__ = [
@@ -166,18 +166,12 @@ class ProbeVerdict:
 
     @property
     def extra_bufts(self) -> bool | None:
-        for attempt in self.attempts:
-            if attempt.ok:
-                return attempt.extra_bufts
-        return None
+        return next((a.extra_bufts for a in self.attempts if a.ok), None)
 
     @property
     def crashed(self) -> ProbeAttempt | None:
         """The first attempt that died by a signal or hung, if any."""
-        for attempt in self.attempts:
-            if attempt.outcome in ("signal", "timeout"):
-                return attempt
-        return None
+        return next((a for a in self.attempts if a.outcome in ("signal", "timeout")), None)
 
     @property
     def conclusive(self) -> bool:
@@ -269,12 +263,13 @@ def _read_cache(path: Path) -> dict[str, Any]:
 
 
 def _cached_verdict(
-    data: Mapping[str, Any], key: Mapping[str, Any], entry: str, model_path: Path,
-    n_threads: int | None, cache_file: Path,
-) -> ProbeVerdict | None:  # fmt: skip
+    key: Mapping[str, Any], model_path: Path, n_threads: int | None, cache_file: Path
+) -> ProbeVerdict | None:
+    data = _read_cache(cache_file)
     if data.get("build") != key:
         return None
     verdicts = data.get("verdicts")
+    entry = _entry_name(model_path, n_threads)
     stored = verdicts.get(entry) if isinstance(verdicts, dict) else None
     if not isinstance(stored, dict):
         return None
@@ -282,16 +277,13 @@ def _cached_verdict(
     probed_at = stored.get("probed_at")
     if not isinstance(listed, list) or not listed or not isinstance(probed_at, str):
         return None
-    attempts = []
-    for item in listed:
-        attempt = _stored_attempt(item)
-        if attempt is None:
-            return None
-        attempts.append(attempt)
+    attempts = tuple(a for a in map(_stored_attempt, listed) if a is not None)
+    if len(attempts) != len(listed):
+        return None
     # A time stamp, shown by doctor: a hand edit must not put a control
     # sequence or a page of text on the terminal.
     shown_time = shown_label(probed_at)[:40]
-    return ProbeVerdict(model_path, n_threads, tuple(attempts), True, cache_file, shown_time)
+    return ProbeVerdict(model_path, n_threads, attempts, True, cache_file, shown_time)
 
 
 def _stored_attempt(item: object) -> ProbeAttempt | None:
@@ -359,15 +351,7 @@ def cached_verdict(
 ) -> ProbeVerdict | None:
     """The cached verdict for this build, or ``None``; never runs the probe."""
     env = os.environ if environ is None else environ
-    cache_file = probe_cache_file(env)
-    return _cached_verdict(
-        _read_cache(cache_file),
-        build_key(env),
-        _entry_name(model_path, n_threads),
-        model_path,
-        n_threads,
-        cache_file,
-    )
+    return _cached_verdict(build_key(env), model_path, n_threads, probe_cache_file(env))
 
 
 def probe(
@@ -384,21 +368,14 @@ def probe(
     env = os.environ if environ is None else environ
     key = build_key(env)
     cache_file = probe_cache_file(env)
-    entry = _entry_name(model_path, n_threads)
-    if not fresh:
-        cached = _cached_verdict(
-            _read_cache(cache_file), key, entry, model_path, n_threads, cache_file
-        )
+    cached = None if fresh else _cached_verdict(key, model_path, n_threads, cache_file)
+    if cached is not None:
+        return cached
+    with _probe_lock(cache_file):
+        # Another process may have probed while this one waited for the lock.
+        cached = None if fresh else _cached_verdict(key, model_path, n_threads, cache_file)
         if cached is not None:
             return cached
-    with _probe_lock(cache_file):
-        if not fresh:
-            # Another process may have probed while this one waited for the lock.
-            cached = _cached_verdict(
-                _read_cache(cache_file), key, entry, model_path, n_threads, cache_file
-            )
-            if cached is not None:
-                return cached
         attempts: list[ProbeAttempt] = []
         for extra_bufts in (True, False):
             attempt = _attempt(model_path, n_threads, extra_bufts, env)
@@ -407,37 +384,20 @@ def probe(
             # (a bad model file...) would be the same without the extra buffer types.
             if attempt.outcome not in ("signal", "timeout"):
                 break
-        verdict = ProbeVerdict(
-            model_path,
-            n_threads,
-            tuple(attempts),
-            False,
-            cache_file,
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        )
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        verdict = ProbeVerdict(model_path, n_threads, tuple(attempts), False, cache_file, now)
         if verdict.conclusive:
-            _store(verdict, key, entry)
+            _store(verdict, key, _entry_name(model_path, n_threads))
     return verdict
 
 
 def _attempt(
     model_path: Path, n_threads: int | None, extra_bufts: bool, env: Mapping[str, str]
 ) -> ProbeAttempt:
-    command = [
-        sys.executable, "-c",
-        "from tnsai_eval.llm._probe import probe_main; raise SystemExit(probe_main())",
-        str(model_path), str(n_threads or 0), "1" if extra_bufts else "0",
-    ]  # fmt: skip
+    code = "from tnsai_eval.llm._probe import probe_main; raise SystemExit(probe_main())"
+    args = [str(model_path), str(n_threads or 0), "1" if extra_bufts else "0"]
     try:
-        done = subprocess.run(
-            command,
-            env=child_env(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=_PROBE_TIMEOUT_S,
-            check=False,
-        )
+        done = run_python(code, args, env, _PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return ProbeAttempt(extra_bufts, "timeout")
     if done.returncode == 0:

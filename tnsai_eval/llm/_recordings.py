@@ -16,6 +16,7 @@ log-probability token or a tool call, does not get it committed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -48,10 +49,7 @@ def encode_entry(
     response: dict[str, Any] = {
         "text": completion.text,
         "model": completion.model,
-        "usage": {
-            "prompt_tokens": completion.usage.prompt_tokens,
-            "completion_tokens": completion.usage.completion_tokens,
-        },
+        "usage": dataclasses.asdict(completion.usage),
         "finish_reason": completion.finish_reason,
         "tool_calls": [
             {"id": call.id, "name": call.name, "arguments": call.arguments}
@@ -175,24 +173,20 @@ def dump_json(value: Any, *, level: int = 0) -> str:
 def decode_json(data: bytes, where: str) -> Any:
     """The JSON value in ``data``; a StoreError naming ``where`` and what is wrong."""
 
+    def bad(problem: str) -> StoreError:
+        return StoreError(f"recorded response {where!r} {problem}", location=where)
+
     try:
-        text = data.decode("utf-8")
         # Only a hand edit or a bad merge can make a file unreadable; writes are atomic.
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError as exc:
-        raise StoreError(
-            f"recorded response {where!r} is not UTF-8 (byte {exc.start})", location=where
-        ) from exc
+        raise bad(f"is not UTF-8 (byte {exc.start})") from exc
     except RecursionError as exc:
-        raise StoreError(
-            f"recorded response {where!r} is nested too deeply", location=where
-        ) from exc
+        raise bad("is nested too deeply") from exc
     except ValueError as exc:
-        raise StoreError(
-            f"recorded response {where!r} is not valid JSON: {exc}", location=where
-        ) from exc
+        raise bad(f"is not valid JSON: {exc}") from exc
     if _depth(value) > MAX_DEPTH:
-        raise StoreError(f"recorded response {where!r} is nested too deeply", location=where)
+        raise bad("is nested too deeply")
     return value
 
 
@@ -203,11 +197,10 @@ def _reject_constant(name: str) -> Any:
 def _depth(value: Any, level: int = 0) -> int:
     if level > MAX_DEPTH:
         return level
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+    if not isinstance(value, dict | list):
+        return level
+    children = value.values() if isinstance(value, dict) else value
+    return max((_depth(v, level + 1) for v in children), default=level + 1)
 
 
 def entry_completion(response: Any, where: str) -> Completion:
@@ -290,13 +283,8 @@ def _logprobs(value: Any, bad: Any) -> tuple[TokenLogprob, ...] | None:
                 item,
                 "{token: str, logprob: number, top_logprobs: [[str, number]]}",
             )
-        out.append(
-            TokenLogprob(
-                item["token"],
-                float(item["logprob"]),
-                tuple((str(t), float(lp)) for t, lp in top),
-            )
-        )
+        pairs = tuple((str(t), float(lp)) for t, lp in top)
+        out.append(TokenLogprob(item["token"], float(item["logprob"]), pairs))
     return tuple(out)
 
 

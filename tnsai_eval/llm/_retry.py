@@ -38,10 +38,9 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     does).
     """
     raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        seconds = _finite_non_negative(raw_ms)
-        if seconds is not None:
-            return seconds / 1000.0
+    seconds = None if raw_ms is None else _finite_non_negative(raw_ms)
+    if seconds is not None:
+        return seconds / 1000.0
     raw = headers.get("retry-after")
     if raw is None:
         return None

@@ -128,6 +128,7 @@ __all__ = [
     "Recording",
     "ResponseStore",
     "StoredRequest",
+    "check_sample",
 ]
 
 # Bumped when the layout changes, so old stores are detected, not misread.
@@ -167,34 +168,28 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def check_sample(sample: object) -> None:
+    """``ConfigError`` unless ``sample`` (a repeat sample index) is an int >= 0."""
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
+
+
 def _is_client_credential(name: str) -> bool:
     return name in EXCLUDED_PARAMS or is_credential_name(name)
 
 
 def _key_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` without the client's credentials (top level, and top of ``extra_body``)."""
-    kept = {}
-    for name, value in params.items():
-        if _is_client_credential(name):
-            continue
-        if name == _MERGED_PARAM and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if not _is_client_credential(k)}
-        kept[name] = value
+    kept = {k: v for k, v in params.items() if not _is_client_credential(k)}
+    merged = kept.get(_MERGED_PARAM)
+    if isinstance(merged, Mapping):
+        kept[_MERGED_PARAM] = {k: v for k, v in merged.items() if not _is_client_credential(k)}
     return kept
 
 
 def _format2_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters as formats 1 and 2 keyed them: credential names dropped at any depth."""
-    return {
-        k: drop_credentials(v)
-        for k, v in params.items()
-        if k not in EXCLUDED_PARAMS and not is_credential_name(k)
-    }
-
-
-def _digest(model: str, messages: list[dict[str, str]], params: Any, sample: int) -> str:
-    body = {"model": model, "messages": messages, "params": params, "sample": sample}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    return {k: drop_credentials(v) for k, v in params.items() if not _is_client_credential(k)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,10 +217,11 @@ class StoredRequest:
     _key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        digest = _digest(
-            self.model, [m.to_dict() for m in self.messages], dict(self.params), self.sample
-        )
-        object.__setattr__(self, "_key", digest)
+        object.__setattr__(self, "_key", self._digest(self.params))
+
+    def _digest(self, params: Mapping[str, Any]) -> str:
+        body = {**self.to_dict(), "params": dict(params)}
+        return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
     @classmethod
     def build(
@@ -237,8 +233,7 @@ class StoredRequest:
         sample: int = 0,
     ) -> StoredRequest:
         """Normalize ``messages``, drop the client's credentials from ``params``, check JSON."""
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-            raise ConfigError(f"sample must be an int >= 0, got {sample!r}")
+        check_sample(sample)
         given = params or {}
         kept = _key_params(given)
         # Formats 1 and 2 differ only where a value nests a credential-like name;
@@ -283,11 +278,7 @@ class StoredRequest:
     @property
     def format2_key(self) -> str:
         """The key formats 1 and 2 gave this request (equal to ``key`` for most requests)."""
-        if self.format2_params is None:
-            return self.key
-        return _digest(
-            self.model, [m.to_dict() for m in self.messages], self.format2_params, self.sample
-        )
+        return self.key if self.format2_params is None else self._digest(self.format2_params)
 
     @property
     def prompt_start(self) -> str:
@@ -321,8 +312,8 @@ class _Cassette:
     name: str
     file: str
     path: Path
-    replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # today's keys
-    format2: dict[str, dict[str, Any]] = field(default_factory=dict)  # migrated, old keys
+    # As in the file: a migrated reply ("key_format": 2) is under its format-2 key.
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # not written yet
     held: int = 0
     # (inode, mtime, size) of the file when this process last read or wrote it.
@@ -470,12 +461,7 @@ class ResponseStore:
 
     def legacy_path(self, key: str) -> Path:
         """The per-reply file that formats 1 and 2 used for ``key``."""
-        return Path(self._legacy_file(key))
-
-    def _legacy_file(self, key: str) -> str:
-        if not _is_key(key):
-            raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
-        return os.path.join(self._root, key[:2], key + ".json")
+        return Path(self._root, _checked_key(key)[:2], key + ".json")
 
     def cassettes(self) -> list[str]:
         """The names of the cassettes on disk or waiting to be written, sorted.
@@ -485,28 +471,14 @@ class ResponseStore:
         """
         with self._lock:
             known = {c.file: c for c in self._cassettes.values()}
-            names = {c.name for c in known.values() if c.pending or c.replies or c.format2}
+            names = {c.name for c in known.values() if c.pending or c.replies}
             for file in self._cassette_files():
                 held = known.get(os.fspath(file))
-                names.add(held.name if held is not None else self._file_cassette(file)[0])
+                names.add(held.name if held is not None else _read_cassette(file)[0])
         return sorted(names)
 
     def _cassette_files(self) -> list[Path]:
         return sorted(self.path.glob("*.json")) if self.path.is_dir() else []
-
-    def _file_cassette(self, file: Path) -> tuple[str, set[str]]:
-        """(the name a cassette file shows, its keys), for a file this process has not read."""
-        where = os.fspath(file)
-        document = decode_json(_read_bytes(where) or b"{}", where)
-        name = document.get("cassette") if isinstance(document, dict) else None
-        if not isinstance(name, str) or not _shown_name_fits(name, file.name):
-            raise StoreError(
-                f"cassette file {where!r} does not name the cassette it holds "
-                f"(its 'cassette' is {name!r:.80})",
-                location=where,
-            )
-        replies, format2 = _cassette_replies(document, where)
-        return name, set(replies) | set(format2)
 
     def __iter__(self) -> Iterator[str]:
         """Every key held (cassettes and per-reply files), sorted, once each."""
@@ -514,11 +486,11 @@ class ResponseStore:
         with self._lock:
             known = {c.file: c for c in self._cassettes.values()}
             for cassette in known.values():
-                keys.update(cassette.replies, cassette.format2)
+                keys.update(cassette.replies)
             for file in self._cassette_files():
                 if os.fspath(file) not in known:
-                    keys.update(self._file_cassette(file)[1])
-        keys.update(self._legacy_keys())
+                    keys.update(_read_cassette(file)[1])
+        keys.update(f.stem for f in self._legacy_files() if _is_key(f.stem))
         yield from sorted(keys)
 
     def __len__(self) -> int:
@@ -542,21 +514,20 @@ class ResponseStore:
         key ``old`` among migrated replies and in per-reply files of formats 1 and 2."""
         with self._lock:
             chain = [self._cassette(name) for name in dict.fromkeys([cassette, DEFAULT_CASSETTE])]
-            for held in chain:
-                entry = held.replies.get(key)
-                if entry is not None:
-                    self._use(held, key)
-                    return self._recording(entry, held.name, held.file)
-            for held in chain:
-                entry = held.format2.get(old)
-                if entry is not None:
-                    self._use(held, old)
-                    return self._recording(entry, held.name, held.file, old_key=old != key)
-        found = self._legacy_entry(old)
-        if found is None:
-            return None
-        entry, file = found
-        return self._recording(entry, None, file, old_key=old != key)
+            for wanted, migrated in ((key, False), (old, True)):
+                for held in chain:
+                    entry = held.replies.get(wanted)
+                    if entry is not None and _migrated(entry) is migrated:
+                        self._use(held, wanted)
+                        return self._recording(entry, held.name, held.file, old_key=wanted != key)
+            if self._has_legacy is None:
+                # Checked once: nothing writes this layout any more, so a store
+                # without it (every store made since format 3) never pays a failed
+                # open per miss.
+                self._has_legacy = any(self._legacy_dirs())
+        file = os.fspath(self.legacy_path(old))
+        entry = _read_legacy(file) if self._has_legacy else None
+        return None if entry is None else self._recording(entry, None, file, old_key=old != key)
 
     def recorded_models(self, cassette: str = DEFAULT_CASSETTE) -> list[str]:
         """The model names that ``cassette`` (and ``default``) hold replies for, sorted."""
@@ -564,7 +535,7 @@ class ResponseStore:
         with self._lock:
             for name in dict.fromkeys([cassette, DEFAULT_CASSETTE]):
                 held = self._cassette(name)
-                for entry in (*held.replies.values(), *held.format2.values()):
+                for entry in held.replies.values():
                     request = entry.get("request")
                     model = request.get("model") if isinstance(request, dict) else None
                     if isinstance(model, str):
@@ -591,9 +562,7 @@ class ResponseStore:
     def get(self, key: str, cassette: str = DEFAULT_CASSETTE) -> Completion | None:
         """The reply recorded under ``key`` (``cached=True``) in ``cassette``, ``default``
         or a per-reply file of format 1 or 2; ``None`` when there is none."""
-        if not _is_key(key):
-            raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
-        found = self._lookup(key, key, cassette)
+        found = self._lookup(_checked_key(key), key, cassette)
         return None if found is None else found.completion
 
     @staticmethod
@@ -613,30 +582,10 @@ class ResponseStore:
         cassette = self._cassettes.get(name)
         if cassette is None:
             path = self.cassette_path(name)
-            cassette = _Cassette(name, os.fspath(path), path)
-            cassette.replies, cassette.format2, cassette.seen = _read_cassette(cassette.file, name)
+            cassette = _Cassette(name, os.fspath(path), path, seen=_stat(os.fspath(path)))
+            cassette.replies = _read_cassette(path, name)[1]
             self._cassettes[name] = cassette
         return cassette
-
-    def _legacy_entry(self, key: str) -> tuple[dict[str, Any], str] | None:
-        if self._has_legacy is None:
-            # Checked once: nothing writes this layout any more, so a store
-            # without it (every store made since format 3) never pays a failed
-            # open per miss.
-            self._has_legacy = any(self._legacy_dirs())
-        if not self._has_legacy:
-            return None
-        file = self._legacy_file(key)
-        data = _read_bytes(file)
-        if data is None:
-            return None
-        entry = decode_json(data, file)
-        if not isinstance(entry, dict) or entry.get("format") not in _LEGACY_FORMATS:
-            raise StoreError(
-                f"recorded response {file!r} is not a format-1 or format-2 entry",
-                location=file,
-            )
-        return entry, file
 
     def _legacy_dirs(self) -> Iterator[Path]:
         if not self.path.is_dir():
@@ -648,9 +597,6 @@ class ResponseStore:
 
     def _legacy_files(self) -> list[Path]:
         return sorted(f for folder in self._legacy_dirs() for f in folder.glob("*.json"))
-
-    def _legacy_keys(self) -> list[str]:
-        return [f.stem for f in self._legacy_files() if _is_key(f.stem)]
 
     # -- writing ------------------------------------------------------------
     def put(
@@ -753,24 +699,23 @@ class ResponseStore:
         with self._exclusive():
             if _stat(cassette.file) != cassette.seen:
                 # Another process wrote it since this one read it: keep its replies.
-                cassette.replies, cassette.format2, _ = _read_cassette(cassette.file, cassette.name)
+                cassette.replies = _read_cassette(cassette.path, cassette.name)[1]
             # Masked now, once per entry, with the secrets known at this moment.
             masked = masker()
-            for key, entry in list(cassette.pending.items()):
-                target = cassette.format2 if entry.get("key_format") == 2 else cassette.replies
-                target[key] = masked(entry)
+            for key, entry in cassette.pending.items():
+                kept = cassette.replies.get(key)
+                # A migrated reply never replaces one recorded under today's key.
+                if kept is None or _migrated(entry) <= _migrated(kept):
+                    cassette.replies[key] = masked(entry)
             if cassette.refresh:
                 # Recorded again: what this run did not use goes (xdist workers of
                 # one run add up through the usage record).
                 keep = cassette.used | self._same_run_keys(cassette.path.name)
-                for kept in (cassette.replies, cassette.format2):
-                    for key in [k for k in kept if k not in keep]:
-                        del kept[key]
-            replies = {**cassette.format2, **cassette.replies}
+                cassette.replies = {k: v for k, v in cassette.replies.items() if k in keep}
             document = {
                 "format": FORMAT_VERSION,
                 "cassette": shown_cassette_name(cassette.name),
-                "replies": replies,
+                "replies": cassette.replies,
             }
             text = dump_json(document) + "\n"
             try:
@@ -833,18 +778,14 @@ class ResponseStore:
                 if usage is None or usage[0] != last:
                     untouched.append(file)
                     continue
-                where = os.fspath(file)
-                document = decode_json(_read_bytes(where) or b"{}", where)
-                name, _ = self._file_cassette(file)
-                current, format2 = _cassette_replies(document, where)
-                replies = {**format2, **current}
+                name, replies, document = _read_cassette(file)
                 kept = {k: v for k, v in replies.items() if k in usage[1]}
                 pruned.append(PrunedCassette(file, name, len(replies), len(kept)))
                 if dry_run or len(kept) == len(replies):
                     continue
                 if kept:
                     document["replies"] = kept
-                    atomic_write_text(where, dump_json(document) + "\n")
+                    atomic_write_text(file, dump_json(document) + "\n")
                 else:
                     file.unlink()
             # What this process knew of them is out of date now.
@@ -936,7 +877,7 @@ class ResponseStore:
                     "the link by a copy of the folder, then migrate again",
                     location=os.fspath(folder),
                 )
-        files = sorted(f for folder in folders for f in folder.glob("*.json"))
+        files = self._legacy_files()
         moved: dict[str, dict[str, Any]] = {}
         sources: list[Path] = []
         for done, file in enumerate(files, start=1):
@@ -949,21 +890,13 @@ class ResponseStore:
                     "as it is; move or delete that file, then migrate again",
                     location=where,
                 )
-            data = _read_bytes(where)
-            if data is None:  # removed by someone else meanwhile
+            entry = _read_legacy(where)
+            if entry is None:  # removed by someone else meanwhile
                 continue
-            entry = decode_json(data, where)
-            if not isinstance(entry, dict) or entry.get("format") not in _LEGACY_FORMATS:
-                raise StoreError(
-                    f"recorded response {where!r} is not a format-1 or format-2 entry",
-                    location=where,
-                )
             entry_completion(entry.get("response"), where)  # refuse a broken file before moving it
             moved[key] = {
                 "key_format": 2,
-                "request": entry.get("request"),
-                "response": entry.get("response"),
-                "server": entry.get("server"),
+                **{k: entry.get(k) for k in ("request", "response", "server")},
             }
             sources.append(file)
             if progress is not None:
@@ -973,7 +906,7 @@ class ResponseStore:
         with self._lock:
             held = self._cassette(cassette)
             for key, entry in moved.items():
-                kept = held.replies.get(key) or held.format2.get(key)
+                kept = held.replies.get(key)
                 where = os.fspath(self.legacy_path(key))
                 if kept is not None and _said(kept, held.file) != _said(entry, where):
                     raise StoreError(
@@ -983,7 +916,7 @@ class ResponseStore:
                         "migrate again",
                         location=where,
                     )
-                if key not in held.replies:
+                if kept is None or _migrated(kept):
                     held.pending[key] = entry
             if held.pending:
                 self._save(held)
@@ -1088,41 +1021,55 @@ def _stat(file: str) -> tuple[int, int, int] | None:
     return info.st_ino, info.st_mtime_ns, info.st_size
 
 
-def _read_cassette(
-    file: str, name: str
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], tuple[int, int, int] | None]:
-    """(replies under today's keys, migrated replies under format-2 keys, stat) of ``file``."""
-    seen = _stat(file)
+def _read_document(
+    file: str, formats: tuple[int, ...], noun: str, kind: str
+) -> dict[str, Any] | None:
+    """The JSON object in ``file`` (``None``: no such file), of one of ``formats``.
+
+    The one reader of cassettes and of the per-reply files of formats 1 and 2.
+    """
     data = _read_bytes(file)
     if data is None:
-        return {}, {}, None
+        return None
     document = decode_json(data, file)
-    current, format2 = _cassette_replies(document, file)
+    if not isinstance(document, dict) or document.get("format") not in formats:
+        raise StoreError(f"{noun} {file!r} is not {kind}", location=file)
+    return document
+
+
+def _read_legacy(file: str) -> dict[str, Any] | None:
+    return _read_document(
+        file, _LEGACY_FORMATS, "recorded response", "a format-1 or format-2 entry"
+    )
+
+
+def _read_cassette(
+    path: Path, name: str | None = None
+) -> tuple[str, dict[str, dict[str, Any]], dict[str, Any]]:
+    """(the name it shows, its replies, the document) of cassette file ``path``: empty without
+    one. The file must hold ``name``, or (``None``) the cassette its file name says."""
+    file = os.fspath(path)
+    document = _read_document(
+        file,
+        (FORMAT_VERSION,),
+        "cassette",
+        f"a format-{FORMAT_VERSION} cassette (a per-reply file of format 1 or 2 belongs in a "
+        "two-letter folder)",
+    )
+    if document is None:
+        return name or "", {}, {}
     shown = document.get("cassette")
-    if not isinstance(shown, str) or not _names_match(shown, name):
+    if not isinstance(shown, str) or not (
+        _shown_name_fits(shown, path.name) if name is None else _names_match(shown, name)
+    ):
+        expected = "the cassette its file name gives" if name is None else shown_cassette_name(name)
         raise StoreError(
-            f"cassette file {file!r} holds cassette {shown!r:.80}, "
-            f"not {shown_cassette_name(name)!r:.80}",
-            location=file,
-        )
-    return current, format2, seen
-
-
-def _cassette_replies(
-    document: Any, file: str
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(replies under today's keys, migrated replies under format-2 keys) of a decoded file."""
-    if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
-        raise StoreError(
-            f"cassette {file!r} is not a format-{FORMAT_VERSION} cassette "
-            "(a per-reply file of format 1 or 2 belongs in a two-letter folder)",
+            f"cassette file {file!r} holds cassette {shown!r:.80}, not {expected!r:.80}",
             location=file,
         )
     replies = document.get("replies")
     if not isinstance(replies, dict):
         raise StoreError(f"cassette {file!r}: 'replies' must be an object", location=file)
-    current: dict[str, dict[str, Any]] = {}
-    format2: dict[str, dict[str, Any]] = {}
     for key, entry in replies.items():
         if not _is_key(key) or not isinstance(entry, dict):
             raise StoreError(
@@ -1130,8 +1077,12 @@ def _cassette_replies(
                 f"got {key!r:.80}",
                 location=file,
             )
-        (format2 if entry.get("key_format") == 2 else current)[key] = entry
-    return current, format2
+    return shown, replies, document
+
+
+def _migrated(entry: dict[str, Any]) -> bool:
+    """Whether ``entry`` was migrated from format 1 or 2 (it is under its format-2 key)."""
+    return entry.get("key_format") == 2
 
 
 def _flock(fd: int, where: str, timeout: float) -> None:
@@ -1163,3 +1114,9 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 
 def _is_key(key: str) -> bool:
     return _KEY.fullmatch(key) is not None
+
+
+def _checked_key(key: str) -> str:
+    if not _is_key(key):
+        raise ConfigError(f"store key must be 64 lowercase hex digits, got {key!r}")
+    return key

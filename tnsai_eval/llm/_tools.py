@@ -109,25 +109,20 @@ def reply_schema(specs: Sequence[ToolSpec], tool_choice: object = None) -> dict[
     [['tool', 'arguments'], ['answer']]
     """
     tools, may_answer = _chosen(specs, tool_choice)
-    branches: list[dict[str, Any]] = [
-        {
-            "type": "object",
-            "properties": {"tool": {"const": spec.name}, "arguments": dict(spec.parameters)},
-            "required": ["tool", "arguments"],
-            "additionalProperties": False,
-        }
-        for spec in tools
-    ]
+    branches = [_closed(tool={"const": s.name}, arguments=dict(s.parameters)) for s in tools]
     if may_answer:
-        branches.append(
-            {
-                "type": "object",
-                "properties": {"answer": {"type": "string"}},
-                "required": ["answer"],
-                "additionalProperties": False,
-            }
-        )
+        branches.append(_closed(answer={"type": "string"}))
     return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+
+def _closed(**properties: Any) -> dict[str, Any]:
+    """An object schema with exactly ``properties``, each required."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def tool_prompt(specs: Sequence[ToolSpec], tool_choice: object = None) -> str:

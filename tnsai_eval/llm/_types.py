@@ -22,6 +22,7 @@ __all__ = [
     "Usage",
     "acall",
     "call_tokens",
+    "call_usage",
     "clamp_logprob",
     "estimate_tokens",
     "last_user_message",
@@ -98,12 +99,9 @@ class TokenLogprob:
     def __post_init__(self) -> None:
         # Normalized here, whoever builds it (a live reply, a replayed one, a
         # fake): every log-probability lies in [LOGPROB_FLOOR, 0].
+        top = tuple((token, clamp_logprob(value)) for token, value in self.top_logprobs)
         object.__setattr__(self, "logprob", clamp_logprob(self.logprob))
-        object.__setattr__(
-            self,
-            "top_logprobs",
-            tuple((token, clamp_logprob(value)) for token, value in self.top_logprobs),
-        )
+        object.__setattr__(self, "top_logprobs", top)
 
 
 # A log-probability of -inf (probability 0) is stored as this: JSON has no
@@ -224,20 +222,34 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def call_tokens(completion: Completion, prompt: str) -> int:
+def call_usage(completion: Completion, messages: MessagesInput) -> Usage:
     """The tokens one call used: the reply's reported usage, else an estimate of both sides.
 
-    The library's one counting rule (the optimizer's budget, the refinement
-    loop, judges and the plugin all use it), so that a call counts the same
+    The library's one counting rule (the scoring engine, the refinement loop,
+    judges and every ``CallEvent``), so that a call counts the same
     everywhere even when a server reports no usage.
 
-    >>> call_tokens(Completion(text="Paris", usage=Usage(7, 2)), "Capital?")
-    9
+    >>> call_usage(Completion(text="Paris", usage=Usage(7, 2)), "Capital?")
+    Usage(prompt_tokens=7, completion_tokens=2)
+    >>> call_usage(Completion(text="Paris"), "Capital of France?")
+    Usage(prompt_tokens=5, completion_tokens=2)
+    """
+    if completion.usage.total_tokens > 0:
+        return completion.usage
+    if isinstance(messages, str):
+        sent = messages
+    else:
+        sent = "".join(f"{m.role}:{m.content}" for m in normalize_messages(messages))
+    return Usage(estimate_tokens(sent), estimate_tokens(completion.text))
+
+
+def call_tokens(completion: Completion, prompt: str) -> int:
+    """``call_usage``'s total: the tokens one call used.
+
     >>> call_tokens(Completion(text="Paris"), "Capital of France?")
     7
     """
-    reported = completion.usage.total_tokens
-    return reported if reported > 0 else estimate_tokens(prompt) + estimate_tokens(completion.text)
+    return call_usage(completion, prompt).total_tokens
 
 
 async def acall(client: LLMClient, messages: MessagesInput, **params: Any) -> Completion:

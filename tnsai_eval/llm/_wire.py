@@ -32,6 +32,7 @@ __all__ = [
     "decode_completion",
     "encode_request",
     "error_text",
+    "wire_messages",
 ]
 
 # How much of a bad body a ReplyProblem quotes. The client masks secrets and
@@ -98,17 +99,11 @@ def encode_request(
     if params.get("stream"):
         raise ConfigError("stream=True is not supported: OpenAIClient returns whole replies")
     check_params(params)
-    # Validates every message (naming the bad one); the wire form keeps mapping
-    # items whole so that fields we do not model (tool_calls, name) go through.
+    # Validates every message (naming the bad one) before the wire form is built.
     normalize_messages(messages)
-    wire: list[Mapping[str, Any]]
-    if isinstance(messages, str):
-        wire = [{"role": "user", "content": messages}]
-    else:
-        wire = [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
     body: dict[str, Any] = {"model": default_model}
     body.update((k, v) for k, v in params.items() if v is not None)
-    body["messages"] = wire
+    body["messages"] = wire_messages(messages)
     model = body["model"]
     if not isinstance(model, str) or not model:
         raise ConfigError(f"model must be a non-empty str, got {model!r}")
@@ -117,6 +112,14 @@ def encode_request(
     except (TypeError, ValueError, RecursionError) as exc:
         raise ConfigError(f"request parameters are not JSON-serializable: {exc}") from exc
     return model, content
+
+
+def wire_messages(messages: MessagesInput) -> list[dict[str, Any]]:
+    """``messages`` in the wire format; mapping items are kept whole, so that fields
+    ``Message`` does not model (``tool_calls``, ``name``) go through."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    return [m.to_dict() if isinstance(m, Message) else dict(m) for m in messages]
 
 
 def decode_completion(

@@ -63,12 +63,12 @@ class _Shape:
     literal_items: int  # the most items in one list or map literal
 
 
-def _blank_strings(condition: str) -> str | None:
-    """``condition`` with every string literal's contents replaced by spaces.
-
-    ``None`` when a string is not terminated (the parser reports it).
+def _blank_strings(condition: str) -> tuple[str, bool]:
+    """``condition`` with every string literal's contents replaced by spaces, and
+    whether every string is terminated (if not, the text ends where the
+    unterminated one starts: the parser reports it).
     """
-    out = []
+    out: list[str] = []
     i, n = 0, len(condition)
     while i < n:
         char = condition[i]
@@ -79,20 +79,22 @@ def _blank_strings(condition: str) -> str | None:
             while i < n and not condition.startswith(quote, i):
                 i += 2 if condition[i] == "\\" else 1
             if i >= n:
-                return None
+                return "".join(out), False
             i += len(quote)
             out.append('""' + " " * (i - start - 2))
             continue
         out.append(char)
         i += 1
-    return "".join(out)
+    return "".join(out), True
 
 
 def _shape(condition: str) -> _Shape:
-    """Scan ``condition`` once, in linear time, for the parse-time caps."""
-    text = _blank_strings(condition)
-    if text is None:
-        return _Shape(_nesting_depth(condition), 0, 0, 0)
+    """Scan ``condition`` once, in linear time, for the parse-time caps.
+
+    Counted before parsing so that a pathologically nested condition is refused
+    in linear time with a clear message, whatever the parser would do with it.
+    """
+    text, terminated = _blank_strings(condition)
     # One entry per open bracket: its kind, and the items seen so far (literals).
     stack: list[list[Any]] = []
     deepest = comp_deepest = comps = items = 0
@@ -122,6 +124,8 @@ def _shape(condition: str) -> _Shape:
             top[2] = True
             if char == ",":
                 top[1] += 1
+    if not terminated:  # only the brackets before the unterminated string count
+        return _Shape(deepest, 0, 0, 0)
     return _Shape(deepest, comp_deepest, comps, items)
 
 
@@ -137,43 +141,14 @@ def _quote(condition: str) -> str:
     return repr(condition[:_QUOTE_LIMIT]) + f"... ({len(condition)} characters)"
 
 
-def _nesting_depth(condition: str) -> int:
-    """The deepest nesting of brackets outside string literals.
-
-    Counted before parsing so that a pathologically nested condition is refused
-    in linear time with a clear message, whatever the parser would do with it.
-    Unterminated strings end the scan: the parser reports those itself.
-    """
-    depth = deepest = 0
-    i, n = 0, len(condition)
-    while i < n:
-        char = condition[i]
-        if char in "'\"":
-            quote = condition[i : i + 3] if condition[i : i + 3] == char * 3 else char
-            i += len(quote)
-            while i < n and not condition.startswith(quote, i):
-                i += 2 if condition[i] == "\\" else 1
-            i += len(quote)
-            continue
-        if char in _OPENERS:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in _CLOSERS:
-            depth = max(depth - 1, 0)
-        i += 1
-    return deepest
-
-
 class _ItemBudget:
     """Counts list items, map entries and text characters converted for one evaluation."""
 
     __slots__ = ("left", "limit", "text_left", "text_limit")
 
     def __init__(self, limit: int, text_limit: int) -> None:
-        self.limit = limit
-        self.left = limit
-        self.text_limit = text_limit
-        self.text_left = text_limit
+        self.limit = self.left = limit
+        self.text_limit = self.text_left = text_limit
 
     def take_text(self, count: int, name: str) -> None:
         self.text_left -= count
@@ -314,20 +289,6 @@ class ConditionEvaluator:
         max_items: int = 100,
         max_text_chars: int = 4096,
     ):
-        for option, value in (
-            ("cache_size", cache_size),
-            ("max_length", max_length),
-            ("max_depth", max_depth),
-            ("max_comprehension_depth", max_comprehension_depth),
-            ("max_comprehensions", max_comprehensions),
-            ("max_literal_items", max_literal_items),
-            ("max_items", max_items),
-            ("max_text_chars", max_text_chars),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{option} must be a positive int, got {value!r}")
-        self._max_length = max_length
-        self._max_depth = max_depth
         self._caps = {
             "max_comprehension_depth": max_comprehension_depth,
             "max_comprehensions": max_comprehensions,
@@ -335,6 +296,12 @@ class ConditionEvaluator:
             "max_items": max_items,
             "max_text_chars": max_text_chars,
         }
+        sizes = {"cache_size": cache_size, "max_length": max_length, "max_depth": max_depth}
+        for option, value in {**sizes, **self._caps}.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{option} must be a positive int, got {value!r}")
+        self._max_length = max_length
+        self._max_depth = max_depth
         # One cache per evaluator (no module-level mutable state); lru_cache is
         # thread-safe and does not cache exceptions, so a bad condition is
         # re-diagnosed each time, with the same message.

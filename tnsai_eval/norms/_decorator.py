@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from tnsai_eval.errors import ConditionError
 from tnsai_eval.norms._conditions import ConditionEvaluator
-from tnsai_eval.norms._types import NormEntry, NormType
+from tnsai_eval.norms._types import NormEntry, NormType, named_error
 
 __all__ = ["declared_norms", "norm"]
 
@@ -59,10 +59,7 @@ def norm(
     try:
         ConditionEvaluator(cache_size=1).check(condition)
     except ConditionError as exc:
-        raise ConditionError(
-            f"@norm {entry.label!r} ({type.name.lower()} of {action!r}): {exc}",
-            condition=condition,
-        ) from None
+        raise named_error(entry, exc, "@norm") from None
 
     def decorate(cls: _C) -> _C:
         if not isinstance(cls, _builtin_type):

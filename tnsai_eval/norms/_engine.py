@@ -10,7 +10,7 @@ from typing import TypeAlias
 from tnsai_eval.errors import ConditionError, ConfigError
 from tnsai_eval.norms._conditions import ConditionEvaluator
 from tnsai_eval.norms._decorator import declared_norms
-from tnsai_eval.norms._types import CheckResult, NormEntry, NormType, NormViolation
+from tnsai_eval.norms._types import CheckResult, NormEntry, NormType, NormViolation, named_error
 
 __all__ = ["NormEngine", "Predicate"]
 
@@ -83,11 +83,7 @@ class _Activity:
             try:
                 self._held[condition] = self._decide(condition)
             except ConditionError as exc:
-                # Name the norm: a report of many norms must say which one is at fault.
-                raise ConditionError(
-                    f"norm {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
-                    condition=condition,
-                ) from None
+                raise named_error(entry, exc) from None
         return self._held[condition]
 
     def _decide(self, condition: str) -> bool:
@@ -113,11 +109,6 @@ class _Activity:
         names = sorted(name for name in self._evaluator.names(condition) if name in self._state)
         values = ", ".join(f"{name}={_short(self._state[name])}" for name in names)
         return f"its condition `{condition}` holds" + (f" with {values}" if values else "")
-
-
-def _by_priority(entries: Iterable[NormEntry]) -> list[NormEntry]:
-    # sorted() is stable, so equal priorities keep declaration order.
-    return sorted(entries, key=lambda entry: -entry.priority)
 
 
 def _action_names(actions: object, *, what: str) -> list[str]:
@@ -207,10 +198,7 @@ it always applies (no condition)
             try:
                 self._evaluator.check(entry.condition)
             except ConditionError as exc:
-                raise ConditionError(
-                    f"norm {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
-                    condition=entry.condition,
-                ) from None
+                raise named_error(entry, exc) from None
 
     def get_all_norms(self) -> list[NormEntry]:
         """Every norm held, in the order added (a copy)."""
@@ -229,21 +217,21 @@ it always applies (no condition)
         self, predicate: Predicate | None = None, *, state: Mapping[str, object] | None = None
     ) -> list[NormEntry]:
         """Active obligations, highest priority first; equal priorities in declaration order."""
-        activity = self._activity("get_active_obligations", predicate, state)
+        activity = _Activity("get_active_obligations", predicate, state, self._evaluator)
         return self._active(NormType.OBLIGATION, activity)
 
     def get_active_prohibitions(
         self, predicate: Predicate | None = None, *, state: Mapping[str, object] | None = None
     ) -> list[NormEntry]:
         """Active prohibitions, ordered like the obligations (by priority, then declaration)."""
-        activity = self._activity("get_active_prohibitions", predicate, state)
+        activity = _Activity("get_active_prohibitions", predicate, state, self._evaluator)
         return self._active(NormType.PROHIBITION, activity)
 
     def get_active_permissions(
         self, predicate: Predicate | None = None, *, state: Mapping[str, object] | None = None
     ) -> list[NormEntry]:
         """Active permissions, ordered like the obligations (by priority, then declaration)."""
-        activity = self._activity("get_active_permissions", predicate, state)
+        activity = _Activity("get_active_permissions", predicate, state, self._evaluator)
         return self._active(NormType.PERMISSION, activity)
 
     def check_action(
@@ -256,7 +244,7 @@ it always applies (no condition)
         """Whether performing ``action`` breaks an active prohibition."""
         if not isinstance(action, str):
             raise TypeError(f"check_action(): action must be an action name, got {action!r}")
-        activity = self._activity("check_action", predicate, state)
+        activity = _Activity("check_action", predicate, state, self._evaluator)
         return CheckResult(tuple(self._prohibited([action], activity)))
 
     def check_obligations(
@@ -268,7 +256,7 @@ it always applies (no condition)
     ) -> CheckResult:
         """Which active obligations ``performed_actions`` leaves unmet (highest priority first)."""
         performed = _action_names(performed_actions, what="performed_actions")
-        activity = self._activity("check_obligations", predicate, state)
+        activity = _Activity("check_obligations", predicate, state, self._evaluator)
         return CheckResult(tuple(self._unmet(performed, activity)))
 
     def check_agent(
@@ -293,18 +281,15 @@ it always applies (no condition)
                 f"the actions it performed), got {type(agent).__name__}"
             )
         performed = _action_names(agent.actions, what=f"{type(agent).__name__}.actions")
-        activity = self._activity("check_agent", predicate, state)
+        activity = _Activity("check_agent", predicate, state, self._evaluator)
         violations = self._prohibited(performed, activity) + self._unmet(performed, activity)
         return CheckResult(tuple(violations))
 
-    def _activity(
-        self, method: str, predicate: Predicate | None, state: Mapping[str, object] | None
-    ) -> _Activity:
-        return _Activity(method, predicate, state, self._evaluator)
-
     def _active(self, norm_type: NormType, activity: _Activity) -> list[NormEntry]:
-        return _by_priority(
-            entry for entry in self._norms if entry.type is norm_type and activity.is_active(entry)
+        # sorted() is stable, so equal priorities keep declaration order.
+        return sorted(
+            (e for e in self._norms if e.type is norm_type and activity.is_active(e)),
+            key=lambda entry: -entry.priority,
         )
 
     def _prohibited(self, actions: list[str], activity: _Activity) -> list[NormViolation]:

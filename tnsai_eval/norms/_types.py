@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tnsai_eval._util.enums import parse_member
-from tnsai_eval.errors import ConfigError
+from tnsai_eval._util.enums import ParsedEnum
+from tnsai_eval.errors import ConditionError, ConfigError
 
-__all__ = ["CheckResult", "NormEntry", "NormType", "NormViolation"]
+__all__ = ["CheckResult", "NormEntry", "NormType", "NormViolation", "named_error"]
 
 
-class NormType(enum.Enum):
-    """What a norm says about its action.
+class NormType(ParsedEnum):
+    """What a norm says about its action (``parse`` reads it from a name in any case).
 
     A PERMISSION documents that an action is explicitly allowed; it never
     cancels an active PROHIBITION of the same action (deny wins, as in most
@@ -23,15 +22,6 @@ class NormType(enum.Enum):
     OBLIGATION = "obligation"
     PROHIBITION = "prohibition"
     PERMISSION = "permission"
-
-    @classmethod
-    def parse(cls, text: str) -> NormType:
-        """The type named by ``text`` in any case (``"prohibition"``, ``"PROHIBITION"``).
-
-        >>> NormType.parse("Obligation")
-        <NormType.OBLIGATION: 'obligation'>
-        """
-        return parse_member(cls, text, what="norm type")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +78,6 @@ class NormEntry:
         return f"{self.type.name.lower()} of {self.action!r}"
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass(frozen=True, slots=True)
 class NormViolation:
     """A norm that an action (or a missing action) broke.
@@ -105,7 +91,7 @@ class NormViolation:
     norm: NormEntry
     action: str
     reason: str
-    timestamp: datetime = field(default_factory=_utc_now)
+    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def __str__(self) -> str:
         return self.reason
@@ -145,3 +131,12 @@ class CheckResult:
         lines = [f"{count} norm {noun}:"]
         lines.extend(f"- {violation.reason}" for violation in self.violations)
         return "\n".join(lines)
+
+
+def named_error(entry: NormEntry, exc: ConditionError, what: str = "norm") -> ConditionError:
+    """``exc`` naming the norm whose condition it is about: a report (or a class) of
+    many norms must say which one is at fault."""
+    return ConditionError(
+        f"{what} {entry.label!r} ({entry.type.name.lower()} of {entry.action!r}): {exc}",
+        condition=entry.condition,
+    )

@@ -25,6 +25,7 @@ is scored the same way: 1.0 for a case whose expected label it is.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -91,14 +92,7 @@ class ConstantBaseline:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields."""
-        return {
-            "label": self.label,
-            "selection_score": self.selection_score,
-            "score": self.score,
-            "majority_label": self.majority_label,
-            "majority_rate": self.majority_rate,
-            "cases": self.cases,
-        }
+        return dataclasses.asdict(self)
 
 
 def constant_baseline(
@@ -186,9 +180,8 @@ def confusion_frame(
                 counts[reader.label_of(row.output) or NO_LABEL] += 1
             index.append((name, expected))
             cells.append([counts[column] for column in columns])
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         cells,
         index=pd.MultiIndex.from_tuples(index, names=["prompt", "expected"]),
         columns=pd.Index(columns, name="answered"),
     )
-    return frame

@@ -91,7 +91,8 @@ class OptimizerConfig:
             value = getattr(self, rule.field)
             if not rule.accepts(value):
                 shown = type(value).__name__ if rule.show_type else repr(value)
-                raise ConfigError(f"{rule.field} must be {rule.expected()}, got {shown}")
+                expected = rule.expected() if callable(rule.expected) else rule.expected
+                raise ConfigError(f"{rule.field} must be {expected}, got {shown}")
         # None (as callers of the optimizer have always been able to pass) means the default.
         if cast(object, self.evaluator) is None:
             object.__setattr__(self, "evaluator", DefaultPromptEvaluator())
@@ -162,69 +163,64 @@ def _has_method(name: str) -> Callable[[object], bool]:
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    """One row of the table: ``field`` must be ``expected``; ``accepts`` says whether it is."""
+    """One row of the table: ``field`` must be ``expected`` (or what it returns, when read
+    at check time); ``accepts`` says whether it is."""
 
     field: str
     accepts: Callable[[object], bool]
-    expected: Callable[[], str]
+    expected: str | Callable[[], str]
     #: Show the bad value's type rather than its repr (an object's repr says little).
     show_type: bool = False
 
 
-def _rule(
-    field: str, accepts: Callable[[object], bool], expected: str, *, show_type: bool = False
-) -> _Rule:
-    return _Rule(field, accepts, lambda: expected, show_type)
-
-
 #: What each setting accepts, checked in this order (``OptimizerConfig.__post_init__``).
 _RULES: tuple[_Rule, ...] = (
-    _rule("max_iterations", _at_least(1), "at least 1"),
-    _rule("target_score", is_share, "a number in [0, 1]"),
+    _Rule("max_iterations", _at_least(1), "at least 1"),
+    _Rule("target_score", is_share, "a number in [0, 1]"),
     # Read from the registry when checked, so a mode registered later is accepted.
     _Rule("search", lambda v: v in SEARCHES, lambda: f"one of {', '.join(SEARCHES.names())}"),
-    _rule("concurrency", _int_at_least(1), "an int >= 1"),
-    _rule("max_calls", _or_none(_at_least(0)), ">= 0 or None"),
-    _rule("max_tokens", _or_none(_at_least(0)), ">= 0 or None"),
-    _rule(
+    _Rule("concurrency", _int_at_least(1), "an int >= 1"),
+    _Rule("max_calls", _or_none(_at_least(0)), ">= 0 or None"),
+    _Rule("max_tokens", _or_none(_at_least(0)), ">= 0 or None"),
+    _Rule(
         "budget",
         lambda v: v is None or isinstance(v, CallBudget),
         "an llm.CallBudget or None",
         show_type=True,
     ),
-    _rule("max_seconds", _or_none(lambda v: _number(v) and cast(float, v) > 0), "> 0 or None"),
-    _rule("template", _template, "a str with {prompt} and {input}"),
-    _rule("alpha", lambda v: _number(v) and 0 < cast(float, v) < 1, "a level in (0, 1)"),
-    _rule(
+    _Rule("max_seconds", _or_none(lambda v: _number(v) and cast(float, v) > 0), "> 0 or None"),
+    _Rule("template", _template, "a str with {prompt} and {input}"),
+    _Rule("alpha", lambda v: _number(v) and 0 < cast(float, v) < 1, "a level in (0, 1)"),
+    _Rule(
         "split",
         _or_none(lambda v: _number(v) and 0.0 < cast(float, v) < 1.0),
         "the held-out share, a number in (0, 1), or None",
     ),
-    _rule("racing_bound", lambda v: v in RACING_BOUNDS, f"one of {', '.join(RACING_BOUNDS)}"),
-    _rule("demo_sets", _int_at_least(0), "an int >= 0"),
-    _rule("rewrite_max_tokens", _int_at_least(1), "an int >= 1"),
-    _rule("few_shot_examples", _at_least(0), ">= 0"),
-    _rule("call_params", lambda v: isinstance(v, Mapping), "a mapping of call parameters"),
-    _rule("labels", _or_none(_labels), "a sequence of non-empty strings"),
+    _Rule("racing_bound", lambda v: v in RACING_BOUNDS, f"one of {', '.join(RACING_BOUNDS)}"),
+    _Rule("demo_sets", _int_at_least(0), "an int >= 0"),
+    _Rule("rewrite_max_tokens", _int_at_least(1), "an int >= 1"),
+    _Rule("few_shot_examples", _at_least(0), ">= 0"),
+    _Rule("call_params", lambda v: isinstance(v, Mapping), "a mapping of call parameters"),
+    _Rule("labels", _or_none(_labels), "a sequence of non-empty strings"),
     # numbers.Integral: numpy's ints seed random.Random as well.
-    _rule("seed", lambda v: isinstance(v, Integral) and not isinstance(v, bool), "an int"),
-    _rule("rewrite", lambda v: isinstance(v, bool), "True or False"),
-    _rule(
+    _Rule("seed", lambda v: isinstance(v, Integral) and not isinstance(v, bool), "an int"),
+    _Rule("rewrite", lambda v: isinstance(v, bool), "True or False"),
+    _Rule(
         "evaluator",
         _or_none(lambda v: _has_method("evaluate")(v) or _has_method("evaluate_trajectory")(v)),
         "a PromptEvaluator (with evaluate(actual, expected)), a trajectory evaluator (with "
         "evaluate_trajectory(trajectory, case), for optimize(target=...)) or None",
         show_type=True,
     ),
-    _rule(
+    _Rule(
         "rewrite_llm",
         _or_none(_has_method("chat")),
         "an LLM client (with chat(messages)) or None",
         show_type=True,
     ),
-    _rule("progress", _or_none(callable), "a callable or None", show_type=True),
-    _rule("clock", callable, "a callable returning seconds", show_type=True),
-    _rule(
+    _Rule("progress", _or_none(callable), "a callable or None", show_type=True),
+    _Rule("clock", callable, "a callable returning seconds", show_type=True),
+    _Rule(
         "candidate_strategies",
         lambda v: isinstance(v, Iterable) and not isinstance(v, str),
         "a sequence of strategies (PromptStrategy members or names)",

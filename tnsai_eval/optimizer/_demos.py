@@ -80,6 +80,5 @@ def demo_candidates(
             draws.append(tuple(rng.sample(list(pool), min(size, len(pool)))))
         style: DemoStyle = "chat" if style_index == 0 else "inline"
         name = "demos" if style == "chat" else "demos_inline"
-        variant = dataclasses.replace(base, demos=draws[pair], demo_style=style)
-        out.append((name, variant))
+        out.append((name, dataclasses.replace(base, demos=draws[pair], demo_style=style)))
     return out

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tnsai_eval._util.aio import run_sync
+from tnsai_eval._util.aio import blocking
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.evaluation import PromptVariant
 from tnsai_eval.llm import LLMClient
@@ -60,40 +60,28 @@ class PromptOptimizer:
     Beyond the original: cases are scored concurrently (at most
     ``concurrency`` calls in flight) through the client's async path; within a
     run the same request is never sent twice, and a variant equal to an
-    earlier one is not scored again. A variant is a ``PromptVariant``: the
-    instruction plus an optional system message, demos and
-    ``response_format`` (``optimize`` also takes one as its starting prompt);
-    ``FEW_SHOT`` adds the last ``few_shot_examples`` cases of the racing order
-    as inline demos, and ``demo_sets=N`` tries N demo sets per round, drawn
-    from the selection cases and the model's own replies that scored 1.0,
-    as chat turns and inline (a case is never scored with itself as a demo).
-    ``labels`` are the task's labels (by default a ``LabelEvaluator``'s):
-    the ``LABELS`` strategy states them as the answer format.
-    The rewrite request shows the best instruction, its score, the other
-    instructions tried and the cases it fails; ``rewrite_llm`` sends it to
-    another (stronger) model, with ``rewrite_max_tokens`` reply tokens.
-    ``search="racing"`` scores challengers on growing slices of the cases and
-    drops only those a paired bound says are worse (``racing_bound``, rule in
-    ``tnsai_eval.optimizer._racing``); ``search="halving"`` keeps the
-    better half at each doubling of the cases, with no test: cheaper, and
-    it may drop the best variant (same module). ``max_calls``, ``max_tokens`` and
+    earlier one is not scored again. A variant is a ``PromptVariant`` (also
+    a starting prompt): ``FEW_SHOT`` adds the last ``few_shot_examples``
+    cases of the racing order as inline demos, ``demo_sets=N`` tries N demo
+    sets per round (``_demos``), ``labels`` (by default a
+    ``LabelEvaluator``'s) are what the ``LABELS`` strategy states, and
+    ``rewrite_llm`` (another, stronger model) writes the rewrites
+    (``_rewrite.rewrite_request``) in ``rewrite_max_tokens`` tokens.
+    ``search`` names a mode of ``SEARCHES`` (``racing`` and ``halving``
+    score fewer cases: ``tnsai_eval.optimizer._racing``, ``racing_bound``
+    its test). ``max_calls``, ``max_tokens`` and
     ``max_seconds`` bound the run (``result.stop_reason`` says which ended
-    it); ``max_calls`` bounds HTTP attempts, retries included (a retry the
-    budget has no room for is refused: the call fails instead), replies from
-    a client's response store are counted apart, and the budget covers the
-    optimizer's own calls (the rewrite model's too), not those an evaluator
-    makes. ``budget=`` (an ``llm.CallBudget``) is a budget shared with other
-    work, such as the pytest plugin's ``--llm-max-calls``; the run draws on
-    it as well as on its own ``max_calls``. An attempt is taken from the
-    budget when it is sent, after the wait for one of the ``concurrency``
-    slots. The held-out check's calls (two per held-out case) are set aside
-    first: a budget with fewer attempts left than that refuses the run at
-    start (``ConfigError``), and the search spends the rest. A round that the
-    budget ends part-way is cut: its variants keep the cases they were scored
-    on (status ``INCOMPLETE``, a partial mean) and cannot become best; the
-    held-out check then runs on what was set aside. ``seed`` also fixes the
-    racing order; with a deterministic client the same inputs give the same
-    result, call for call. ``progress``
+    it); ``max_calls`` bounds HTTP attempts, retries included, of every call
+    the run makes (a judge's and the rewrite model's too; ``evaluation.Budget``
+    says when an attempt is taken), and ``budget=`` (an ``llm.CallBudget``)
+    is one shared with other work (the pytest plugin's ``--llm-max-calls``),
+    drawn on as well. The held-out check's calls (two per held-out case) are
+    set aside first: a budget with fewer attempts left than that refuses the
+    run at start (``ConfigError``), and the search spends the rest. A round
+    the budget ends part-way is cut: its variants keep the cases they were
+    scored on (status ``INCOMPLETE``) and cannot become best. ``seed`` also
+    fixes the racing order; with a deterministic client the same inputs give
+    the same result, call for call. ``progress``
     receives a ``ProgressEvent`` after every scored case and every round.
 
     >>> from tnsai_eval.testing import ScriptedLLM
@@ -136,7 +124,7 @@ class PromptOptimizer:
 
     suggest_strategies = staticmethod(suggest_strategies)
 
-    def optimize(
+    async def aoptimize(
         self,
         prompt: str | PromptVariant,
         cases: Sequence[TestCase],
@@ -161,14 +149,9 @@ class PromptOptimizer:
         Demo sets and a starting ``PromptVariant`` with more than an
         instruction need the optimizer's own calls (``ConfigError``).
 
-        The best prompt is chosen on selection cases only and then scored,
-        with the initial prompt, on held-out cases, giving ``validation_score``,
-        ``initial_validation_score`` and the paired test between them. The
-        held-out cases are ``validation_cases`` when given (selection then uses
-        all of ``cases``), else a seeded ``split`` share of ``cases``
-        (``split_cases``: stratified by label, same inputs on one side); with
-        ``split=None`` and no ``validation_cases`` nothing is held out.
-        Works inside a running event loop (a notebook) by running in a thread.
+        The held-out split is the class docstring's (``split_cases``: same
+        inputs on one side). ``optimize`` is the same for synchronous callers;
+        it works inside a running event loop (a notebook) by running in a thread.
 
         ``stop_event``, a ``threading.Event`` that another thread (a Stop
         button) may set, ends the run at the next call boundary: no call
@@ -181,21 +164,6 @@ class PromptOptimizer:
             worker.start()
             stop.set()  # from any thread
         """
-        coroutine = self.aoptimize(
-            prompt, cases, validation_cases=validation_cases, stop_event=stop_event, target=target
-        )
-        return run_sync(coroutine)
-
-    async def aoptimize(
-        self,
-        prompt: str | PromptVariant,
-        cases: Sequence[TestCase],
-        *,
-        validation_cases: Sequence[TestCase] | None = None,
-        stop_event: threading.Event | None = None,
-        target: Callable[[str], Any] | None = None,
-    ) -> OptimizationResult:
-        """``optimize`` for async callers (``stop_event`` and ``target`` as there)."""
         if isinstance(prompt, str):
             prompt = PromptVariant(prompt)
         elif not isinstance(prompt, PromptVariant):
@@ -213,6 +181,8 @@ class PromptOptimizer:
             target=target,
         )  # fmt: skip
         return await run.execute()
+
+    optimize = blocking(aoptimize)
 
     def _check_target(self, target: object, prompt: PromptVariant) -> None:
         """What ``target=`` needs, checked before any call."""
@@ -271,21 +241,17 @@ class PromptOptimizer:
         would leave ``prompt`` unchanged not at all. Retries are not foreseen,
         but they too count against ``max_calls``, which caps the estimate.
         """
+        c = self.config
         text = prompt.instruction if isinstance(prompt, PromptVariant) else prompt
         checked, validation = self.split_cases(cases, validation_cases)
         n = len({case.input for case in checked})
-        examples = [checked[i] for i in reversed(example_order(len(checked), self.config.seed))]
+        examples = [checked[i] for i in reversed(example_order(len(checked), c.seed))]
         first = sum(
-            1
-            for strategy in self.config.strategies
-            if strategy.apply(
-                text, examples, examples=self.config.few_shot_examples, labels=self.config.labels
-            )
-            != text
+            s.apply(text, examples, examples=c.few_shot_examples, labels=c.labels) != text
+            for s in c.strategies
         )
-        c = self.config
         per_round = (1 + n if c.rewrite else 0) + c.demo_sets * n
         total = n + first * n + per_round
         total += (c.max_iterations - 1) * (len(c.strategies) * n + per_round)
         total += 2 * len({case.input for case in validation})
-        return total if self.config.max_calls is None else min(total, self.config.max_calls)
+        return total if c.max_calls is None else min(total, c.max_calls)

@@ -190,12 +190,8 @@ def look_level(looks: Sequence[int], test: RacingBound) -> float:
 
 def paired_differences(challenger: Variant, incumbent: Variant, seen: Sequence[int]) -> list[float]:
     """``challenger - incumbent`` on each case of ``seen`` that both scored."""
-    diffs = []
-    for case in seen:
-        mine, theirs = challenger.scores.get(case), incumbent.scores.get(case)
-        if mine is not None and theirs is not None:
-            diffs.append(mine - theirs)
-    return diffs
+    pairs = ((challenger.scores.get(case), incumbent.scores.get(case)) for case in seen)
+    return [mine - theirs for mine, theirs in pairs if mine is not None and theirs is not None]
 
 
 def final_bounds(variant: Variant, n: int) -> tuple[float, float]:
@@ -434,15 +430,13 @@ async def race(
     """
     n = len(order)
     alive = [incumbent, *challengers]
-    done = 0
-    by_test = hopeless = 0
+    done = by_test = hopeless = dropped_last = 0
     declined: set[int] = set()
     used: set[RacingBound] = set()
     sizes = rung_sizes(n, min_cases=min_cases, growth=_GROWTH)
     looks = max(1, len(sizes) - 1)  # every rung but the last (module docstring, step 2)
     # Set once the incumbent leads alone: it is then scored on every remaining case.
     finish_incumbent = False
-    dropped_last = 0
     for size in sizes:
         if engine.budget.stop_reason is not None:
             break
@@ -535,13 +529,9 @@ async def halve(
         if engine.budget.stop_reason is not None:
             break
         # Case by case across the racers (tasks start in the order made).
+        rung = order[done:size]
         await asyncio.gather(
-            *(
-                engine.score_case(v, i, cases)
-                for i in order[done:size]
-                for v in alive
-                if i not in v.scores
-            )
+            *(engine.score_case(v, i, cases) for i in rung for v in alive if i not in v.scores)
         )
         done = size
         if size == n:

@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tnsai_eval._util.plain import json_ready
 from tnsai_eval._util.stats import sign_test
 from tnsai_eval.evaluation import DEFAULT_TEMPLATE, PromptVariant, demos_text
 from tnsai_eval.llm import Message
@@ -88,16 +87,10 @@ class OptimizationResult:
     or 1, else a paired bootstrap seeded by the run's seed.
     On a label task (``labels``), ``constant_baseline`` says what answering
     one label to every held-out case scores (the label chosen on the
-    selection cases) and the held-out majority class's share; ``confusion()``
-    tabulates expected by answered labels, and ``chance_flag`` says when the
-    best prompt's held-out replies are 90% or more one label or score no
-    higher than the constant answer. ``was_improved`` is the verdict's
-    "improved" (a significant held-out gain at ``alpha`` that beats the
-    constant answer); ``training_improved`` is the search's own view (a
-    higher selection score). ``headline`` says it all in one line.
-    ``best_prompt`` is the winning instruction text (inline demos included);
-    ``best_spec`` the whole winning variant and ``best_messages(input)`` its
-    messages for one input.
+    selection cases) and the held-out majority class's share. The
+    properties and methods below (``headline``, ``verdict``, ``chance_flag``,
+    ``confusion()``...) say what they read. ``best_prompt`` is the winning
+    instruction text (inline demos included), ``best_spec`` the whole variant.
     ``rejected_rewrites`` holds, for each model rewrite that was not a prompt
     for the task (a greeting, a question back, empty, off the task: see
     ``check_rewrite``), why it was rejected; rejected rewrites are never scored.
@@ -477,10 +470,8 @@ class OptimizationResult:
     def to_dataframe(self) -> pd.DataFrame:
         """One row per (round, variant, case) scored, in that order.
 
-        Columns: round, variant, strategy, case, input, expected, output,
-        score, tokens, latency, cached, error, split, details, reason,
-        case_id, state, error_type: the fields of each ``CaseRecord`` (``case``
-        is its ``index``, ``latency`` its ``latency_s``). Failed calls are rows
+        Columns: ``CASE_COLUMNS``, the fields of each ``CaseRecord`` (``case`` is its
+        ``index``, ``latency`` its ``latency_s``, ``case_id`` its ``id``). Failed calls are rows
         with a ``None`` output and score, the error's text and its type.
         ``details`` says what the variant carries beyond its instruction
         ("system message; 3 demo(s) as chat"; ``''`` for a bare instruction):
@@ -490,28 +481,14 @@ class OptimizationResult:
         import pandas as pd
 
         details = {v.id: v.details for v in self.variants}
-
+        # Each column is the record's field of that name, but for these three.
+        renamed = {"case": "index", "latency": "latency_s", "case_id": "id"}
         rows = [
-            (
-                r.round,
-                r.variant,
-                r.strategy,
-                r.index,
-                r.input,
-                r.expected,
-                r.output,
-                r.score,
-                r.tokens,
-                r.latency_s,
-                r.cached,
-                r.error,
-                r.split,
-                details.get(r.variant, ""),
-                r.reason,
-                r.id,
-                r.state.value,
-                r.error_type,
-            )
+            {
+                **{c: getattr(r, renamed.get(c, c)) for c in CASE_COLUMNS if c != "details"},
+                "details": details.get(r.variant, ""),
+                "state": r.state.value,
+            }
             for r in self.case_results
         ]
         return pd.DataFrame(rows, columns=list(CASE_COLUMNS))
@@ -519,8 +496,7 @@ class OptimizationResult:
     def rounds_dataframe(self) -> pd.DataFrame:
         """One row per round (0 is the initial prompt): best score so far and costs.
 
-        Columns, the fields of ``RoundRecord``: round, best_score, best_variant,
-        improved, variants, calls, tokens, failed_calls, elapsed_s.
+        Columns: the fields of ``RoundRecord``.
         """
         import pandas as pd
 
@@ -530,29 +506,22 @@ class OptimizationResult:
     def variants_dataframe(self) -> pd.DataFrame:
         """One row per variant tried, in the order they were made.
 
-        Columns, the fields of ``VariantRecord`` (``status`` as its string value):
-        id, round, strategy, prompt, parent, status, score, partial_score,
-        cases_scored, cases_failed, calls, tokens, became_best, duplicate_of,
-        system, demos, demo_style, response_format; then details. So that a
-        table (or a CSV file) shows them, ``demos`` is text (``input -> output``
-        pairs, see ``demos_text``) and ``response_format`` JSON text; the
-        records themselves (``variants``, ``VariantRecord.to_dict()``) keep them
-        as data.
+        Columns: the fields of ``VariantRecord`` (``status`` as its string value),
+        then details. So that a table (or a CSV file) shows them, ``demos`` is text
+        (``input -> output`` pairs, see ``demos_text``) and ``response_format`` JSON
+        text; the records themselves (``variants``, ``VariantRecord.to_dict()``) keep
+        them as data.
         """
         import pandas as pd
 
         columns = [f.name for f in dataclasses.fields(VariantRecord)] + ["details"]
         rows = []
         for v in self.variants:
-            row = {name: getattr(v, name) for name in columns}
+            row = v.to_dict()  # its fields, the status's value and its details
+            shape = row["response_format"]
             row.update(
-                status=v.status.value,
                 demos=demos_text(v.demos),
-                response_format=(
-                    None
-                    if v.response_format is None
-                    else json.dumps(json_ready(v.response_format), sort_keys=True)
-                ),
+                response_format=None if shape is None else json.dumps(shape, sort_keys=True),
             )
             rows.append(row)
         return pd.DataFrame(rows, columns=columns)

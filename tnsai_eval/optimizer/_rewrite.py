@@ -67,16 +67,14 @@ def rewrite_request(
     shown = worst[:REWRITE_CASES] or list(range(min(REWRITE_CASES, len(cases))))
     lines += ["", "Cases it got wrong or least right:"]
     for index in shown:
-        case = cases[index]
-        output = best.outputs.get(index)
-        score = best.scores.get(index)
-        lines.append(f"Input: {case.input.strip()}")
-        lines.append(f"Expected: {case.expected.strip()}")
-        lines.append(
-            f"Got: {output.strip() if output is not None else '(no reply: the call failed)'}"
-        )
-        lines.append(f"Score: {score:.2f}" if score is not None else "Score: none")
-        lines.append("")
+        case, output, score = cases[index], best.outputs.get(index), best.scores.get(index)
+        lines += [
+            f"Input: {case.input.strip()}",
+            f"Expected: {case.expected.strip()}",
+            f"Got: {output.strip() if output is not None else '(no reply: the call failed)'}",
+            f"Score: {score:.2f}" if score is not None else "Score: none",
+            "",
+        ]
     lines.append(
         "Write one improved instruction that makes the model reply with exactly the "
         "expected output for inputs like these. Reply with the instruction only."
@@ -197,12 +195,7 @@ def task_words(task: str, cases: Iterable[TestCase] = ()) -> frozenset[str]:
     >>> sorted(task_words("Classify the sentiment.", [TestCase("great!", "positive")]))
     ['class', 'posit', 'senti']
     """
-    text = " ".join([task, *(case.expected for case in cases)])
-    return frozenset(
-        _stem(word)
-        for word in normalize_answer(text).split()
-        if len(word) >= 3 and word.isalpha() and word not in _COMMON
-    )
+    return frozenset(_content_words(" ".join([task, *(case.expected for case in cases)])))
 
 
 def _content_words(text: str) -> list[str]:
@@ -312,8 +305,7 @@ def check_rewrite(
         return f"repeats the model's reply to a case ({_shown(reply)!r})"
     quoted = _quoted_case(text, task, cases)
     if quoted is not None:
-        shown = quoted.input if len(quoted.input) <= 60 else quoted.input[:57] + "..."
-        return f"quotes a case's input ({shown!r})"
+        return f"quotes a case's input ({_shown(quoted.input)!r})"
     # A short input (too few words for the paraphrase test) copied word for word.
     copied = _repeated(text, (case.input for case in cases), task)
     if copied is not None:

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import random
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from tnsai_eval.llm import LLMClient
 from tnsai_eval.optimizer._chance import constant_baseline
 from tnsai_eval.optimizer._config import OptimizerConfig
 from tnsai_eval.optimizer._demos import bootstrap_pool, demo_candidates
-from tnsai_eval.optimizer._racing import savings_report
+from tnsai_eval.optimizer._racing import RaceSummary, savings_report
 from tnsai_eval.optimizer._records import (
     EventKind,
     ProgressEvent,
@@ -104,10 +105,8 @@ class Run:
         self.best: Variant | None = None
         # Rewrite replies that were not prompts for the task (check_rewrite), with why.
         self.rejected_rewrites: list[str] = []
-        # Over the run's races: case scorings saved, racers dropped, dropped at the last look.
-        self.race_totals = [0, 0, 0]
-        # Whether the search mode raced (returned a summary) in some round.
-        self.raced = False
+        # What the search mode's races decided (the rounds it returned a summary for).
+        self.races: list[RaceSummary] = []
         # The limits as given: during the search, Budget's own are lowered by
         # what the held-out check is estimated to need (_reserve).
         self.max_tokens = options.max_tokens
@@ -144,13 +143,10 @@ class Run:
     ) -> Variant:
         variant = Variant(len(self.variants), round_no, strategy, spec, parent)
         self.variants.append(variant)
-        key = spec.key()
-        earlier = self.by_key.get(key)
-        if earlier is not None:
+        earlier = self.by_key.setdefault(spec.key(), variant.id)
+        if earlier != variant.id:
             variant.status = VariantStatus.DUPLICATE
             variant.duplicate_of = earlier
-        else:
-            self.by_key[key] = variant.id
         return variant
 
     def _set_aside_held_out(self) -> None:
@@ -220,9 +216,8 @@ class Run:
         of reserves); ``Budget``'s token and time limits, which it checks
         before each call, are the given ones less the estimate.
         """
-        for budget in self.budget.call_budgets:
-            budget.release()
-            budget.hold(min(need.calls, budget.left))
+        self.budget.release()
+        self.budget.hold(need.calls)
         if self.max_tokens is not None:
             self.budget.max_tokens = max(0, self.max_tokens - need.tokens)
         if self.max_seconds is not None:
@@ -264,12 +259,8 @@ class Run:
         first = search.first_cases(n, demo_sets=self.options.demo_sets)
         planned = self.order[:first] if first < n else range(n)
         await self.engine.score(initial, planned, self.cases)
-        partial_mean = initial.mean()
-        if (
-            len(planned) < n
-            and partial_mean is not None
-            and partial_mean >= self.options.target_score
-        ):
+        mean = initial.mean()
+        if len(planned) < n and mean is not None and mean >= self.options.target_score:
             # At the target on the first rung: the likeliest winner, and whether
             # the run is already done needs its complete score (exhaustive
             # search stops here without a round; so does racing).
@@ -315,10 +306,7 @@ class Run:
             note = None
             if summary is not None:
                 note = summary.note
-                self.raced = True
-                self.race_totals[0] += summary.saved
-                self.race_totals[1] += summary.dropped
-                self.race_totals[2] += summary.dropped_last
+                self.races.append(summary)
             self._finish_statuses([incumbent, *scored])
             improved = self._select(scored, incumbent)
             self._record_round(
@@ -369,7 +357,10 @@ class Run:
             if score <= self.best_score:
                 continue
             self.best = variant
-            problem = self._check_problem_after_unreserve(self._check_cost(final=True))
+            need = self._check_cost(final=True)
+            self._unreserve()
+            problem = self._check_problem(need)
+            self._reserve(need)
             if problem is None:
                 variant.became_best = True
                 self.budget_notes.append(
@@ -398,12 +389,6 @@ class Run:
                 failed_calls=last.failed_calls + self.budget.failed_calls - before[2],
                 elapsed_s=self.budget.elapsed(),
             )
-
-    def _check_problem_after_unreserve(self, need: CheckCost) -> str | None:
-        self._unreserve()
-        problem = self._check_problem(need)
-        self._reserve(need)
-        return problem
 
     def _stop_before(self, rounds_done: int) -> StopReason | None:
         if self.budget.stopped():  # a stop_event set between two rounds
@@ -574,18 +559,16 @@ class Run:
         )
 
     def _racing_report(self, stop: StopReason) -> str | None:
-        if not self.raced or len(self.history) < 2:
+        if not self.races or len(self.history) < 2:
             return None
-        saved, dropped, dropped_last = self.race_totals
-        cut = stop in (StopReason.MAX_CALLS, StopReason.MAX_TOKENS, StopReason.MAX_SECONDS,
-                       StopReason.STOPPED)  # fmt: skip
+        cut = stop in (*_LIMITS, StopReason.STOPPED)
         return savings_report(
             self.options.search,
-            saved,
+            sum(race.saved for race in self.races),
             # Requests: live calls and replies a response store served alike.
             self.budget.calls + self.budget.cache_hits,
-            dropped=dropped,
-            dropped_last=dropped_last,
+            dropped=sum(race.dropped for race in self.races),
+            dropped_last=sum(race.dropped_last for race in self.races),
             complete=not cut,
         )
 
@@ -729,11 +712,9 @@ def gain_interval(
     (0.25, 0.5)
     """
     if all(v in (0.0, 1.0) for pair in pairs for v in pair):
-        both = sum(1 for a, b in pairs if a == b == 1.0)
-        only_after = sum(1 for a, b in pairs if a == 1.0 and b == 0.0)
-        only_before = sum(1 for a, b in pairs if a == 0.0 and b == 1.0)
-        neither = len(pairs) - both - only_after - only_before
-        return paired_proportions_interval(both, only_after, only_before, neither, alpha=alpha)
+        # (after, before): both right, only after, only before, neither.
+        n = Counter(pairs)
+        return paired_proportions_interval(n[1, 1], n[1, 0], n[0, 1], n[0, 0], alpha=alpha)
     return paired_bootstrap_interval([a - b for a, b in pairs], alpha=alpha, seed=seed)
 
 

@@ -102,8 +102,27 @@ class _Racer(Search):
     0.510, p = 1).
     """
 
+    #: Drop by rank at doubling rungs (``_racing.halve``) rather than by test (``race``).
+    halving: ClassVar[bool] = False
+
     def first_cases(self, n: int, *, demo_sets: int) -> int:
         return rung_sizes(n)[0] if n and not demo_sets else n
+
+    async def score_round(
+        self,
+        engine: Engine,
+        challengers: Sequence[Variant],
+        incumbent: Variant,
+        order: Sequence[int],
+        cases: Sequence[TestCase],
+        *,
+        bound: RacingBound,
+        incumbent_name: str,
+    ) -> RaceSummary | None:
+        racers = (engine, challengers, incumbent, order, cases)
+        if self.halving:
+            return await halve(*racers, incumbent_name=incumbent_name)
+        return await race(*racers, bound=bound, incumbent_name=incumbent_name)
 
 
 class Racing(_Racer):
@@ -112,42 +131,13 @@ class Racing(_Racer):
     name = "racing"
     summary = "race them and drop those a paired test shows worse"
 
-    async def score_round(
-        self,
-        engine: Engine,
-        challengers: Sequence[Variant],
-        incumbent: Variant,
-        order: Sequence[int],
-        cases: Sequence[TestCase],
-        *,
-        bound: RacingBound,
-        incumbent_name: str,
-    ) -> RaceSummary | None:
-        return await race(
-            engine, challengers, incumbent, order, cases, bound=bound, incumbent_name=incumbent_name
-        )
-
 
 class Halving(_Racer):
     """Doubling rungs; the upper half goes on, no test (``_racing.halve``)."""
 
     name = "halving"
     summary = "keep the better half at each doubling of the cases, no test"
-
-    async def score_round(
-        self,
-        engine: Engine,
-        challengers: Sequence[Variant],
-        incumbent: Variant,
-        order: Sequence[int],
-        cases: Sequence[TestCase],
-        *,
-        bound: RacingBound,
-        incumbent_name: str,
-    ) -> RaceSummary | None:
-        return await halve(
-            engine, challengers, incumbent, order, cases, incumbent_name=incumbent_name
-        )
+    halving = True
 
 
 class SearchRegistry:
@@ -182,12 +172,9 @@ class SearchRegistry:
 
     def get(self, name: str) -> Search:
         """The mode called ``name``; a ``ConfigError`` naming the choices otherwise."""
-        try:
-            return self._modes[name]
-        except (KeyError, TypeError):
-            raise ConfigError(
-                f"search must be one of {', '.join(self._modes)}, got {name!r}"
-            ) from None
+        if name not in self:
+            raise ConfigError(f"search must be one of {', '.join(self._modes)}, got {name!r}")
+        return self._modes[name]
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in self._modes

@@ -26,13 +26,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tnsai_eval import frames
-from tnsai_eval._util.secrets import frozen_secrets, mask
-from tnsai_eval._util.text import no_surrogates
+from tnsai_eval._util.secrets import frozen_secrets
 from tnsai_eval.plots._base import to_png
 from tnsai_eval.plots._reports import plot_report_comparison, plot_report_scores
 from tnsai_eval.plots._trajectory_html import (
     TRAJECTORY_STYLE,
     divergence_block,
+    esc,
     steps_cell,
     tools_text,
 )
@@ -102,15 +102,9 @@ _TEST_COLUMNS = ("nodeid", "status", "score", "score_low", "score_high", "case_p
                  "live_calls", "latency_p50_s", "latency_p95_s")  # fmt: skip
 
 
-def _esc(value: object) -> str:
-    """Any text bound for the page: masked (ids and config can hold keys too),
-    encodable (a lone surrogate in a case), then HTML-escaped."""
-    return html.escape(no_surrogates(mask(str(value))))
-
-
 def _img(fig: Figure, alt: str) -> str:
     data = base64.b64encode(to_png(fig)).decode("ascii")
-    return f'<img alt="{_esc(alt)}" src="data:image/png;base64,{data}">'
+    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _table(frame: pd.DataFrame, *, row_class: str | None = None) -> str:
@@ -118,10 +112,10 @@ def _table(frame: pd.DataFrame, *, row_class: str | None = None) -> str:
     if frame.empty:
         return "<p><i>(none)</i></p>"
     shown = list(frame.columns)
-    head = "".join(f"<th>{_esc(str(c))}</th>" for c in shown)
+    head = "".join(f"<th>{esc(str(c))}</th>" for c in shown)
     rows = []
     for _, row in frame.iterrows():
-        css = f' class="{_esc(str(row[row_class]))}"' if row_class else ""
+        css = f' class="{esc(str(row[row_class]))}"' if row_class else ""
         cells = "".join(f"<td>{_cell(row[c], str(c))}</td>" for c in shown)
         rows.append(f"<tr{css}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -134,7 +128,7 @@ def _cell(value: object, column: str = "") -> str:
         return format_cost(value)  # 0.0000456, where three decimals showed 0.000
     if isinstance(value, float):
         return f"{value:.3f}"
-    return _esc(str(value))
+    return esc(str(value))
 
 
 def _verdict(comparison: Comparison) -> str:
@@ -159,13 +153,13 @@ def _evidence(comparison: Comparison) -> list[str]:
     """What is missing, and what the sign test could see next to each dropped or unchanged score."""
     parts: list[str] = []
     if comparison.shortfalls:
-        items = "".join(f"<li>{_esc(str(s))}</li>" for s in comparison.shortfalls)
+        items = "".join(f"<li>{esc(str(s))}</li>" for s in comparison.shortfalls)
         parts.append(f'<p>Missing evidence:</p><ul class="missing">{items}</ul>')
     power = [c for c in (*comparison.dropped, *comparison.unchanged) if c.detectability]
     if power:
         items = "".join(
-            f"<li><code>{_esc(c.nodeid)}</code> ({_esc(c.metric)}) "
-            f"<b>{c.kind.value}</b>: {_esc(c.detectability.describe())}</li>"
+            f"<li><code>{esc(c.nodeid)}</code> ({esc(c.metric)}) "
+            f"<b>{c.kind.value}</b>: {esc(c.detectability.describe())}</li>"
             for c in power
             if c.detectability is not None
         )
@@ -185,9 +179,7 @@ def _cost_lines(comparison: Comparison) -> list[str]:
     ]
     if not changes:
         return []
-    items = "".join(
-        f"<li><code>{_esc(c.nodeid)}</code>: {_esc(cost_line(c))}</li>" for c in changes
-    )
+    items = "".join(f"<li><code>{esc(c.nodeid)}</code>: {esc(cost_line(c))}</li>" for c in changes)
     return [f'<ul class="costs">{items}</ul>']
 
 
@@ -197,14 +189,14 @@ def _prompt_diffs(changes: tuple[PromptChange, ...]) -> list[str]:
     for change in changes:
         lines = change.diff() or ["(same text: the template or the call settings changed)"]
         body = "".join(
-            f'<span class="{_diff_class(line)}">{_esc(line)}</span>'
+            f'<span class="{_diff_class(line)}">{esc(line)}</span>'
             if _diff_class(line)
-            else _esc(line) + "\n"
+            else esc(line) + "\n"
             for line in lines
         )
         parts.append(
-            f"<h3>Prompt <code>{_esc(change.name)}</code> changed "
-            f"({_esc(change.baseline_hash)} -> {_esc(change.current_hash)})</h3>"
+            f"<h3>Prompt <code>{esc(change.name)}</code> changed "
+            f"({esc(change.baseline_hash)} -> {esc(change.current_hash)})</h3>"
             f'<pre class="diff">{body}</pre>'
         )
     return parts
@@ -260,15 +252,15 @@ def _case_section(test: TrackedTest, index: int, flips: dict[tuple[str, str], Ca
         run = ""
         if agent:
             tools = "" if case.trajectory is None else tools_text(case.trajectory)
-            run = f"<td>{_esc(tools)}</td><td>{steps_cell(case)}</td>"
+            run = f"<td>{esc(tools)}</td><td>{steps_cell(case)}</td>"
         rows.append(
             f'<tr class="{css}" data-kinds="{" ".join(kinds)}">'
-            + "".join(f"<td>{_esc(c)}</td>" for c in cells)
+            + "".join(f"<td>{esc(c)}</td>" for c in cells)
             + run
             + "</tr>"
         )
     parts = [
-        f"<h3>{_esc(test.nodeid)}: {len(test.cases)} case record(s)</h3>",
+        f"<h3>{esc(test.nodeid)}: {len(test.cases)} case record(s)</h3>",
         f'<div class="filters">{buttons}</div>',
         f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
         "</table>",
@@ -284,15 +276,15 @@ def _flip_blocks(changes: Iterable[CaseChange], before_name: str, after_name: st
     blocks = []
     shown: set[str] = set()
     for change in sorted(changes, key=lambda c: (c.flip != "broken", c.delta)):
-        before = _esc(masked(change.baseline_output) or "")
-        after = _esc(masked(change.current_output) or "")
+        before = esc(masked(change.baseline_output) or "")
+        after = esc(masked(change.current_output) or "")
         blocks.append(
-            f"<p><b>{change.flip}</b> <code>{_esc(change.id)}</code>: "
-            f"{_esc(shown_text(change.input, 200))} "
-            f"(expected {_esc(shown_text(change.expected, 80))}; "
+            f"<p><b>{change.flip}</b> <code>{esc(change.id)}</code>: "
+            f"{esc(shown_text(change.input, 200))} "
+            f"(expected {esc(shown_text(change.expected, 80))}; "
             f"{change.baseline_score:.2f} -> {change.current_score:.2f})</p>"
-            f'<div class="side"><div>{_esc(before_name)}<pre>{before}</pre></div>'
-            f"<div>{_esc(after_name)}<pre>{after}</pre></div></div>"
+            f'<div class="side"><div>{esc(before_name)}<pre>{before}</pre></div>'
+            f"<div>{esc(after_name)}<pre>{after}</pre></div></div>"
             + ("" if change.id in shown else divergence_block(change, (before_name, after_name)))
         )
         if change.divergence is not None:
@@ -329,7 +321,7 @@ def _model_section(result: ModelComparison) -> list[str]:
     )
     frame = pd.DataFrame(rows)
     parts = [
-        f"<h2>Model {_esc(result.candidate)} against {_esc(result.baseline)}: {verdict}</h2>",
+        f"<h2>Model {esc(result.candidate)} against {esc(result.baseline)}: {verdict}</h2>",
         _table(frame, row_class="verdict"),
     ]
     # The cases that flipped between the two models, as a baseline comparison lists them.
@@ -337,13 +329,13 @@ def _model_section(result: ModelComparison) -> list[str]:
     total = sum(len(cmp.flipped) for cmp in flipped)
     broken = sum(len(cmp.broken) for cmp in flipped)
     parts.append(
-        f"<h3>Flipped cases, {_esc(result.baseline)} (A) to {_esc(result.candidate)} (B): "
+        f"<h3>Flipped cases, {esc(result.baseline)} (A) to {esc(result.candidate)} (B): "
         f"{total} ({broken} broken, {total - broken} fixed)</h3>"
     )
     for cmp in flipped:
         low, high = cmp.delta_interval
         parts.append(
-            f"<h4><code>{_esc(cmp.nodeid)}</code> ({_esc(cmp.metric)}): {len(cmp.broken)} "
+            f"<h4><code>{esc(cmp.nodeid)}</code> ({esc(cmp.metric)}): {len(cmp.broken)} "
             f"broken, {len(cmp.fixed)} fixed of {len(cmp.changes)} common case(s); mean "
             f"{cmp.baseline_mean:.3f} -> {cmp.current_mean:.3f} (95% CI of the delta "
             f"[{low:+.3f}, {high:+.3f}]); sign test p={cmp.p_worse:.3g}</h4>"
@@ -383,10 +375,10 @@ def render_html(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(name)}</title><style>{_STYLE}{TRAJECTORY_STYLE}</style>",
+        f"<title>{esc(name)}</title><style>{_STYLE}{TRAJECTORY_STYLE}</style>",
         f"<script>{_SCRIPT}</script></head><body>",
-        f"<h1>{_esc(name)}</h1>",
-        f"<p>created {_esc(run.created or '-')} · schema {run.schema_version} · {_esc(config)}</p>",
+        f"<h1>{esc(name)}</h1>",
+        f"<p>created {esc(run.created or '-')} · schema {run.schema_version} · {esc(config)}</p>",
         f"<p>{totals['tests']} test(s), {totals['failed']} failed · {totals['calls']} call(s), "
         f"{totals['tokens']} token(s), {totals['cache_hits']} cache hit(s)"
         + ("" if run.cost is None else f" · estimated cost {format_cost(run.cost)}")
@@ -400,7 +392,7 @@ def render_html(
         parts += [
             f"<h2>Against the baseline (tolerance {comparison.tolerance:g}, gate "
             f"{comparison.gate.value}{alpha}): {_verdict(comparison)}</h2>",
-            *([f"<p>{_esc(settings)}</p>"] if settings else []),
+            *([f"<p>{esc(settings)}</p>"] if settings else []),
             *_evidence(comparison),
             _img(plot_report_comparison(changes), "baseline vs current"),
             _table(changes, row_class="kind"),

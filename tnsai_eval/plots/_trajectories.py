@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from tnsai_eval import frames
+from tnsai_eval._util.checks import whole
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.plots._base import (
     BASE_COLOR,
@@ -104,11 +105,6 @@ def _title(given: str | None, default: str, left_out: int) -> str:
     return text + (f" ({left_out} more not shown)" if left_out else "")
 
 
-def _check_limit(max_cases: int) -> None:
-    if isinstance(max_cases, bool) or not isinstance(max_cases, int) or max_cases < 1:
-        raise ConfigError(f"max_cases must be an int >= 1, got {max_cases!r}")
-
-
 def plot_tool_use(
     head: Runs,
     base: Runs | None = None,
@@ -129,7 +125,7 @@ def plot_tool_use(
     ``max_cases`` rows are drawn (the changed cases first when there are
     more); the title says how many were left out.
     """
-    _check_limit(max_cases)
+    whole("max_cases", max_cases, 1)
     now = _steps(head, "head")
     before = None if base is None else _steps(base, "base")
     now_counts = _tool_counts(now)
@@ -188,9 +184,7 @@ def plot_tool_use(
 
 def _step_kinds(frame: pd.DataFrame) -> dict[_Key, tuple[int, int]]:
     """(model turns, tool calls) per case."""
-    out: dict[_Key, tuple[int, int]] = {}
-    for key in _keys(frame):
-        out[key] = (0, 0)
+    out = dict.fromkeys(_keys(frame), (0, 0))
     for nodeid, case_id, sample, kind in frame[["nodeid", "case_id", "sample", "kind"]].itertuples(
         index=False
     ):
@@ -217,7 +211,7 @@ def plot_steps_per_case(
     labels of the cases whose step count changed are red. At most
     ``max_cases`` cases (those that changed first).
     """
-    _check_limit(max_cases)
+    whole("max_cases", max_cases, 1)
     now = _step_kinds(_steps(head, "head"))
     before = None if base is None else _step_kinds(_steps(base, "base"))
     all_keys = list(dict.fromkeys([*now, *(before or {})]))

@@ -13,7 +13,7 @@ all, rather than a score of 0.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "failure_message",
     "load_prompt",
     "not_run_message",
+    "other_model_hint",
     "prompt_record",
     "record",
     "shown_path",
@@ -85,19 +86,20 @@ def _table(cases: Sequence[CaseRecord]) -> str:
 
 def unrecorded_message(result: PromptEvaluation, command: str, reason: str) -> str:
     """One message for every unrecorded case: how many, why, and the command that records."""
-    from tnsai_eval.llm import OTHER_MODEL_HINT
-
     missing = result.unrecorded
-    # Replay is keyed on the model: when the store holds these replies for
-    # another model, the miss says which to select, and recording is not the fix.
-    other = next((c.error for c in missing if c.error and OTHER_MODEL_HINT in c.error), None)
-    fix = (
-        other[other.index(OTHER_MODEL_HINT) :]
-        if other is not None
-        else f"Record them with:\n    {command}"
-    )
+    fix = other_model_hint(missing) or f"Record them with:\n    {command}"
     head = f"{len(missing)} of {len(result.cases)} case(s) unrecorded ({reason}); they are not "
     return _listed(head + f"scored. {fix}", missing)
+
+
+def other_model_hint(cases: Iterable[CaseRecord]) -> str | None:
+    """What the store said of unrecorded ``cases`` when it holds their replies for another
+    model (which to select: recording again is not the fix); ``None`` otherwise."""
+    from tnsai_eval.llm import OTHER_MODEL_HINT
+
+    # Replay is keyed on the model: such a miss names the model that has the replies.
+    errors = (c.error for c in cases if c.error and OTHER_MODEL_HINT in c.error)
+    return next((e[e.index(OTHER_MODEL_HINT) :] for e in errors), None)
 
 
 def _listed(head: str, cases: Sequence[CaseRecord]) -> str:
@@ -163,7 +165,7 @@ def verdict(
     """Why the test fails (unrecorded cases, failed calls, a low score), or ``None``."""
     problems = []
     # --tnsai-allow-unrecorded accepts them: the gate and the test agree.
-    if result.unrecorded and not session.options.allow_unrecorded:
+    if result.unrecorded and not session.options.gate_settings.allow_unrecorded:
         command = f"pytest --llm-record record {nodeid}"
         options = session.options
         reason = (

@@ -15,7 +15,6 @@ named models are a separate, explicit choice.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,10 +39,6 @@ _HELP_COMPARE = (
     "with --tnsai-model): flipped cases, sign test, tokens and cost; a regression fails "
     "the session."
 )
-_HELP_COSTS = (
-    "also gate each test's tokens, calls and estimated cost (lower is better) with this "
-    "relative tolerance (0.2: 20%% more fails), against the baseline and between models."
-)
 
 
 def add_model_options(parser: pytest.Parser) -> None:
@@ -63,11 +58,6 @@ def add_model_options(parser: pytest.Parser) -> None:
         metavar=("A", "B"), help=_HELP_COMPARE,
     )  # fmt: skip
     parser.addini("tnsai_compare_models", help=_HELP_COMPARE, type="args", default=[])
-    group.addoption(
-        "--tnsai-gate-costs", dest="tnsai_gate_costs", default=None, metavar="FRACTION",
-        help=_HELP_COSTS,
-    )  # fmt: skip
-    parser.addini("tnsai_gate_costs", help=_HELP_COSTS.replace("%%", "%"), default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +66,6 @@ class ModelOptions:
 
     models: tuple[NamedModel, ...] = ()
     compare: tuple[str, str] | None = None
-    gate_costs: float | None = None
     source: str = ""
 
     @property
@@ -95,7 +84,6 @@ class ModelOptions:
             "model_table": {m.name: m.describe() for m in self.models},
             "models_source": self.source,
             "compare_models": None if self.compare is None else list(self.compare),
-            "gate_costs": self.gate_costs,
         }
 
 
@@ -107,14 +95,13 @@ def model_options(config: pytest.Config, record_mode: str) -> ModelOptions:
     """
     names, origin = _given(config)
     compare, compare_origin = _compare(config)
-    gate_costs = _gate_costs(config)
     if not names:
         if compare is not None:
             raise pytest.UsageError(
                 f"{compare_origin} {' '.join(compare)}: name the models to run with "
                 "--tnsai-model (once for each)"
             )
-        return ModelOptions(gate_costs=gate_costs)
+        return ModelOptions()
     from tnsai_eval.errors import ConfigError
 
     try:
@@ -134,7 +121,7 @@ def model_options(config: pytest.Config, record_mode: str) -> ModelOptions:
             )
         if compare[0] == compare[1]:
             raise pytest.UsageError(f"{compare_origin}: both names are {compare[0]!r}")
-    return ModelOptions(models, compare, gate_costs, _shown_source(table.source, config.rootpath))
+    return ModelOptions(models, compare, _shown_source(table.source, config.rootpath))
 
 
 def _shown_source(source: str, rootdir: Path) -> str:
@@ -172,28 +159,6 @@ def _compare(config: pytest.Config) -> tuple[tuple[str, str] | None, str]:
             f"ini tnsai_compare_models: expected two model names, got {' '.join(ini)!r}"
         )
     return (ini[0], ini[1]), "ini tnsai_compare_models"
-
-
-def _gate_costs(config: pytest.Config) -> float | None:
-    value, origin = config.getoption("tnsai_gate_costs"), "--tnsai-gate-costs"
-    if value is not None and not str(value).strip():
-        # `--tnsai-gate-costs=` (an unset CI variable) must not quietly turn the gate off.
-        raise pytest.UsageError(
-            f"{origin}: expected a fraction such as 0.2, got an empty value (leave the "
-            "option out to show costs without gating them)"
-        )
-    if value is None:
-        # An empty ini value is unset, as for every tnsai ini key.
-        value, origin = config.getini("tnsai_gate_costs"), "ini tnsai_gate_costs"
-    if value is None or not str(value).strip():
-        return None
-    try:
-        number = float(str(value))
-    except ValueError:
-        raise pytest.UsageError(f"{origin}: {value!r} is not a valid float") from None
-    if not math.isfinite(number) or number < 0:
-        raise pytest.UsageError(f"{origin}: expected a finite number >= 0, got {value!r}")
-    return number
 
 
 def _table(config: pytest.Config) -> ModelTable:

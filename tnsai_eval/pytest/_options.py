@@ -10,25 +10,15 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tnsai_eval.pytest._models import ModelOptions, add_model_options, model_options
-from tnsai_eval.settings import (
-    DEFAULT_ALPHA,
-    DEFAULT_GATE,
-    DEFAULT_MIN_COMMON,
-    DEFAULT_TOLERANCE,
-    ENV_API_KEY,
-    ENV_BASE_URL,
-    ENV_MODEL,
-    MAX_CONCURRENCY,
-    RecordMode,
-)
+from tnsai_eval.settings import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, MAX_CONCURRENCY, RecordMode
 
 if TYPE_CHECKING:
     from tnsai_eval.reports import GateSettings
@@ -38,7 +28,6 @@ __all__ = ["DEFAULT_STORE", "PluginOptions", "add_options"]
 #: The response store used when neither --llm-store nor tnsai_llm_store is set,
 #: relative to pytest's rootdir.
 DEFAULT_STORE = "tests/llm-responses"
-_GATES = ("tolerance", "paired")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +100,13 @@ _SPECS = (
         "RATIO",
     ),
     _Spec(
+        "--tnsai-gate-costs",
+        "tnsai_gate_costs",
+        "also gate each test's tokens, calls and estimated cost (lower is better) with this "
+        "relative tolerance (0.2: 20%% more fails), against the baseline and between models.",
+        "FRACTION",
+    ),
+    _Spec(
         "--tnsai-min-common",
         "tnsai_min_common",
         "least share of the baseline's cases a test must have in common with it (run in "
@@ -156,20 +152,12 @@ _SPECS = (
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("tnsai", "tnsai-eval: LLM prompt regression tests")
     for spec in _SPECS:
-        dest = spec.ini
-        if spec.boolean:
-            group.addoption(
-                spec.flag,
-                dest=dest,
-                default=None,
-                action="store_const",
-                const="true",
-                help=spec.help,
-            )
-        else:
-            group.addoption(
-                spec.flag, dest=dest, default=None, metavar=spec.metavar, help=spec.help
-            )
+        takes = (
+            {"action": "store_const", "const": "true"}
+            if spec.boolean
+            else {"metavar": spec.metavar}
+        )
+        group.addoption(spec.flag, dest=spec.ini, default=None, help=spec.help, **takes)
         # The ini help has no %-formatting; undo the argparse escape.
         parser.addini(spec.ini, help=spec.help.replace("%%", "%"), default=None)
     add_model_options(parser)
@@ -186,36 +174,24 @@ class PluginOptions:
     store: Path = Path(DEFAULT_STORE)
     report: Path | None = None
     baseline: Path | None = None
-    tolerance: float = DEFAULT_TOLERANCE
     repeat: int = 1
     rootdir: Path | None = None
-    gate: str = DEFAULT_GATE
-    alpha: float = DEFAULT_ALPHA
     max_calls: int | None = None
-    #: --tnsai-gate-latency: the median latency's allowed growth (None: not gated).
-    gate_latency: float | None = None
-    min_common: float = DEFAULT_MIN_COMMON
-    allow_unrecorded: bool = False
     concurrency: int | None = None
     #: --tnsai-model and its companions (see ``_models``).
     named: ModelOptions = field(default_factory=ModelOptions)
-    #: Where each gate setting came from (its flag or ini key; absent: the default).
-    gate_sources: Mapping[str, str] = field(default_factory=dict)
+    #: The gate settings given to this run: name -> (value, its flag or ini key).
+    gate_given: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
 
     @property
     def gate_settings(self) -> GateSettings:
-        """The gate settings of this run, each with where it came from."""
-        from tnsai_eval.reports import GateMode, GateSettings
+        """The gate settings of this run (``GateSettings``' defaults for the rest), each
+        with where it came from."""
+        from tnsai_eval.reports import GateSettings
 
         return GateSettings(
-            gate=GateMode(self.gate),
-            tolerance=self.tolerance,
-            alpha=self.alpha,
-            min_common=self.min_common,
-            allow_unrecorded=self.allow_unrecorded,
-            gate_costs=self.named.gate_costs,
-            gate_latency=self.gate_latency,
-            sources=self.gate_sources,
+            **{name: value for name, (value, _) in self.gate_given.items()},
+            sources={name: source for name, (_, source) in self.gate_given.items()},
         )
 
     @classmethod
@@ -262,28 +238,15 @@ class PluginOptions:
                 f"{origin} names a model but no server: add --llm-base-url URL (or ini "
                 f"tnsai_llm_base_url, or ${ENV_BASE_URL})"
             )
-        gate = values.get("tnsai_gate")
-        if gate is not None and gate[0].strip().lower() not in _GATES:
-            raise pytest.UsageError(
-                f"{gate[1]}: gate {gate[0]!r} is not one of {', '.join(_GATES)}"
-            )
-        alpha = _number(values.get("tnsai_alpha"), DEFAULT_ALPHA, float)
-        if not 0 < alpha < 1:
-            raise pytest.UsageError(
-                f"{values['tnsai_alpha'][1]}: expected a number between 0 and 1, "
-                f"got {values['tnsai_alpha'][0]!r}"
-            )
         max_calls = values.get("tnsai_llm_max_calls")
-        gate_latency = values.get("tnsai_gate_latency")
         report = path("tnsai_report")
         if report is not None:
             _check_writable(report, values["tnsai_report"][1])
-        min_common = _number(values.get("tnsai_min_common"), DEFAULT_MIN_COMMON, float)
-        if min_common > 1:
-            raise pytest.UsageError(
-                f"{values['tnsai_min_common'][1]}: expected a share between 0 and 1, "
-                f"got {values['tnsai_min_common'][0]!r}"
-            )
+        gate_given = {
+            name: (read(given), given[1])
+            for name, read in _GATE_READERS.items()
+            if (given := values.get(f"tnsai_{name}")) is not None
+        }
         concurrency = values.get("tnsai_llm_concurrency")
         concurrency_value: int | None = None
         if concurrency is not None:
@@ -302,24 +265,19 @@ class PluginOptions:
             store=path("tnsai_llm_store") or config.rootpath / DEFAULT_STORE,
             report=report,
             baseline=path("tnsai_baseline"),
-            tolerance=_number(values.get("tnsai_tolerance"), DEFAULT_TOLERANCE, float),
             repeat=int(_number(values.get("tnsai_repeat"), 1, int, minimum=1)),
             rootdir=config.rootpath,
-            gate=DEFAULT_GATE if gate is None else gate[0].strip().lower(),
-            alpha=alpha,
             max_calls=None if max_calls is None else int(_number(max_calls, 0, int, minimum=0)),
-            gate_latency=None if gate_latency is None else _number(gate_latency, 0.0, float),
-            min_common=min_common,
-            allow_unrecorded=_flag(values.get("tnsai_allow_unrecorded")),
             concurrency=concurrency_value,
             named=model_options(config, mode),
-            gate_sources=_gate_sources(config, values),
+            gate_given={name: given for name, given in gate_given.items() if given[0] is not None},
         )
 
     def describe(self) -> dict[str, object]:
         """The configuration written into the report."""
         from tnsai_eval._util.secrets import redact_url
 
+        gate = self.gate_settings
         return {
             # Credentials in a URL (user:pass@, ?api_key=) never reach a report.
             "base_url": redact_url(self.base_url) if self.base_url else None,
@@ -328,18 +286,13 @@ class PluginOptions:
             "record_mode_source": self.record_mode_source,
             "store": self._shown(self.store),
             "repeat": self.repeat,
-            "tolerance": self.tolerance,
-            "gate": self.gate,
-            "alpha": self.alpha,
             "max_calls": self.max_calls,
-            "gate_latency": self.gate_latency,
-            "min_common": self.min_common,
-            "allow_unrecorded": self.allow_unrecorded,
             "concurrency": self.concurrency,
             "baseline": None if self.baseline is None else self._shown(self.baseline),
             **self.named.describe(),
-            # Where each gate setting came from: a PR gate names it when it changed.
-            "gate_sources": self.gate_settings.to_dict()["sources"],
+            # With where each came from: a PR gate names a setting when it changed.
+            **gate.values(),
+            "gate_sources": gate.to_dict()["sources"],
         }
 
     def _shown(self, path: Path) -> str:
@@ -350,24 +303,11 @@ class PluginOptions:
         return str(path)
 
 
-def _gate_sources(config: pytest.Config, values: Mapping[str, tuple[str, str]]) -> dict[str, str]:
-    """Where each gate setting given to this run came from (its flag, or its ini key)."""
-    names = ("gate", "tolerance", "alpha", "min_common", "allow_unrecorded", "gate_latency")
-    sources = {n: values[f"tnsai_{n}"][1] for n in names if f"tnsai_{n}" in values}
-    if config.getoption("tnsai_gate_costs") is not None:
-        sources["gate_costs"] = "--tnsai-gate-costs"
-    elif config.getini("tnsai_gate_costs") not in (None, "", []):
-        sources["gate_costs"] = "ini tnsai_gate_costs"
-    return sources
-
-
 # The largest count an option takes (--tnsai-repeat, --llm-max-calls).
 _MAX_COUNT = 2**63 - 1
 
 
-def _flag(given: tuple[str, str] | None) -> bool:
-    if given is None:
-        return False
+def _flag(given: tuple[str, str]) -> bool:
     value, origin = given
     word = value.strip().lower()
     if word in ("1", "true", "yes", "on"):
@@ -381,13 +321,16 @@ def _record_mode(given: tuple[str, str] | None) -> tuple[str, str]:
     if given is None:
         default, source = RecordMode.default()
         return default.value, source
-    value, origin = given
-    mode = value.strip().lower()
-    if mode not in tuple(RecordMode):
+    return _choice(given, "record mode", tuple(RecordMode)), given[1]
+
+
+def _choice(given: tuple[str, str], what: str, choices: tuple[str, ...]) -> str:
+    word = given[0].strip().lower()
+    if word not in choices:
         raise pytest.UsageError(
-            f"{origin}: record mode {value!r} is not one of {', '.join(RecordMode)}"
+            f"{given[1]}: {what} {given[0]!r} is not one of {', '.join(choices)}"
         )
-    return mode, origin
+    return word
 
 
 def _number(
@@ -410,11 +353,56 @@ def _number(
         raise pytest.UsageError(
             f"{origin}: expected a whole number up to {_MAX_COUNT}, got {value!r}"
         )
-    if isinstance(number, int) and number < minimum:  # before isfinite: -10**400 overflows it
-        raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
-    if not math.isfinite(number) or number < minimum:
+    if number < minimum or not math.isfinite(number):  # in this order: -10**400 overflows isfinite
         raise pytest.UsageError(f"{origin}: expected a finite number >= {minimum:g}, got {value!r}")
     return number
+
+
+def _gate_mode(given: tuple[str, str]) -> str:
+    # GateMode's values: the report code is not loaded at start-up.
+    return _choice(given, "gate", ("tolerance", "paired"))
+
+
+def _ratio(given: tuple[str, str]) -> float:
+    return _number(given, 0.0, float)
+
+
+def _alpha(given: tuple[str, str]) -> float:
+    alpha = _ratio(given)
+    if not 0 < alpha < 1:
+        raise pytest.UsageError(f"{given[1]}: expected a number between 0 and 1, got {given[0]!r}")
+    return alpha
+
+
+def _share(given: tuple[str, str]) -> float:
+    share = _ratio(given)
+    if share > 1:
+        raise pytest.UsageError(f"{given[1]}: expected a share between 0 and 1, got {given[0]!r}")
+    return share
+
+
+def _costs(given: tuple[str, str]) -> float | None:
+    if given[0].strip():
+        return _ratio(given)
+    if given[1].startswith("--"):
+        # `--tnsai-gate-costs=` (an unset CI variable) must not quietly turn the gate off.
+        raise pytest.UsageError(
+            f"{given[1]}: expected a fraction such as 0.2, got an empty value (leave the "
+            "option out to show costs without gating them)"
+        )
+    return None  # an empty ini value is unset, as for every tnsai ini key
+
+
+#: How each gate setting given as a flag or an ini key (``tnsai_`` + its name) is read.
+_GATE_READERS: dict[str, Callable[[tuple[str, str]], object]] = {
+    "gate": _gate_mode,
+    "tolerance": _ratio,
+    "alpha": _alpha,
+    "min_common": _share,
+    "allow_unrecorded": _flag,
+    "gate_costs": _costs,
+    "gate_latency": _ratio,
+}
 
 
 def _check_writable(path: Path, origin: str) -> None:

@@ -11,6 +11,7 @@ and the report says in how many.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import pytest
 
@@ -77,10 +78,5 @@ def _merge(runs: Sequence[Sequence[pytest.TestReport]]) -> list[pytest.TestRepor
 
 def _pick(reports: Sequence[pytest.TestReport]) -> pytest.TestReport:
     """The first failed report, else the first skipped one, else the last."""
-    for report in reports:
-        if report.failed:
-            return report
-    for report in reports:
-        if report.skipped:
-            return report
-    return reports[-1]
+    failed, skipped = (r for r in reports if r.failed), (r for r in reports if r.skipped)
+    return next(chain(failed, skipped), reports[-1])

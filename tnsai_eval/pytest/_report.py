@@ -60,7 +60,7 @@ def _write(
     budget: CallBudget | None,
 ) -> None:
     from tnsai_eval._util.text import shown_label
-    from tnsai_eval.llm import OTHER_MODEL_HINT
+    from tnsai_eval.pytest._evaluate import other_model_hint
     from tnsai_eval.reports import format_comparison, format_summary
 
     def config(key: str) -> str:
@@ -97,17 +97,8 @@ def _write(
         # Listed once for the whole run, with the one command that fixes it.
         count = sum(len({c.id for c in t.unrecorded}) for t in unrecorded)
         nodeids = " ".join(shown_label(t.nodeid) for t in unrecorded)
-        # A store that holds the replies for another model needs that model
-        # selected, not a new recording (the miss says which: llm.ResponseStore.miss_hint).
-        other_model = next(
-            (
-                c.error[c.error.index(OTHER_MODEL_HINT) :]
-                for t in unrecorded
-                for c in t.unrecorded
-                if c.error and OTHER_MODEL_HINT in c.error
-            ),
-            None,
-        )
+        # (llm.ResponseStore.miss_hint says which model holds the replies.)
+        other_model = other_model_hint(c for t in unrecorded for c in t.unrecorded)
         if other_model is not None:
             fix = f"recorded for another model: {shown_label(other_model)}"
         else:

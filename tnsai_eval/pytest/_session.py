@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from tnsai_eval.reports import (
         CaseRecord,
         IterationRecord,
+        MetricStats,
         PromptRecord,
         Report,
         TrackedTest,
@@ -46,15 +47,6 @@ SAMPLES_PROPERTY = "tnsai_samples"
 DEFAULT_CONCURRENCY = 4
 # A failed test's message in the report: its first line, at most this long.
 _MESSAGE_CHARS = 200
-
-
-@dataclass(slots=True)
-class _MetricSeries:
-    gate: bool
-    higher_is_better: bool
-    tolerance: float | None = None
-    relative: bool = False
-    by_sample: dict[int, float] = field(default_factory=dict)
 
 
 class _Run:
@@ -73,7 +65,8 @@ class _Run:
 
     def __init__(self, nodeid: str) -> None:
         self.nodeid = nodeid
-        self.metrics: dict[str, _MetricSeries] = {}
+        # Each metric as first recorded (its gate rules), and its value per sample.
+        self.metrics: dict[str, tuple[MetricStats, dict[int, float]]] = {}
         self.events: list[CallEvent] = []  # completed calls (replayed ones too)
         self.named: NamedModel | None = None  # --tnsai-model: the model it runs against
         # What the test did, then what pytest said of each phase: folded in
@@ -88,7 +81,7 @@ class _Run:
         return TrackedTest(self.nodeid, TestStatus(status), **{"samples": 0, **values})
 
     def finish(self) -> TrackedTest:
-        from tnsai_eval.reports import MetricStats, latency_figures
+        from tnsai_eval.reports import latency_figures
 
         events = self.events
         tokens_in = sum(e.prompt_tokens for e in events)
@@ -97,16 +90,8 @@ class _Run:
         record = self.content.merge(
             self.part(
                 metrics={
-                    name: MetricStats(
-                        name,
-                        tuple(series.by_sample[i] for i in sorted(series.by_sample)),
-                        gate=series.gate,
-                        higher_is_better=series.higher_is_better,
-                        tolerance=series.tolerance,
-                        relative=series.relative,
-                    )
-                    for name, series in self.metrics.items()
-                    if series.by_sample
+                    name: replace(first, samples=tuple(values[i] for i in sorted(values)))
+                    for name, (first, values) in self.metrics.items()
                 },
                 calls=len(events),
                 tokens=tokens_in + tokens_out,
@@ -297,23 +282,17 @@ class PluginSession:
 
         # The report's own rules for a sample and a tolerance, checked now
         # rather than when the report is built after every test has run.
-        MetricStats(name, (value,), tolerance=tolerance)
+        stats = MetricStats(name, (value,), gate, higher_is_better, tolerance, relative)
         run = self._current_run()
         if run is None:
             raise ConfigError(f"metric {name!r} recorded outside a running test")
         with self._lock:
-            series = run.metrics.get(name)
-            if series is None:
-                series = run.metrics[name] = _MetricSeries(
-                    gate, higher_is_better, tolerance, relative
-                )
-            series.by_sample[self.sample] = float(value)
+            run.metrics.setdefault(name, (stats, {}))[1][self.sample] = float(value)
 
     def has_metric(self, name: str) -> bool:
         """Whether the running test already recorded ``name`` in this sample."""
         run = self._current_run()
-        series = None if run is None else run.metrics.get(name)
-        return series is not None and self.sample in series.by_sample
+        return run is not None and self.sample in run.metrics.get(name, (None, {}))[1]
 
     def record_iterations(self, count: int) -> None:
         """Add ``count`` refinement iterations to the running test."""
@@ -450,10 +429,13 @@ class PluginSession:
         from tnsai_eval.reports import SCHEMA_VERSION, decode_test
 
         for record in records:
-            test = decode_test(record, SCHEMA_VERSION, "$")
-            with self._lock:
-                earlier = self.merged.get(test.nodeid)
-                self.merged[test.nodeid] = test if earlier is None else earlier.merge(test)
+            self._keep(decode_test(record, SCHEMA_VERSION, "$"))
+
+    def _keep(self, test: TrackedTest) -> None:
+        """Add a finished record, merged into an earlier one of its node id."""
+        with self._lock:
+            earlier = self.merged.get(test.nodeid)
+            self.merged[test.nodeid] = test if earlier is None else earlier.merge(test)
 
     def record_crash(self, nodeid: str, detail: str) -> None:
         """An xdist worker crashed running ``nodeid``: an error record, never a vanished test."""
@@ -461,10 +443,7 @@ class PluginSession:
         from tnsai_eval.reports import TestStatus, TrackedTest
 
         message = mask_then_cut(" ".join(detail.split()) or "worker crashed", _MESSAGE_CHARS)
-        crashed = TrackedTest(nodeid=nodeid, status=TestStatus.ERROR, message=message)
-        with self._lock:
-            earlier = self.merged.get(nodeid)
-            self.merged[nodeid] = crashed if earlier is None else earlier.merge(crashed)
+        self._keep(TrackedTest(nodeid=nodeid, status=TestStatus.ERROR, message=message))
 
     def take_finished(self, nodeid: str) -> TrackedTest | None:
         """The finished record of ``nodeid``, removed from this process (None: untracked)."""

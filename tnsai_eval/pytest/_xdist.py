@@ -20,6 +20,7 @@ the records of one node id are merged as samples of one test (see
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,13 +67,8 @@ def call_budget(config: pytest.Config, limit: int) -> CallBudget:
     if not config.pluginmanager.hasplugin("xdist"):
         return CallBudget(limit)
     folder = Path(tempfile.mkdtemp(prefix="tnsai-calls-"))
-    config.add_cleanup(lambda: _remove(folder))
+    config.add_cleanup(lambda: shutil.rmtree(folder))
     return CallBudget(limit, shared=folder / "calls")
-
-
-def _remove(folder: Path) -> None:
-    (folder / "calls").unlink(missing_ok=True)
-    folder.rmdir()
 
 
 def attach(report: pytest.TestReport, session: PluginSession) -> None:

@@ -10,8 +10,8 @@ from enum import StrEnum
 from typing import Any
 
 from tnsai_eval._util.secrets import mask
-from tnsai_eval.errors import ConfigError
 from tnsai_eval.records._summary import TrajectorySummary
+from tnsai_eval.records._trajectory import member
 
 __all__ = ["CaseMetric", "CaseRecord", "CaseState", "case_ids"]
 
@@ -134,14 +134,7 @@ class CaseRecord:
     def __post_init__(self) -> None:
         given: object = self.state  # a str from JSON or a caller, or already a CaseState
         if not isinstance(given, CaseState):
-            try:
-                state = CaseState(str(given)) if isinstance(given, str) else None
-            except ValueError:
-                state = None
-            if state is None:
-                names = ", ".join(s.value for s in CaseState)
-                raise ConfigError(f"state must be one of {names}; got {given!r}")
-            object.__setattr__(self, "state", state)  # a frozen record, set once here
+            object.__setattr__(self, "state", member(CaseState, given, "state"))
 
     @property
     def asked(self) -> bool:

@@ -30,16 +30,8 @@ class CheckKind(enum.Enum):
 
     @property
     def cost_rank(self) -> int:
-        """0 for the cheapest kind, 3 for a judge call."""
-        return _COST_RANK[self]
-
-
-_COST_RANK = {
-    CheckKind.DETERMINISTIC: 0,
-    CheckKind.CUSTOM: 1,
-    CheckKind.COMMAND: 2,
-    CheckKind.LLM: 3,
-}
+        """0 for the cheapest kind, 3 for a judge call (the members are in cost order)."""
+        return list(CheckKind).index(self)
 
 
 @dataclass(frozen=True, slots=True)

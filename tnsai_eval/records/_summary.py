@@ -31,8 +31,7 @@ from typing import Any
 
 from tnsai_eval._util.plain import json_ready
 from tnsai_eval._util.secrets import mask, mask_then_cut
-from tnsai_eval.errors import ConfigError
-from tnsai_eval.records._trajectory import ModelTurn, StopReason, ToolCall, Trajectory
+from tnsai_eval.records._trajectory import ModelTurn, StopReason, ToolCall, Trajectory, member
 
 __all__ = [
     "MAX_STEPS",
@@ -80,11 +79,7 @@ class StepSummary:
     latency_s: float = 0.0
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "kind", StepKind(self.kind))
-        except ValueError:
-            names = ", ".join(k.value for k in StepKind)
-            raise ConfigError(f"step kind must be one of {names}; got {self.kind!r}") from None
+        object.__setattr__(self, "kind", member(StepKind, self.kind, "step kind"))
 
     @classmethod
     def of(cls, step: ModelTurn | ToolCall) -> StepSummary:
@@ -154,13 +149,7 @@ class TrajectorySummary:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
-        try:
-            object.__setattr__(self, "stop_reason", StopReason(self.stop_reason))
-        except ValueError:
-            names = ", ".join(r.value for r in StopReason)
-            raise ConfigError(
-                f"stop_reason must be one of {names}; got {self.stop_reason!r}"
-            ) from None
+        object.__setattr__(self, "stop_reason", member(StopReason, self.stop_reason, "stop_reason"))
 
     @classmethod
     def of(cls, trajectory: Trajectory) -> TrajectorySummary:

@@ -22,14 +22,26 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from tnsai_eval._util.plain import json_ready
 from tnsai_eval.errors import ConfigError
 
 __all__ = ["ModelTurn", "Step", "StopReason", "ToolCall", "Trajectory", "tool_calls_from"]
+
+
+_E = TypeVar("_E", bound=Enum)
+
+
+def member(kinds: type[_E], value: object, what: str) -> _E:
+    """``value`` as a member of ``kinds``; else a ``ConfigError`` naming it and the choices."""
+    try:
+        return kinds(value)
+    except ValueError:
+        names = ", ".join(kind.value for kind in kinds)
+        raise ConfigError(f"{what} must be one of {names}; got {value!r}") from None
 
 
 class StopReason(StrEnum):
@@ -150,13 +162,10 @@ def tool_calls_from(
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
         raise ConfigError(f"{what} must be a list of tool calls, got {items!r}")
-    out = []
-    for index, item in enumerate(items):
-        if isinstance(item, ToolCall):
-            out.append(item)
-        else:
-            out.append(ToolCall.from_dict(item, where=f"{what}[{index}]"))
-    return tuple(out)
+    return tuple(
+        item if isinstance(item, ToolCall) else ToolCall.from_dict(item, where=f"{what}[{i}]")
+        for i, item in enumerate(items)
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -236,13 +245,7 @@ class Trajectory:
                 _frozen_mapping(m, f"Trajectory.messages[{i}]") for i, m in enumerate(self.messages)
             ),
         )
-        try:
-            object.__setattr__(self, "stop_reason", StopReason(self.stop_reason))
-        except ValueError:
-            names = ", ".join(reason.value for reason in StopReason)
-            raise ConfigError(
-                f"stop_reason must be one of {names}; got {self.stop_reason!r}"
-            ) from None
+        object.__setattr__(self, "stop_reason", member(StopReason, self.stop_reason, "stop_reason"))
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:

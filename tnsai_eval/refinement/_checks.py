@@ -60,6 +60,11 @@ class Check:
     raw: bool = False
 
 
+def _check(source: str, name: str, run: Callable[[str], Verdict], raw: bool = False) -> Check:
+    """An in-process check made by the builder method ``source``."""
+    return Check(name, CheckKind.DETERMINISTIC, source, run, raw=raw)
+
+
 def _about_fences(text: str) -> bool:
     return "```" in text or "~~~" in text
 
@@ -77,13 +82,7 @@ def must_contain(text: str) -> Check:
             return Verdict(True)
         return Verdict(False, f"the output does not contain {_quoted(text)}")
 
-    return Check(
-        f"must_contain({_quoted(text)})",
-        CheckKind.DETERMINISTIC,
-        "must_contain",
-        run,
-        raw=_about_fences(text),
-    )
+    return _check("must_contain", f"must_contain({_quoted(text)})", run, _about_fences(text))
 
 
 def must_not_contain(text: str) -> Check:
@@ -96,12 +95,7 @@ def must_not_contain(text: str) -> Check:
             return Verdict(True)
         return Verdict(False, f"the output contains {_quoted(text)} ({count} time(s)); remove it")
 
-    return Check(
-        f"must_not_contain({_quoted(text)})",
-        CheckKind.DETERMINISTIC,
-        "must_not_contain",
-        run,
-    )
+    return _check("must_not_contain", f"must_not_contain({_quoted(text)})", run)
 
 
 def matches_pattern(pattern: str | re.Pattern[str]) -> Check:
@@ -123,13 +117,8 @@ def matches_pattern(pattern: str | re.Pattern[str]) -> Check:
         return Verdict(False, f"no match for the regular expression /{compiled.pattern}/")
 
     shown = compiled.pattern if len(compiled.pattern) <= 60 else compiled.pattern[:60] + "..."
-    return Check(
-        f"matches_pattern(/{shown}/)",
-        CheckKind.DETERMINISTIC,
-        "matches_pattern",
-        run,
-        raw=_about_fences(compiled.pattern),
-    )
+    raw = _about_fences(compiled.pattern)
+    return _check("matches_pattern", f"matches_pattern(/{shown}/)", run, raw)
 
 
 def word_count(min_words: int = 0, max_words: int | None = None) -> Check:
@@ -150,7 +139,7 @@ def word_count(min_words: int = 0, max_words: int | None = None) -> Check:
             return Verdict(False, f"{words} words; at most {max_words} are allowed")
         return Verdict(True, f"{words} words")
 
-    return Check(f"word_count({bounds})", CheckKind.DETERMINISTIC, "word_count", run)
+    return _check("word_count", f"word_count({bounds})", run)
 
 
 def min_lines(count: int) -> Check:
@@ -163,7 +152,7 @@ def min_lines(count: int) -> Check:
             return Verdict(True, f"{lines} lines")
         return Verdict(False, f"{lines} line(s); at least {count} are required")
 
-    return Check(f"min_lines({count})", CheckKind.DETERMINISTIC, "min_lines", run)
+    return _check("min_lines", f"min_lines({count})", run)
 
 
 # A reply nested past the decoder's (or the validator's) depth is a failed
@@ -192,7 +181,7 @@ def valid_json() -> Check:
             return Verdict(False, _TOO_DEEP)
         return Verdict(True)
 
-    return Check("valid_json", CheckKind.DETERMINISTIC, "valid_json", run)
+    return _check("valid_json", "valid_json", run)
 
 
 def json_schema(schema: Mapping[str, Any]) -> Check:
@@ -229,7 +218,7 @@ def json_schema(schema: Mapping[str, Any]) -> Check:
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
         return Verdict(False, f"the JSON does not match the schema: {listed}{more}")
 
-    return Check(f"json_schema({shown})", CheckKind.DETERMINISTIC, "json_schema", run)
+    return _check("json_schema", f"json_schema({shown})", run)
 
 
 def _schema_summary(schema: Mapping[str, Any]) -> str:

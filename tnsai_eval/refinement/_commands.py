@@ -240,11 +240,10 @@ def _kill_group(pgid: int) -> None:
 def command_check(
     source: str,
     command: str,
-    *,
     name: str | None,
     timeout_s: float,
     suffix: str,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None,
 ) -> Check:
     """A ``Check`` running ``command``; ``source`` is the builder method's name."""
     if not isinstance(command, str) or not command.strip():

@@ -196,11 +196,7 @@ class CompletionCriteriaBuilder:
         The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
         ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
         """
-        return self._add(
-            command_check(
-                "compiler_check", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
-            )
-        )
+        return self._add(command_check("compiler_check", command, name, timeout_s, suffix, env))
 
     def test_command(
         self,
@@ -211,16 +207,8 @@ class CompletionCriteriaBuilder:
         suffix: str = ".txt",
         env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when the test command exits 0.
-
-        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
-        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
-        """
-        return self._add(
-            command_check(
-                "test_command", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
-            )
-        )
+        """Passes when the test command exits 0 (in the environment ``compiler_check`` gives)."""
+        return self._add(command_check("test_command", command, name, timeout_s, suffix, env))
 
     def lint_check(
         self,
@@ -231,16 +219,8 @@ class CompletionCriteriaBuilder:
         suffix: str = ".txt",
         env: Mapping[str, str] | None = None,
     ) -> CompletionCriteriaBuilder:
-        """Passes when the linter exits 0.
-
-        The command sees only ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR``,
-        ``OUTPUT`` and ``env`` (e.g. ``env={"CC": "clang"}``); see ``_commands.py``.
-        """
-        return self._add(
-            command_check(
-                "lint_check", command, name=name, timeout_s=timeout_s, suffix=suffix, env=env
-            )
-        )
+        """Passes when the linter exits 0 (in the environment ``compiler_check`` gives)."""
+        return self._add(command_check("lint_check", command, name, timeout_s, suffix, env))
 
     # In-process checks.
     def must_contain(self, *texts: str) -> CompletionCriteriaBuilder:

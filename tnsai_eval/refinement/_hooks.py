@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tnsai_eval._util.checks import whole
 from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import estimate_tokens
@@ -96,8 +97,7 @@ class StopHook:
         answers (or a judge that rescores a repeat higher) does not count as
         progress.
         """
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-            raise ConfigError(f"on_no_improvement expects an int >= 1, got {iterations!r}")
+        whole("on_no_improvement's iterations", iterations, 1)
 
         def stalled(state: LoopState) -> bool:
             recent = state.improved[1:][-iterations:]
@@ -113,8 +113,7 @@ class StopHook:
         characters a token), which works with clients that report no usage;
         ``LoopState.tokens`` has the tokens actually spent, for custom hooks.
         """
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-            raise ConfigError(f"on_cost_exceeds expects an int >= 0, got {max_tokens!r}")
+        whole("on_cost_exceeds' max_tokens", max_tokens, 0)
         return StopHook(
             lambda s: s.estimated_output_tokens > max_tokens,
             name=f"on_cost_exceeds({max_tokens})",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from tnsai_eval._util.checks import whole
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import Completion, call_tokens
 from tnsai_eval.records import IterationRecord
@@ -107,12 +108,7 @@ class RefinementLoop:
                 f"completion_criteria must be a CompletionCriteria (use "
                 f"CompletionCriteria.builder()...build()), got {completion_criteria!r}"
             )
-        if (
-            isinstance(max_iterations, bool)
-            or not isinstance(max_iterations, int)
-            or max_iterations < 1
-        ):
-            raise ConfigError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+        whole("max_iterations", max_iterations, 1)
         seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
             raise ConfigError(f"timeout must be a positive timedelta or seconds, got {timeout!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -72,9 +73,7 @@ def first_code_block(reply: str) -> str:
     # unclosed fences: 40 KB took 15-20 s). The block is the earliest opening
     # line that some later line closes with exactly the same fence.
     lines = reply.split("\n")
-    starts = [0]
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
     # Backward pass: for each opening line, the nearest later closing line.
     nearest: dict[str, int] = {}
     closes_at: dict[int, int] = {}
@@ -101,11 +100,7 @@ def _fence_of(line: str) -> str | None:
     """The run of 3+ backticks or tildes that starts ``line``, if any."""
     if not line.startswith(("```", "~~~")):
         return None
-    char = line[0]
-    end = 3
-    while end < len(line) and line[end] == char:
-        end += 1
-    return line[:end]
+    return line[: len(line) - len(line.lstrip(line[0]))]
 
 
 def first_json_block(reply: str) -> str:
@@ -163,10 +158,8 @@ def resolve_reply_parser(
     >>> resolve_reply_parser("first_code_block") is first_code_block
     True
     """
-    if value is None or callable(value):
+    if value is None or callable(value) or value == "auto":
         return value
-    if value == "auto":
-        return "auto"
     if isinstance(value, str) and value in REPLY_PARSERS:
         return REPLY_PARSERS[value]
     names = ", ".join(["auto", *REPLY_PARSERS])

@@ -116,11 +116,8 @@ class RefinementResult:
         return 0.0 if best is None else best.score
 
     def _best(self) -> IterationRecord | None:
-        best: IterationRecord | None = None
-        for record in self.iterations:
-            if best is None or record.score > best.score:
-                best = record
-        return best
+        # max() keeps the first of equal scores: the earliest on ties.
+        return max(self.iterations, key=lambda record: record.score, default=None)
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per checked iteration."""

@@ -111,11 +111,9 @@ class CriteriaSpec:
             spec["json_schema"] = MappingProxyType(dict(given["json_schema"]))
         if "word_count" in given:
             spec["word_count"] = _pair("word_count", given["word_count"], int, None)
-        if "min_lines" in given:
-            spec["min_lines"] = given["min_lines"]
         if "llm_check" in given:
             spec["llm_check"] = _pair("llm_check", given["llm_check"], str, 0.7)
-        for name in ("command_timeout_s", "suffix"):
+        for name in ("min_lines", "command_timeout_s", "suffix"):  # the builder checks these
             if name in given:
                 spec[name] = given[name]
         if "check_env" in given:

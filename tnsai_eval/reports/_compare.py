@@ -19,7 +19,7 @@ from tnsai_eval.reports._cases import (
     runs_by_case,
 )
 from tnsai_eval.reports._decode import read_report
-from tnsai_eval.reports._gate import GateSettings
+from tnsai_eval.reports._gate import _DEFAULT_MODE, GateSettings
 from tnsai_eval.reports._model import (
     CaseRecord,
     CaseState,
@@ -30,6 +30,7 @@ from tnsai_eval.reports._model import (
     was_run,
 )
 from tnsai_eval.reports._power import Detectability, detectability
+from tnsai_eval.settings import DEFAULT_ALPHA, DEFAULT_MIN_COMMON
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -178,14 +179,14 @@ class Comparison:
     vanished: tuple[str, ...]
     tolerance: float
     cases: tuple[CaseComparison, ...] = ()
-    gate: GateMode = GateMode.TOLERANCE
-    alpha: float = 0.05
+    gate: GateMode = _DEFAULT_MODE
+    alpha: float = DEFAULT_ALPHA
     #: What the gate could not judge and why (a latency gate with no live calls to compare).
     notes: tuple[str, ...] = ()
     dropped: tuple[MetricChange, ...] = ()
     inconclusive: tuple[MetricChange, ...] = ()
     shortfalls: tuple[Shortfall, ...] = ()
-    min_common: float = 0.8
+    min_common: float = DEFAULT_MIN_COMMON
     allow_unrecorded: bool = False
     #: The rules it was judged by, with where each came from.
     settings: GateSettings = field(default_factory=GateSettings)
@@ -215,6 +216,18 @@ class Comparison:
         return tuple((cmp.nodeid, i) for cmp in self.cases for i in cmp.unrecorded)
 
     @property
+    def judged(self) -> tuple[MetricChange, ...]:
+        """Every metric the gate judged, whatever it called it: regressions first, then
+        inconclusive, dropped, improved and unchanged ones."""
+        return (
+            *self.regressions,
+            *self.inconclusive,
+            *self.dropped,
+            *self.improved,
+            *self.unchanged,
+        )
+
+    @property
     def prompt_changes(self) -> tuple[PromptChange, ...]:
         """Prompts whose hash differs from the baseline's."""
         return tuple(cmp.prompt_change for cmp in self.cases if cmp.prompt_change is not None)
@@ -226,16 +239,9 @@ class Comparison:
         """
         import pandas as pd
 
-        changes = [
-            *self.regressions,
-            *self.inconclusive,
-            *self.dropped,
-            *self.improved,
-            *self.unchanged,
-        ]
         rows = [
             {**{name: getattr(c, name) for name in COMPARISON_COLUMNS}, "kind": c.kind.value}
-            for c in changes
+            for c in self.judged
         ]
         return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
 
@@ -383,7 +389,12 @@ class _Found:
 
 def _compare_test(test: TrackedTest, old: TrackedTest, found: _Found) -> None:
     """Every step for one test that both runs have, in the order the reports list them."""
-    by_metric = _case_comparisons(test, old)
+    # The case-level comparison of each metric with case records in both runs.
+    by_metric = {
+        name: cases
+        for name in dict.fromkeys(c.metric for c in test.cases)
+        if (cases := _cases_of(test, old, name)) is not None
+    }
     found.cases.extend(by_metric.values())
     _judge_unscored(test, old, by_metric, found)
     _judge_scores(test, old, by_metric, found)
@@ -396,16 +407,6 @@ def _compare_test(test: TrackedTest, old: TrackedTest, found: _Found) -> None:
     if missing:
         found.vanished.extend(f"{test.nodeid} :: {name}" for name in missing)
         found.absent(old, missing, test)
-
-
-def _case_comparisons(test: TrackedTest, old: TrackedTest) -> dict[str, CaseComparison]:
-    """The case-level comparison of each metric with case records in both runs."""
-    by_metric: dict[str, CaseComparison] = {}
-    for name in dict.fromkeys(c.metric for c in test.cases):
-        cases = _cases_of(test, old, name)
-        if cases is not None:
-            by_metric[name] = cases
-    return by_metric
 
 
 def _judge_unscored(

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from enum import Enum
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from tnsai_eval._util.plain import MAX_JSON_COUNT
 from tnsai_eval.errors import ConfigError, ReportError
@@ -53,6 +54,9 @@ from tnsai_eval.reports._model import (
 )
 
 __all__ = ["decode_report", "decode_test", "read_report", "read_report_file"]
+
+_E = TypeVar("_E", bound=Enum)
+_T = TypeVar("_T")
 
 
 def read_report_file(path: Path) -> Report:
@@ -123,19 +127,11 @@ def decode_test(data: object, version: int, path: str) -> TrackedTest:
     """One entry of ``tests``."""
     entry = _object(data, path)
     nodeid = _string(_required(entry, "nodeid", path), f"{path}.nodeid", nonblank=True)
-    status_text = _string(_required(entry, "status", path), f"{path}.status")
-    try:
-        status = TestStatus(status_text)
-    except ValueError:
-        _fail(
-            f"{path}.status",
-            f"expected one of {', '.join(s.value for s in TestStatus)}, got {status_text!r}",
-        )
+    status = _member(_required(entry, "status", path), f"{path}.status", TestStatus)
     metrics_data = _object(entry.get("metrics", {}), f"{path}.metrics")
     metrics = {
         name: _metric(name, value, f"{path}.metrics.{name}") for name, value in metrics_data.items()
     }
-    iterations = entry.get("iterations")
     samples = _integer(entry.get("samples", 1), f"{path}.samples", minimum=1)
     passed_samples = _integer(entry.get("passed_samples", 0), f"{path}.passed_samples")
     if passed_samples > samples:
@@ -144,25 +140,15 @@ def decode_test(data: object, version: int, path: str) -> TrackedTest:
     prompts: tuple[PromptRecord, ...] = ()
     refinements: tuple[IterationRecord, ...] = ()
     if version >= 2:
-        cases = tuple(
-            _case(c, f"{path}.cases[{i}]")
-            for i, c in enumerate(_list(entry.get("cases", []), f"{path}.cases"))
-        )
+        cases = _each(_case, entry, "cases", path)
         keys: set[tuple[str, int, str]] = set()
         for i, case in enumerate(cases):
             key = (case.metric, case.sample, case.id)
             if key in keys:
                 _fail(f"{path}.cases[{i}].id", f"case {case.id!r} appears twice")
             keys.add(key)
-        prompts = tuple(
-            _prompt(p, f"{path}.prompts[{i}]")
-            for i, p in enumerate(_list(entry.get("prompts", []), f"{path}.prompts"))
-        )
-        refinements = tuple(
-            _iteration(r, f"{path}.refinements[{i}]")
-            for i, r in enumerate(_list(entry.get("refinements", []), f"{path}.refinements"))
-        )
-    model, cost = entry.get("model"), entry.get("cost")
+        prompts = _each(_prompt, entry, "prompts", path)
+        refinements = _each(_iteration, entry, "refinements", path)
     return TrackedTest(
         nodeid=nodeid,
         status=status,
@@ -172,24 +158,20 @@ def decode_test(data: object, version: int, path: str) -> TrackedTest:
         calls=_integer(entry.get("calls", 0), f"{path}.calls"),
         tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
         cache_hits=_integer(entry.get("cache_hits", 0), f"{path}.cache_hits"),
-        iterations=None if iterations is None else _integer(iterations, f"{path}.iterations"),
+        iterations=_optional(_integer, entry, "iterations", path),
         duration_s=_number(entry.get("duration_s", 0.0), f"{path}.duration_s", minimum=0.0),
         message=_string(entry.get("message", ""), f"{path}.message"),
         cases=cases,
         prompts=prompts,
         refinements=refinements,
-        model=None if model is None else _string(model, f"{path}.model", nonblank=True),
+        model=_optional(_string, entry, "model", path, nonblank=True),
         tokens_in=_integer(entry.get("tokens_in", 0), f"{path}.tokens_in"),
         tokens_out=_integer(entry.get("tokens_out", 0), f"{path}.tokens_out"),
-        cost=None if cost is None else _number(cost, f"{path}.cost", minimum=0.0),
+        cost=_optional(_number, entry, "cost", path, minimum=0.0),
         live_calls=_integer(entry.get("live_calls", 0), f"{path}.live_calls"),
-        latency_p50_s=_optional_number(entry.get("latency_p50_s"), f"{path}.latency_p50_s"),
-        latency_p95_s=_optional_number(entry.get("latency_p95_s"), f"{path}.latency_p95_s"),
+        latency_p50_s=_optional(_number, entry, "latency_p50_s", path, minimum=0.0),
+        latency_p95_s=_optional(_number, entry, "latency_p95_s", path, minimum=0.0),
     )
-
-
-def _optional_number(data: object, path: str) -> float | None:
-    return None if data is None else _number(data, path, minimum=0.0)
 
 
 def _metric(name: str, data: object, path: str) -> MetricStats:
@@ -198,7 +180,6 @@ def _metric(name: str, data: object, path: str) -> MetricStats:
     if not samples:
         _fail(f"{path}.samples", "expected at least one sample, got []")
     values = tuple(_number(v, f"{path}.samples[{i}]") for i, v in enumerate(samples))
-    tolerance = entry.get("tolerance")
     try:
         return MetricStats(
             name,
@@ -207,9 +188,7 @@ def _metric(name: str, data: object, path: str) -> MetricStats:
             higher_is_better=_boolean(
                 entry.get("higher_is_better", True), f"{path}.higher_is_better"
             ),
-            tolerance=None
-            if tolerance is None
-            else _number(tolerance, f"{path}.tolerance", minimum=0.0),
+            tolerance=_optional(_number, entry, "tolerance", path, minimum=0.0),
             relative=_boolean(entry.get("relative", False), f"{path}.relative"),
         )
     except ReportError:
@@ -220,47 +199,29 @@ def _metric(name: str, data: object, path: str) -> MetricStats:
 
 def _case(data: object, path: str) -> CaseRecord:
     entry = _object(data, path)
-    state_text = _string(entry.get("state", "scored"), f"{path}.state")
-    try:
-        state = CaseState(state_text)
-    except ValueError:
-        _fail(
-            f"{path}.state",
-            f"expected one of {', '.join(s.value for s in CaseState)}, got {state_text!r}",
-        )
-    score_data = entry.get("score")
-    score = (
-        None
-        if score_data is None
-        else _number(score_data, f"{path}.score", minimum=0.0, maximum=1.0)
-    )
-    passed_data = entry.get("passed")
-    passed = None if passed_data is None else _boolean(passed_data, f"{path}.passed")
+    state = _member(entry.get("state", "scored"), f"{path}.state", CaseState)
+    score = _optional(_number, entry, "score", path, minimum=0.0, maximum=1.0)
+    passed = _optional(_boolean, entry, "passed", path)
     if state is CaseState.SCORED and (score is None or passed is None):
         _fail(path, "a scored case needs a score and passed")
-    output = entry.get("output")
-    error = entry.get("error")
-    reason = entry.get("reason")
-    error_type = entry.get("error_type")
-    trajectory = entry.get("trajectory")
     verdicts = _object(entry.get("metric_scores", {}), f"{path}.metric_scores")
     return CaseRecord(
         id=_string(_required(entry, "id", path), f"{path}.id", nonblank=True),
         input=_string(_required(entry, "input", path), f"{path}.input"),
         expected=_string(_required(entry, "expected", path), f"{path}.expected"),
-        output=None if output is None else _string(output, f"{path}.output"),
+        output=_optional(_string, entry, "output", path),
         score=score,
         passed=passed,
         state=state,
         cached=_boolean(entry.get("cached", False), f"{path}.cached"),
         tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
         latency_s=_number(entry.get("latency_s", 0.0), f"{path}.latency_s", minimum=0.0),
-        error=None if error is None else _string(error, f"{path}.error"),
+        error=_optional(_string, entry, "error", path),
         metric=_string(entry.get("metric", "score"), f"{path}.metric", nonblank=True),
         sample=_integer(entry.get("sample", 0), f"{path}.sample"),
-        reason=None if reason is None else _string(reason, f"{path}.reason"),
-        error_type=None if error_type is None else _string(error_type, f"{path}.error_type"),
-        trajectory=None if trajectory is None else _trajectory(trajectory, f"{path}.trajectory"),
+        reason=_optional(_string, entry, "reason", path),
+        error_type=_optional(_string, entry, "error_type", path),
+        trajectory=_optional(_trajectory, entry, "trajectory", path),
         metric_scores=tuple(
             _case_metric(name, value, f"{path}.metric_scores.{name}")
             for name, value in verdicts.items()
@@ -268,22 +229,12 @@ def _case(data: object, path: str) -> CaseRecord:
     )
 
 
-def _choice(value: object, path: str, kinds: type[StepKind] | type[StopReason]) -> str:
-    text = _string(value, path)
-    try:
-        kinds(text)
-    except ValueError:
-        _fail(path, f"expected one of {', '.join(k.value for k in kinds)}, got {text!r}")
-    return text
-
-
 def _trajectory(data: object, path: str) -> TrajectorySummary:
     entry = _object(data, path)
-    steps = _list(entry.get("steps", []), f"{path}.steps")
     return TrajectorySummary(
-        steps=tuple(_step(s, f"{path}.steps[{i}]") for i, s in enumerate(steps)),
-        stop_reason=StopReason(
-            _choice(entry.get("stop_reason", "answered"), f"{path}.stop_reason", StopReason)
+        steps=_each(_step, entry, "steps", path),
+        stop_reason=_member(
+            entry.get("stop_reason", "answered"), f"{path}.stop_reason", StopReason
         ),
         calls=_integer(entry.get("calls", 0), f"{path}.calls"),
         tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
@@ -293,15 +244,13 @@ def _trajectory(data: object, path: str) -> TrajectorySummary:
 
 def _step(data: object, path: str) -> StepSummary:
     entry = _object(data, path)
-    kind = StepKind(_choice(_required(entry, "kind", path), f"{path}.kind", StepKind))
-    result, error = entry.get("result"), entry.get("error")
-    name = entry.get("name", "")
+    kind = _member(_required(entry, "kind", path), f"{path}.kind", StepKind)
     return StepSummary(
         kind,
-        name=_string(name, f"{path}.name", nonblank=kind is StepKind.TOOL_CALL),
+        name=_string(entry.get("name", ""), f"{path}.name", nonblank=kind is StepKind.TOOL_CALL),
         arguments=_string(entry.get("arguments", ""), f"{path}.arguments"),
-        result=None if result is None else _string(result, f"{path}.result"),
-        error=None if error is None else _string(error, f"{path}.error"),
+        result=_optional(_string, entry, "result", path),
+        error=_optional(_string, entry, "error", path),
         text=_string(entry.get("text", ""), f"{path}.text"),
         tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
         latency_s=_number(entry.get("latency_s", 0.0), f"{path}.latency_s", minimum=0.0),
@@ -310,39 +259,32 @@ def _step(data: object, path: str) -> StepSummary:
 
 def _case_metric(name: str, data: object, path: str) -> CaseMetric:
     entry = _object(data, path)
-    score, passed, reason = entry.get("score"), entry.get("passed"), entry.get("reason")
     if not name.strip():
         _fail(path, "expected a non-blank metric name")
     return CaseMetric(
         name,
-        score=None if score is None else _number(score, f"{path}.score", minimum=0.0, maximum=1.0),
-        passed=None if passed is None else _boolean(passed, f"{path}.passed"),
-        reason=None if reason is None else _string(reason, f"{path}.reason"),
+        score=_optional(_number, entry, "score", path, minimum=0.0, maximum=1.0),
+        passed=_optional(_boolean, entry, "passed", path),
+        reason=_optional(_string, entry, "reason", path),
         violations=_strings(entry.get("violations", []), f"{path}.violations"),
     )
 
 
 def _prompt(data: object, path: str) -> PromptRecord:
     entry = _object(data, path)
-    file = entry.get("file")
     return PromptRecord(
         metric=_string(entry.get("metric", "score"), f"{path}.metric", nonblank=True),
         text=_string(_required(entry, "text", path), f"{path}.text"),
         hash=_string(_required(entry, "hash", path), f"{path}.hash", nonblank=True),
-        file=None if file is None else _string(file, f"{path}.file"),
+        file=_optional(_string, entry, "file", path),
     )
 
 
 def _iteration(data: object, path: str) -> IterationRecord:
     entry = _object(data, path)
-    revision = entry.get("revision")
-    if "checks" in entry:
-        checks = tuple(
-            _check(c, f"{path}.checks[{i}]")
-            for i, c in enumerate(_list(entry["checks"], f"{path}.checks"))
-        )
-    else:
-        checks = _older_checks(entry, path)
+    checks = (
+        _each(_check, entry, "checks", path) if "checks" in entry else _older_checks(entry, path)
+    )
     return IterationRecord(
         iteration=_integer(_required(entry, "iteration", path), f"{path}.iteration"),
         output=_string(entry.get("output", ""), f"{path}.output"),
@@ -356,30 +298,21 @@ def _iteration(data: object, path: str) -> IterationRecord:
         checks_duration_s=_number(
             entry.get("checks_duration_s", 0.0), f"{path}.checks_duration_s", minimum=0.0
         ),
-        revision=None if revision is None else _string(revision, f"{path}.revision"),
+        revision=_optional(_string, entry, "revision", path),
         metric=_string(entry.get("metric", "refine_score"), f"{path}.metric", nonblank=True),
     )
 
 
 def _check(data: object, path: str) -> CheckOutcome:
     entry = _object(data, path)
-    kind_text = _string(entry.get("kind", CheckKind.DETERMINISTIC.value), f"{path}.kind")
-    try:
-        kind = CheckKind(kind_text)
-    except ValueError:
-        _fail(
-            f"{path}.kind",
-            f"expected one of {', '.join(k.value for k in CheckKind)}, got {kind_text!r}",
-        )
-    score = entry.get("score")
     return CheckOutcome(
         name=_string(_required(entry, "name", path), f"{path}.name", nonblank=True),
         passed=_boolean(_required(entry, "passed", path), f"{path}.passed"),
         message=_string(entry.get("message", ""), f"{path}.message"),
-        kind=kind,
+        kind=_member(entry.get("kind", CheckKind.DETERMINISTIC.value), f"{path}.kind", CheckKind),
         source=_string(entry.get("source", ""), f"{path}.source"),
         duration_s=_number(entry.get("duration_s", 0.0), f"{path}.duration_s", minimum=0.0),
-        score=None if score is None else _number(score, f"{path}.score", minimum=0.0, maximum=1.0),
+        score=_optional(_number, entry, "score", path, minimum=0.0, maximum=1.0),
         skipped=_boolean(entry.get("skipped", False), f"{path}.skipped"),
         tokens=_integer(entry.get("tokens", 0), f"{path}.tokens"),
         reason=_string(entry.get("reason", ""), f"{path}.reason"),
@@ -424,6 +357,30 @@ def _kind(value: object) -> str:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _member(value: object, path: str, kinds: type[_E]) -> _E:
+    text = _string(value, path)
+    try:
+        return kinds(text)
+    except ValueError:
+        _fail(path, f"expected one of {', '.join(k.value for k in kinds)}, got {text!r}")
+
+
+def _optional(
+    read: Callable[..., _T], entry: Mapping[str, object], key: str, path: str, **checks: Any
+) -> _T | None:
+    """``entry[key]`` read by ``read`` (with ``checks``), or ``None`` when absent or null."""
+    value = entry.get(key)
+    return None if value is None else read(value, f"{path}.{key}", **checks)
+
+
+def _each(
+    read: Callable[[object, str], _T], entry: Mapping[str, object], key: str, path: str
+) -> tuple[_T, ...]:
+    """Each item of the array ``entry[key]`` (absent: none) read by ``read``."""
+    items = _list(entry.get(key, []), f"{path}.{key}")
+    return tuple(read(item, f"{path}.{key}[{i}]") for i, item in enumerate(items))
 
 
 def _required(entry: Mapping[str, object], key: str, path: str) -> object:

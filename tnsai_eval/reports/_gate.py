@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
@@ -164,11 +164,8 @@ class GateSettings:
         values, sources = data.get("values"), data.get("sources")
         if not isinstance(values, Mapping) or not isinstance(sources, Mapping):
             return None
-        kept = {n: _parsed(n, values.get(n), ini=False) for n in GATE_SETTING_NAMES}
-        return cls(
-            **{n: v for n, v in kept.items() if v is not None},
-            sources={n: str(sources[n]) for n in GATE_SETTING_NAMES if n in sources},
-        )
+        kept = {n: str(sources[n]) for n in GATE_SETTING_NAMES if n in sources}
+        return replace(cls.resolve([(values, _DEFAULT)]), sources=kept)
 
     def changes(self, current: GateSettings) -> tuple[SettingChange, ...]:
         """The settings whose value differs in ``current`` (this one is the base's)."""

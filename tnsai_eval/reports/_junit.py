@@ -139,13 +139,17 @@ def _gate_suite(verdict: GateVerdict, comparison: Comparison | None) -> tuple[st
         elements.append(
             f"{head}><failure message={_attr(reason)}>{_escape(text)}</failure></testcase>"
         )
-    attrs = " ".join(f'{k}="{v}"' for k, v in counts.items())
-    suite = (
-        f'  <testsuite name="tnsai gate" {attrs}>\n    '
-        + "\n    ".join(elements)
-        + "\n  </testsuite>"
-    )
-    return suite, counts
+    return _suite('"tnsai gate"', counts, elements), counts
+
+
+def _attrs(counts: dict[str, int]) -> str:
+    return " ".join(f'{k}="{v}"' for k, v in counts.items())
+
+
+def _suite(name: str, counts: dict[str, int], elements: list[str], time: str = "") -> str:
+    """A ``<testsuite>`` of ``elements`` (``name``: its quoted name attribute)."""
+    head = f"  <testsuite name={name} {_attrs(counts)}{time}>\n    "
+    return head + "\n    ".join(elements) + "\n  </testsuite>"
 
 
 def _escape(text: str) -> str:
@@ -193,18 +197,12 @@ def render_junit(
                 elements.append(f"{head}><skipped message={_attr(message)}/></testcase>")
         for key, value in counts.items():
             totals[key] += value
-        attrs = " ".join(f'{k}="{v}"' for k, v in counts.items())
-        suites.append(
-            f"  <testsuite name={_attr(test.nodeid)} {attrs} "
-            f"time={quoteattr(f'{test.duration_s:.3f}')}>\n    "
-            + "\n    ".join(elements)
-            + "\n  </testsuite>"
-        )
-    attrs = " ".join(f'{k}="{v}"' for k, v in totals.items())
+        time = f" time={quoteattr(f'{test.duration_s:.3f}')}"
+        suites.append(_suite(_attr(test.nodeid), counts, elements, time))
     return "\n".join(
         [
             '<?xml version="1.0" encoding="utf-8"?>',
-            f'<testsuites name="tnsai-eval" {attrs}>',
+            f'<testsuites name="tnsai-eval" {_attrs(totals)}>',
             *suites,
             "</testsuites>",
             "",

@@ -434,6 +434,10 @@ def latency_figures(latencies: Iterable[float]) -> tuple[int, float | None, floa
     return len(values), round(percentile(values, 50), 6), round(percentile(values, 95), 6)
 
 
+#: The columns of ``Report.to_dataframe(long=True)``: one row per (test, metric).
+_LONG_COLUMNS = ("nodeid", "metric", "mean", "ci_low", "ci_high", "n", "gate", "higher_is_better")
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     """One run: its configuration and every tracked test.
@@ -532,23 +536,15 @@ class Report:
         """
         import pandas as pd
 
-        report = self
-        by_model = bool(report.models) or report.cost is not None
-        timed = report.timed
+        by_model = bool(self.models) or self.cost is not None
+        timed = self.timed
         rows: list[dict[str, Any]] = []
-        for test in report.tests:
+        for test in self.tests:
             if long:
+                # After the test and the metric's name, each column is a MetricStats field.
                 rows.extend(
-                    {
-                        "nodeid": test.nodeid,
-                        "metric": m.name,
-                        "mean": m.mean,
-                        "ci_low": m.ci_low,
-                        "ci_high": m.ci_high,
-                        "n": m.n,
-                        "gate": m.gate,
-                        "higher_is_better": m.higher_is_better,
-                    }
+                    {"nodeid": test.nodeid, "metric": m.name}
+                    | {name: getattr(m, name) for name in _LONG_COLUMNS[2:]}
                     for m in test.metrics.values()
                 )
                 continue
@@ -587,14 +583,10 @@ class Report:
                 )
             row.update({f"metric.{m.name}": m.mean for m in test.metrics.values()})
             rows.append(row)
-        columns = (
-            ["nodeid", "metric", "mean", "ci_low", "ci_high", "n", "gate", "higher_is_better"]
-            if long
-            else None
-        )
+        columns = list(_LONG_COLUMNS) if long else None
         frame = pd.DataFrame(rows, columns=columns) if columns or rows else pd.DataFrame()
-        frame.attrs["schema_version"] = report.schema_version
-        frame.attrs["config"] = dict(report.config)
+        frame.attrs["schema_version"] = self.schema_version
+        frame.attrs["config"] = dict(self.config)
         return frame
 
 

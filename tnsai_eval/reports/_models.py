@@ -96,24 +96,13 @@ def compare_report_models(
     old, new = run.for_model(baseline), run.for_model(candidate)
     comparison = compare(new, old, **gate)
     changes: dict[str, list[MetricChange]] = {}
-    for change in _changes(comparison):
+    for change in comparison.judged:
         changes.setdefault(change.nodeid, []).append(change)
     rows = []
     for nodeid in dict.fromkeys([*(t.nodeid for t in old.tests), *(t.nodeid for t in new.tests)]):
         found = changes.get(nodeid, [])
         rows.append(_row(nodeid, old.get(nodeid), new.get(nodeid), found, comparison))
     return ModelComparison(baseline, candidate, comparison, tuple(rows))
-
-
-def _changes(comparison: Comparison) -> list[MetricChange]:
-    """Every judged metric, whatever the gate called it."""
-    return [
-        *comparison.regressions,
-        *comparison.inconclusive,
-        *comparison.dropped,
-        *comparison.improved,
-        *comparison.unchanged,
-    ]
 
 
 def _row(
@@ -174,16 +163,13 @@ _HEADERS = (
 
 def format_model_comparison(result: ModelComparison, *, markdown: bool = False) -> str:
     """The verdict table (A = baseline model, B = candidate), then the flipped cases."""
-    from tnsai_eval.reports._tables import format_table, markdown_table
-    from tnsai_eval.reports._text import _name, format_comparison
+    from tnsai_eval.reports._text import _name, _table, format_comparison
 
     rows = []
     for row in result.rows:
-        score = "-"
+        score = delta = "-"
         if row.baseline_score is not None and row.candidate_score is not None:
             score = f"{row.baseline_score:.3f} -> {row.candidate_score:.3f}"
-        delta = "-"
-        if row.baseline_score is not None and row.candidate_score is not None:
             delta = f"{row.candidate_score - row.baseline_score:+.3f}"
             if row.delta_low is not None and row.delta_high is not None:
                 delta += f" [{row.delta_low:+.3f}, {row.delta_high:+.3f}]"
@@ -207,9 +193,7 @@ def format_model_comparison(result: ModelComparison, *, markdown: bool = False) 
         f"{_name(result.baseline, markdown)} (A)"
     )
     lines = [f"**{title}**" if markdown else title]
-    lines.append(
-        markdown_table(_HEADERS, rows) if markdown else format_table(_HEADERS, rows, indent=2)
-    )
+    lines.append(_table(_HEADERS, rows, markdown))
     lines.append(format_comparison(result.comparison, markdown=markdown))
     return ("\n\n" if markdown else "\n").join(lines)
 

@@ -12,7 +12,8 @@ crafted id can neither add a line (a forged "PASS" heading) nor a table cell.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from tnsai_eval._util.text import code_span, escape_markdown, shown_label, shown_line
@@ -50,25 +51,19 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool
 def _metric_rows(changes: Sequence[MetricChange]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for c in changes:
+        head = (shown_label(c.nodeid), shown_label(c.metric), f"{c.baseline:.3f}")
         if math.isnan(c.current):  # nothing in common with the baseline
-            rows.append(
-                (shown_label(c.nodeid), shown_label(c.metric), f"{c.baseline:.3f}", "-", "-", "-")
-            )
+            rows.append((*head, "-", "-", "-"))
             continue
-        current = f"{c.current:.3f}"
-        if c.current_low != c.current_high:
-            current += f" [{c.current_low:.3f}, {c.current_high:.3f}]"
-        rows.append(
-            (
-                shown_label(c.nodeid),
-                shown_label(c.metric),
-                f"{c.baseline:.3f}",
-                current,
-                f"{c.delta:+.3f}",
-                "-" if c.p_value is None else f"{c.p_value:.3g}",
-            )
-        )
+        current = _interval(c.current, c.current_low, c.current_high)
+        p_value = "-" if c.p_value is None else f"{c.p_value:.3g}"
+        rows.append((*head, current, f"{c.delta:+.3f}", p_value))
     return rows
+
+
+def _interval(mean: float, low: float, high: float) -> str:
+    """``0.500 [0.400, 0.600]``, or ``0.500`` when the interval is the value itself."""
+    return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low != high else "")
 
 
 _METRIC_HEADERS = ("test", "metric", "baseline", "current", "delta", "sign test p")
@@ -148,13 +143,7 @@ def prompt_diff(
 
 
 def _longest_backticks(lines: Sequence[str]) -> int:
-    longest = run = 0
-    for line in lines:
-        run = 0
-        for ch in line:
-            run = run + 1 if ch == "`" else 0
-            longest = max(longest, run)
-    return longest
+    return max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
 
 
 def _name(text: str, markdown: bool) -> str:
@@ -312,50 +301,37 @@ def format_comparison(
     lines.extend(f"note: {_name(note, markdown)}" for note in notes)
     lines.extend(_more(rest, markdown, more_in))
     bullet = "-" if markdown else " "
-    errored, rest = _limited(comparison.errored, limit)
-    if errored:
-        lines.append(
-            f"errored (the call failed or the evaluator raised; left out of the comparison, "
-            f"never a flip): {len(comparison.errored)}"
-        )
-        lines.append(
-            "\n".join(
-                [
-                    f"{bullet} {_name(nodeid, markdown)} case {_name(i, markdown)}: "
-                    + (escape_markdown(error, limit=200) if markdown else shown_text(error, 200))
-                    for nodeid, i, error in errored
-                ]
-                + _more(rest, markdown, more_in)
-            )
-        )
-    unrecorded, rest = _limited(comparison.unrecorded, limit)
-    if unrecorded:
-        lines.append(
-            f"unrecorded (no reply in the store, or refused by the call budget; left out of "
-            f"the comparison): {len(comparison.unrecorded)}"
-        )
-        lines.append(
-            "\n".join(
-                [
-                    f"{bullet} {_name(nodeid, markdown)} case {_name(i, markdown)}"
-                    for nodeid, i in unrecorded
-                ]
-                + _more(rest, markdown, more_in)
-            )
-        )
-    for title, names in (
-        ("new (not in baseline)", comparison.new),
-        ("vanished", comparison.vanished),
-    ):
-        shown, rest = _limited(names, limit)
+
+    def listed(title: str, items: Sequence[_T], line: Callable[[_T], str]) -> None:
+        shown, rest = _limited(items, limit)
         if shown:
-            lines.append(f"{title}: {len(names)}")
+            lines.append(f"{title}: {len(items)}")
             lines.append(
                 "\n".join(
-                    [f"{bullet} {_name(name, markdown)}" for name in shown]
-                    + _more(rest, markdown, more_in)
+                    [f"{bullet} {line(item)}" for item in shown] + _more(rest, markdown, more_in)
                 )
             )
+
+    def case(nodeid: str, case_id: str) -> str:
+        return f"{_name(nodeid, markdown)} case {_name(case_id, markdown)}"
+
+    listed(
+        "errored (the call failed or the evaluator raised; left out of the comparison, "
+        "never a flip)",
+        comparison.errored,
+        lambda e: (
+            f"{case(e[0], e[1])}: "
+            + (escape_markdown(e[2], limit=200) if markdown else shown_text(e[2], 200))
+        ),
+    )
+    listed(
+        "unrecorded (no reply in the store, or refused by the call budget; left out of "
+        "the comparison)",
+        comparison.unrecorded,
+        lambda u: case(*u),
+    )
+    listed("new (not in baseline)", comparison.new, lambda name: _name(name, markdown))
+    listed("vanished", comparison.vanished, lambda name: _name(name, markdown))
     # Markdown needs a blank line before a table or a heading to render them.
     return ("\n\n" if markdown else "\n").join(lines)
 
@@ -420,12 +396,7 @@ def summary_rows(report: Report) -> tuple[tuple[str, ...], list[tuple[str, ...]]
     timed = report.timed
     for test in report.tests:
         interval = score_interval(test)
-        if interval is None:
-            shown = "-"
-        elif interval[1] != interval[2]:
-            shown = f"{interval[0]:.3f} [{interval[1]:.3f}, {interval[2]:.3f}]"
-        else:
-            shown = f"{interval[0]:.3f}"
+        shown = "-" if interval is None else _interval(*interval)
         status = test.status.value
         if test.samples > 1:
             status += f" ({test.passed_samples}/{test.samples})"

@@ -16,16 +16,12 @@ from tnsai_eval._util.text import code_span, escape_markdown, shown_label
 from tnsai_eval.records import StepSummary
 from tnsai_eval.reports._model import shown_text
 from tnsai_eval.reports._tables import format_table, markdown_table
-from tnsai_eval.reports._trajectories import CALL_CHARS, MARK
+from tnsai_eval.reports._trajectories import CALL_CHARS, MARK, _backticks
 
 if TYPE_CHECKING:
     from tnsai_eval.reports._cases import CaseChange
 
 __all__ = ["trajectory_lines"]
-
-
-def _backticks(text: str) -> str:
-    return f"`{shown_label(text)}`"
 
 
 def _call(step: StepSummary | None) -> str:

@@ -34,7 +34,6 @@ from tnsai_eval.reports._compare import (
     ChangeKind,
     Comparison,
     EvidenceKind,
-    MetricChange,
     Shortfall,
     count_labels,
 )
@@ -228,25 +227,23 @@ def describe_missing(shortfalls: Sequence[Shortfall]) -> str:
     '2 errored (ServerError HTTP 500)'
     """
     parts: list[str] = []
-    by_kind: dict[EvidenceKind, list[Shortfall]] = {}
-    for s in shortfalls:
-        by_kind.setdefault(s.kind, []).append(s)
-    for kind in EvidenceKind:
-        found = by_kind.get(kind)
-        if not found:
-            continue
-        if kind is EvidenceKind.ERRORED:
-            labels = [label for s in found for label in s.errors]
-            parts.append(f"{sum(s.cases for s in found)} errored ({count_labels(labels)})")
-        elif kind is EvidenceKind.NOT_RUN:
-            parts.append(f"{sum(s.cases for s in found)} case(s) not run")
-        elif kind is EvidenceKind.INCONCLUSIVE:
-            parts.append(f"{len(found)} inconclusive score(s)")
-        elif kind is EvidenceKind.ABSENT:
-            parts.append(f"{len(found)} gated score(s) did not run")
-        else:
-            parts.append(f"{len(found)} score(s) of errored test(s)")
+    for kind, phrase in _MISSING.items():
+        found = [s for s in shortfalls if s.kind is kind]
+        if found:
+            cases, scores = sum(s.cases for s in found), len(found)
+            labels = count_labels(label for s in found for label in s.errors)
+            parts.append(phrase.format(cases=cases, scores=scores, labels=labels))
     return ", ".join(parts)
+
+
+#: How each kind of missing evidence is summed up, in ``EvidenceKind``'s order.
+_MISSING = {
+    EvidenceKind.NOT_RUN: "{cases} case(s) not run",
+    EvidenceKind.ERRORED: "{cases} errored ({labels})",
+    EvidenceKind.INCONCLUSIVE: "{scores} inconclusive score(s)",
+    EvidenceKind.ABSENT: "{scores} gated score(s) did not run",
+    EvidenceKind.TEST_ERROR: "{scores} score(s) of errored test(s)",
+}
 
 
 def _passing_headline(
@@ -268,21 +265,11 @@ def _passing_headline(
         return "ACCEPTS " + ", ".join(parts)
     if comparison is None:
         return "PASS: nothing to gate (no baseline)"
-    if pr is not None and pr.mode == "first" and not _judged(comparison):
+    if pr is not None and pr.mode == "first" and not comparison.judged:
         return "PASS: nothing to gate (the base branch has no baseline yet)"
     if comparison.dropped:
         return f"PASS: no regressions; {len(comparison.dropped)} dropped score(s) not significant"
     return "PASS: no regressions"
-
-
-def _judged(comparison: Comparison) -> list[MetricChange]:
-    return [
-        *comparison.regressions,
-        *comparison.inconclusive,
-        *comparison.dropped,
-        *comparison.improved,
-        *comparison.unchanged,
-    ]
 
 
 def _given_up(old_new: Comparison) -> str:
@@ -295,7 +282,7 @@ def _given_up(old_new: Comparison) -> str:
         before = math.fsum(c.baseline_score for c in changes) / len(changes)
         after = math.fsum(c.current_score for c in changes) / len(changes)
         return f"{text} ({before:.3f} -> {after:.3f})"
-    moved = [c for c in _judged(old_new) if c.kind is not ChangeKind.UNCHANGED]
+    moved = [c for c in old_new.judged if c.kind is not ChangeKind.UNCHANGED]
     if len(moved) == 1:
         return f"{text} ({moved[0].baseline:.3f} -> {moved[0].current:.3f})"
     return text
@@ -315,7 +302,7 @@ def _checks(
             if metric.gate:
                 key(test.nodeid, name)
     if comparison is not None:
-        for change in _judged(comparison):
+        for change in comparison.judged:
             found = key(change.nodeid, change.metric)
             if change.kind is ChangeKind.REGRESSED:
                 found.append(

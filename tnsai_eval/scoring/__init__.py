@@ -27,18 +27,19 @@ a model through an ``LLMClient``); it imports neither the optimizer nor any view
 1.0
 """
 
+from tnsai_eval.scoring._answers import (
+    ContainsEvaluator,
+    ExactMatchEvaluator,
+    TokenF1Evaluator,
+    normalize_answer,
+)
 from tnsai_eval.scoring._calibration import JudgeCalibration, fit_threshold
 from tnsai_eval.scoring._cases import TestCase, check_cases, split_cases
-from tnsai_eval.scoring._contains import ContainsEvaluator
 from tnsai_eval.scoring._default import DefaultPromptEvaluator
 from tnsai_eval.scoring._evaluator import PromptEvaluator, uses_expected
-from tnsai_eval.scoring._exact import ExactMatchEvaluator
-from tnsai_eval.scoring._f1 import TokenF1Evaluator
 from tnsai_eval.scoring._judge import Judge, JudgeMethod, JudgeResult
-from tnsai_eval.scoring._label import LabelEvaluator, labels_response_format
+from tnsai_eval.scoring._label import LabelEvaluator, labels_response_format, score_metric
 from tnsai_eval.scoring._llm_judge import LLMJudgeEvaluator, parse_judge_score
-from tnsai_eval.scoring._metric import score_metric
-from tnsai_eval.scoring._normalize import normalize_answer
 from tnsai_eval.scoring._params import DEFAULT_CALL_PARAMS
 from tnsai_eval.scoring._tool_calls import (
     ArgumentMode,

@@ -58,31 +58,24 @@ expected_tool_calls=(ToolCall('lookup_order', {'order_id': 'A1'}),))
         *,
         id: str | None = None,
     ) -> None:
-        object.__setattr__(self, "input", input)
-        object.__setattr__(self, "expected", expected)
-        object.__setattr__(self, "expected_tool_calls", expected_tool_calls)
-        object.__setattr__(self, "state", state)
-        object.__setattr__(self, "id", id)
-        self._check()
-
-    def _check(self) -> None:
-        for name in ("input", "expected"):
-            value = getattr(self, name)
+        for name, value in (("input", input), ("expected", expected)):
             if not isinstance(value, str):
                 raise ConfigError(
                     f"TestCase.{name} must be a str, got {type(value).__name__}: {value!r}"
                 )
-        if self.id is not None and (not isinstance(self.id, str) or not self.id.strip()):
-            raise ConfigError(f"TestCase.id must be a non-blank str or None, got {self.id!r}")
-        calls = tool_calls_from(self.expected_tool_calls, "TestCase.expected_tool_calls")
+        if id is not None and (not isinstance(id, str) or not id.strip()):
+            raise ConfigError(f"TestCase.id must be a non-blank str or None, got {id!r}")
+        calls = tool_calls_from(expected_tool_calls, "TestCase.expected_tool_calls")
+        if state is not None and not isinstance(state, Mapping):
+            raise ConfigError(
+                f"TestCase.state must be a mapping of names to values or None, "
+                f"got {type(state).__name__}: {state!r}"
+            )
+        object.__setattr__(self, "input", input)
+        object.__setattr__(self, "expected", expected)
         object.__setattr__(self, "expected_tool_calls", calls)
-        if self.state is not None:
-            if not isinstance(self.state, Mapping):
-                raise ConfigError(
-                    f"TestCase.state must be a mapping of names to values or None, "
-                    f"got {type(self.state).__name__}: {self.state!r}"
-                )
-            object.__setattr__(self, "state", MappingProxyType(dict(self.state)))
+        object.__setattr__(self, "state", None if state is None else MappingProxyType(dict(state)))
+        object.__setattr__(self, "id", id)
 
     def __repr__(self) -> str:
         # The id is left out (most cases have none; input and expected are what a

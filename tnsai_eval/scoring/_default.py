@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from tnsai_eval.scoring._normalize import answer_tokens
+from tnsai_eval.scoring._answers import answer_tokens
+from tnsai_eval.scoring._evaluator import ComparesExpected
 
 __all__ = ["DefaultPromptEvaluator", "keyword_overlap", "length_similarity", "phrase_overlap"]
 
@@ -76,7 +77,7 @@ _STOPWORDS = frozenset(
 )
 
 
-class DefaultPromptEvaluator:
+class DefaultPromptEvaluator(ComparesExpected):
     """The original module's scorer, with every term defined.
 
     Both texts are normalized with ``normalize_answer`` (lowercase, no
@@ -100,12 +101,6 @@ class DefaultPromptEvaluator:
     >>> round(DefaultPromptEvaluator().evaluate("The capital of France is Paris.", "Paris"), 3)
     0.84
     """
-
-    #: It compares each reply with the expected answer (see ``uses_expected``).
-    uses_expected = True
-
-    def __repr__(self) -> str:
-        return "DefaultPromptEvaluator()"
 
     def evaluate(self, actual: str, expected: str) -> float:
         got, want = answer_tokens(actual), answer_tokens(expected)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["PromptEvaluator", "uses_expected"]
+__all__ = ["ComparesExpected", "PromptEvaluator", "uses_expected"]
 
 
 @runtime_checkable
@@ -30,6 +30,16 @@ class PromptEvaluator(Protocol):
     """
 
     def evaluate(self, actual: str, expected: str) -> float: ...
+
+
+class ComparesExpected:
+    """Base of the shipped evaluators that compare each reply with the expected answer
+    (``uses_expected``); its ``repr`` names the class (one with options names them)."""
+
+    uses_expected = True
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
 
 
 def uses_expected(evaluator: object) -> bool:

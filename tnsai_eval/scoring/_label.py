@@ -8,12 +8,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from tnsai_eval.errors import ConfigError
-from tnsai_eval.scoring._normalize import normalize_answer
+from tnsai_eval.scoring._answers import ExactMatchEvaluator, normalize_answer
+from tnsai_eval.scoring._evaluator import ComparesExpected
 
-__all__ = ["LabelEvaluator", "labels_response_format"]
+__all__ = ["LabelEvaluator", "labels_response_format", "score_metric"]
 
 
-class LabelEvaluator:
+class LabelEvaluator(ComparesExpected):
     """1.0 when the reply names the expected label and no other, else 0.0: a mean is accuracy.
 
     The reply's label is found after ``normalize_answer``: the whole reply when
@@ -31,9 +32,6 @@ class LabelEvaluator:
     >>> judge.label_of('{"label": "negative"}')
     'negative'
     """
-
-    #: It compares each reply with the expected answer (see ``uses_expected``).
-    uses_expected = True
 
     def __init__(self, labels: Iterable[str]) -> None:
         self.labels = tuple(labels)
@@ -96,3 +94,15 @@ def labels_response_format(labels: Iterable[str]) -> dict[str, Any]:
             },
         },
     }
+
+
+def score_metric(evaluator: object) -> str:
+    """What a mean of ``evaluator``'s scores is: ``"accuracy"`` when each case scores
+    1 or 0 against one right answer (``LabelEvaluator``, ``ExactMatchEvaluator``),
+    else ``"score"``. Reports and headlines name it.
+
+    >>> from tnsai_eval.scoring import DefaultPromptEvaluator
+    >>> score_metric(LabelEvaluator(["yes", "no"])), score_metric(DefaultPromptEvaluator())
+    ('accuracy', 'score')
+    """
+    return "accuracy" if isinstance(evaluator, LabelEvaluator | ExactMatchEvaluator) else "score"

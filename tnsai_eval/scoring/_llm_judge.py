@@ -10,10 +10,10 @@ from typing import Any
 from tnsai_eval._util.scores import parse_score
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
+from tnsai_eval.scoring._answers import normalize_answer
 from tnsai_eval.scoring._calibration import MIN_CALIBRATION_EXAMPLES, JudgeCalibration
 from tnsai_eval.scoring._evaluator import PromptEvaluator
 from tnsai_eval.scoring._judge import Judge, JudgeMethod, JudgeResult
-from tnsai_eval.scoring._normalize import normalize_answer
 
 __all__ = ["LLMJudgeEvaluator", "parse_judge_score"]
 

@@ -12,12 +12,12 @@ A plain ``PromptEvaluator`` is a metric too, scoring the output text.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
+from tnsai_eval._util.scores import is_share
 from tnsai_eval.errors import ConfigError
 from tnsai_eval.llm import LLMClient
 from tnsai_eval.norms import NormEngine, NormEntry, NormViolation
@@ -54,7 +54,7 @@ class MetricScore:
 
 def check_threshold(value: object) -> float:
     """``value`` as a threshold in [0, 1]; anything else is a ``ConfigError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+    if not is_share(value):
         raise ConfigError(f"threshold must be a number from 0 to 1, got {value!r}")
     return float(value)
 
@@ -100,16 +100,11 @@ class FinalAnswer:
 
     def evaluate_trajectory(self, trajectory: Trajectory, case: TestCase) -> MetricScore:
         """The evaluator's score of ``trajectory.output``, with its reason when it gives one."""
-        score = self.evaluator.evaluate(trajectory.output, case.expected)
-        return MetricScore(score, explain(self.evaluator, trajectory.output, case.expected))
+        return Metric(self.name, self.evaluator).score(trajectory, case)
 
     async def aevaluate_trajectory(self, trajectory: Trajectory, case: TestCase) -> MetricScore:
         """Like ``evaluate_trajectory``, awaiting the evaluator's ``aevaluate`` when it has one."""
-        scorer = getattr(self.evaluator, "aevaluate", None)
-        if scorer is None:
-            return self.evaluate_trajectory(trajectory, case)
-        score = float(await scorer(trajectory.output, case.expected))
-        return MetricScore(score, explain(self.evaluator, trajectory.output, case.expected))
+        return await Metric(self.name, self.evaluator).ascore(trajectory, case)
 
 
 def explain(evaluator: object, actual: str, expected: str) -> str:
@@ -315,15 +310,12 @@ class Metric:
 
     async def ascore(self, output: str | Trajectory, case: TestCase) -> MetricScore:
         """Like ``score``, awaiting the evaluator's async method when it has one."""
-        if isinstance(self.evaluator, TrajectoryEvaluator):
-            scorer = getattr(self.evaluator, "aevaluate_trajectory", None)
-            if scorer is None:
-                return self.score(output, case)
-            found = await scorer(_as_trajectory(output, case), case)
-            return _finite(found)
-        scorer = getattr(self.evaluator, "aevaluate", None)
+        whole = isinstance(self.evaluator, TrajectoryEvaluator)
+        scorer = getattr(self.evaluator, "aevaluate_trajectory" if whole else "aevaluate", None)
         if scorer is None:
             return self.score(output, case)
+        if whole:
+            return _finite(await scorer(_as_trajectory(output, case), case))
         text = output.output if isinstance(output, Trajectory) else output
         value = await scorer(text, case.expected)
         return _finite(MetricScore(value, explain(self.evaluator, text, case.expected)))
@@ -339,17 +331,10 @@ def _as_trajectory(output: str | Trajectory, case: TestCase) -> Trajectory:
 
 def _finite(found: object) -> MetricScore:
     # An evaluator's bad return value is its bug: named here, contained to the case.
-    if not isinstance(found, MetricScore):
-        score = found
-        reason = ""
-    else:
-        score, reason = found.score, found.reason
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-        raise ConfigError(f"an evaluator returned {score!r}; expected a number from 0 to 1")
-    if not 0 <= score <= 1:
-        raise ConfigError(f"an evaluator returned {score!r}; expected a number from 0 to 1")
-    violations = found.violations if isinstance(found, MetricScore) else ()
-    return MetricScore(float(score), reason, tuple(str(v) for v in violations))
+    scored = found if isinstance(found, MetricScore) else MetricScore(cast(float, found))
+    if not is_share(scored.score):
+        raise ConfigError(f"an evaluator returned {scored.score!r}; expected a number from 0 to 1")
+    return MetricScore(float(scored.score), scored.reason, tuple(map(str, scored.violations)))
 
 
 def _default_name(evaluator: object) -> str:

@@ -119,8 +119,7 @@ class OptimizerDashboard(DisplayMixin):
         )
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        estimate = optimizer.estimate_calls(prompt, self.cases, validation_cases=validation_cases)
-        self.bar = w.IntProgress(value=0, min=0, max=max(int(estimate), 1), description="calls")
+        self.bar = w.IntProgress(value=0, min=0, max=self._calls(optimizer), description="calls")
         self.status = w.HTML("<i>not started: choose the settings and click Run</i>")
         self.best_prompt = w.HTML(pre_html(prompt))
         self.plot = image_widget()
@@ -229,19 +228,19 @@ class OptimizerDashboard(DisplayMixin):
         self.round_best = []
         self.result = None
         self.error = None
-        self.bar.max = max(
-            int(
-                runner.estimate_calls(
-                    self.prompt, self.cases, validation_cases=self.validation_cases
-                )
-            ),
-            1,
-        )
+        self.bar.max = self._calls(runner)
         self.bar.value = 0
         self.bar.bar_style = ""
         self.status.value = "running…"
         self._set_controls(running=True)
         return runner
+
+    def _calls(self, optimizer: PromptOptimizer) -> int:
+        """The bar's length: ``estimate_calls`` for this run (at least 1)."""
+        calls = optimizer.estimate_calls(
+            self.prompt, self.cases, validation_cases=self.validation_cases
+        )
+        return max(int(calls), 1)
 
     def _execute(self, runner: PromptOptimizer, *, reraise: bool) -> OptimizationResult | None:
         try:

@@ -160,9 +160,10 @@ class _Renderer:
             path = buffer.get("path") or []
             if path and buffer.get("encoding") == "base64":
                 state[str(path[0])] = ("base64", buffer.get("data", ""))
+        if name in _BOXES:
+            return self._box(state, _BOXES[name])
         method = getattr(self, "_" + name.removesuffix("Model").lower(), None)
-        body = method(state) if method is not None else f"<i>({html.escape(name)})</i>"
-        return body
+        return method(state) if method is not None else f"<i>({html.escape(name)})</i>"
 
     def _children(self, state: Mapping[str, Any]) -> list[str]:
         return [self.render(ref[len("IPY_MODEL_") :]) for ref in state.get("children", [])]
@@ -171,14 +172,6 @@ class _Renderer:
         gap = "8px" if direction == "row" else "4px"
         style = f"display: flex; flex-direction: {direction}; flex-wrap: wrap; gap: {gap}"
         return f'<div style="{style}">{"".join(self._children(state))}</div>'
-
-    def _vbox(self, state: Mapping[str, Any]) -> str:
-        return self._box(state, "column")
-
-    def _hbox(self, state: Mapping[str, Any]) -> str:
-        return self._box(state, "row")
-
-    _gridbox = _hbox
 
     def _tab(self, state: Mapping[str, Any]) -> str:
         children = self._children(state)
@@ -233,8 +226,7 @@ class _Renderer:
         text = html.escape(str(state.get("description", "")))
         return f'<span style="{_BUTTON}">{text}</span>'
 
-    def _togglebutton(self, state: Mapping[str, Any]) -> str:
-        return self._button(state)
+    _togglebutton = _button
 
     def _text(self, state: Mapping[str, Any]) -> str:
         shown = _typed(state)
